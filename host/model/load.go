@@ -1,0 +1,82 @@
+package model
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/registrum/registrum/internal/canonjson"
+)
+
+// maxPackageBytes bounds the size of a package document read from disk.
+const maxPackageBytes = 64 << 20
+
+// ComputeRevision returns the revision of p: the sha256 digest of the
+// canonical form of p with its Revision member left out.
+func ComputeRevision(p *Package) (string, error) {
+	c := *p
+	c.Revision = ""
+	d, err := canonjson.Digest(&c)
+	if err != nil {
+		return "", fmt.Errorf("model: package revision: %w", err)
+	}
+	return d, nil
+}
+
+// Load reads the package at path (a package folder or its package.json),
+// checks its format, its revision and the digest of every file it lists.
+func Load(path string) (*Package, error) {
+	file := path
+	if st, err := os.Stat(path); err == nil && st.IsDir() {
+		file = filepath.Join(path, FileName)
+	}
+	raw, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("model: read package: %w", err)
+	}
+	if len(raw) > maxPackageBytes {
+		return nil, fmt.Errorf("model: package %s is larger than %d bytes", file, maxPackageBytes)
+	}
+	p, err := Decode(raw)
+	if err != nil {
+		return nil, fmt.Errorf("model: package %s: %w", file, err)
+	}
+	dir := filepath.Dir(file)
+	for _, f := range p.Files {
+		b, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(f.Path)))
+		if err != nil {
+			return nil, fmt.Errorf("model: package %s: file %s: %w", file, f.Path, err)
+		}
+		if got := canonjson.DigestBytes(b); got != f.SHA256 {
+			return nil, fmt.Errorf("model: package %s: file %s has digest %s, the package pins %s", file, f.Path, got, f.SHA256)
+		}
+	}
+	return p, nil
+}
+
+// Decode parses a package document strictly and checks its format and revision.
+func Decode(raw []byte) (*Package, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	var p Package
+	if err := dec.Decode(&p); err != nil {
+		return nil, fmt.Errorf("decode: %w", err)
+	}
+	if p.Format != Format {
+		return nil, fmt.Errorf("format is %q, this host reads %q", p.Format, Format)
+	}
+	if p.Revision == "" {
+		return nil, errors.New("the package has no revision")
+	}
+	want, err := ComputeRevision(&p)
+	if err != nil {
+		return nil, err
+	}
+	if want != p.Revision {
+		return nil, fmt.Errorf("revision %s does not match the content (%s): the package was modified after compilation", p.Revision, want)
+	}
+	return &p, nil
+}
