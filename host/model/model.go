@@ -30,6 +30,25 @@ type Package struct {
 	Modules []Module `json:"modules,omitempty"`
 	// Files lists every source and generated file of the package with its digest.
 	Files []File `json:"files,omitempty"`
+	// Production is true when the package was compiled with the production
+	// rules (a handler for every hook, a pinned digest for every module).
+	Production bool `json:"production,omitempty"`
+	// Vocabularies are the closed code lists fields draw from.
+	Vocabularies []*Vocabulary `json:"vocabularies,omitempty"`
+	// Profiles are the access profiles.
+	Profiles []*Profile `json:"profiles,omitempty"`
+	// Actions are the immediate actions.
+	Actions []*Action `json:"actions,omitempty"`
+	// Forms are the published form definitions.
+	Forms []*Form `json:"forms,omitempty"`
+	// Verifiers are the attachment verifiers the package uses.
+	Verifiers []Verifier `json:"verifiers,omitempty"`
+}
+
+// Vocabulary is a named closed list of codes.
+type Vocabulary struct {
+	ID     string   `json:"id"`
+	Values []string `json:"values"`
 }
 
 // Registry is the identity of the registry and the published URL bases the
@@ -78,6 +97,90 @@ type Entity struct {
 	MaximumBodyBytes int64    `json:"maximumBodyBytes"`
 	Batch            *Batch   `json:"batch,omitempty"`
 	Fields           []*Field `json:"fields"`
+	// Temporal makes the entity temporal: records have a validity interval.
+	Temporal *Temporal `json:"temporal,omitempty"`
+	// GeoJSON enables the spatial adapter on a crs84-point field.
+	GeoJSON *GeoJSON `json:"geojson,omitempty"`
+	// Constraints are enforced by the store (unique, reference, temporal
+	// non-overlap, value checks).
+	Constraints []*Constraint `json:"constraints,omitempty"`
+	// Indexes are additional btree indexes.
+	Indexes []*Index `json:"indexes,omitempty"`
+	// Cursor bounds the lifetime of collection cursors.
+	Cursor Cursor `json:"cursor"`
+	// Attachments are the file slots of a request entity (at most 8).
+	Attachments []*AttachmentSlot `json:"attachments,omitempty"`
+	// ChangeRequest, when set, makes the entity a request entity.
+	ChangeRequest *ChangeRequest `json:"changeRequest,omitempty"`
+	// Hooks are the events declared on the entity.
+	Hooks []*Hook `json:"hooks,omitempty"`
+}
+
+// IsRequestEntity reports whether the entity's records are change requests.
+func (e *Entity) IsRequestEntity() bool { return e.ChangeRequest != nil }
+
+// Temporal names the interval fields of a temporal entity: both of Type
+// (date or timestamp); start required, end nullable (open), start inclusive,
+// end exclusive.
+type Temporal struct {
+	StartField string    `json:"startField"`
+	EndField   string    `json:"endField"`
+	Type       FieldType `json:"type"`
+}
+
+// GeoJSON names the crs84-point field served by the spatial adapter.
+type GeoJSON struct {
+	GeometryField string `json:"geometryField"`
+}
+
+// Constraint kinds.
+const (
+	ConstraintUnique             = "unique"
+	ConstraintReference          = "reference"
+	ConstraintTemporalNonOverlap = "temporal-non-overlap"
+	ConstraintCheck              = "check"
+)
+
+// Check operators.
+const (
+	CheckEq = "eq"
+	CheckNe = "ne"
+	CheckLt = "lt"
+	CheckLe = "le"
+	CheckGt = "gt"
+	CheckGe = "ge"
+)
+
+// Constraint is a rule the store enforces on every write. Field names are
+// authored ids.
+//
+//   - unique: Fields together are unique among live records.
+//   - reference: Field (a reference field) names an existing Target record.
+//   - temporal-non-overlap: records with equal ScopeFields have disjoint
+//     validity intervals (the entity's Temporal fields).
+//   - check: Field Operator (Value, or OtherField of the same type) holds
+//     whenever Field is not null.
+type Constraint struct {
+	ID          string   `json:"id"`
+	Kind        string   `json:"kind"`
+	Fields      []string `json:"fields,omitempty"`
+	Field       string   `json:"field,omitempty"`
+	Target      string   `json:"target,omitempty"`
+	ScopeFields []string `json:"scopeFields,omitempty"`
+	Operator    string   `json:"operator,omitempty"`
+	Value       any      `json:"value,omitempty"`
+	OtherField  string   `json:"otherField,omitempty"`
+}
+
+// Index is an additional btree index over fields (authored ids).
+type Index struct {
+	ID     string   `json:"id"`
+	Fields []string `json:"fields"`
+}
+
+// Cursor holds the collection cursor settings of an entity.
+type Cursor struct {
+	MaxAgeSeconds int `json:"maxAgeSeconds"`
 }
 
 // Batch holds the bounds of an entity's batch route; a nil Batch means the
@@ -124,6 +227,9 @@ type Field struct {
 	// Decimal precision and scale.
 	Precision *int `json:"precision,omitempty"`
 	Scale     *int `json:"scale,omitempty"`
+	// Vocabulary names the vocabulary a code field draws from, when it
+	// draws from a named one; Values always holds the resolved codes.
+	Vocabulary string `json:"vocabulary,omitempty"`
 	// Values is the closed vocabulary of a code field.
 	Values []string `json:"values,omitempty"`
 	// Target is the entity id a reference field points at.

@@ -1,0 +1,217 @@
+package model
+
+// ChangeRequest makes an entity a request entity: its records are proposals
+// that, once reviewed, apply effects to target records. Exactly one of
+// Effects and Planner is set.
+type ChangeRequest struct {
+	// Effects are the declarative effects of the request.
+	Effects []*Effect `json:"effects,omitempty"`
+	// Planner computes the effects with a reviewed module.
+	Planner     *Planner    `json:"planner,omitempty"`
+	Review      Review      `json:"review"`
+	Application Application `json:"application"`
+	Retention   Retention   `json:"retention"`
+}
+
+// PlannerKind returns "declarative" or the planner's engine.
+func (c *ChangeRequest) PlannerKind() string {
+	if c.Planner != nil {
+		return c.Planner.Engine
+	}
+	return "declarative"
+}
+
+// Effect operations.
+const (
+	EffectCreate = "create"
+	EffectPatch  = "patch"
+)
+
+// Effect is one write a change request or an immediate action performs.
+type Effect struct {
+	ID        string       `json:"id"`
+	Operation string       `json:"operation"`
+	Target    EffectTarget `json:"target"`
+	// Set lists the target fields written, ordered by field id.
+	Set []*SetField `json:"set,omitempty"`
+	// Clear lists the target fields set to null (authored ids).
+	Clear []string `json:"clear,omitempty"`
+}
+
+// EffectTarget selects the target record of an effect: Entity is always the
+// resolved target entity id; for a patch, exactly one of FromField (a
+// reference field of the request record or an action input) and FromEffect
+// (the record an earlier create effect produced) selects the record.
+type EffectTarget struct {
+	Entity     string `json:"entity"`
+	FromField  string `json:"fromField,omitempty"`
+	FromEffect string `json:"fromEffect,omitempty"`
+}
+
+// SetField is one target field an effect writes and where its value comes
+// from: exactly one of FromField (a field of the request record, or an
+// action input), FromEffect (the id of the record an earlier effect created)
+// and Value (a literal, encoded as the field's wire value).
+type SetField struct {
+	Field      string `json:"field"`
+	FromField  string `json:"fromField,omitempty"`
+	FromEffect string `json:"fromEffect,omitempty"`
+	Value      any    `json:"value,omitempty"`
+}
+
+// Planner is a reviewed module that turns a request into writes. Writes
+// declares every write it may produce; the host refuses any other.
+type Planner struct {
+	// Engine is "tengo" or "wasm".
+	Engine string `json:"engine"`
+	// Module is the id of the planner's entry in Package.Modules.
+	Module string          `json:"module"`
+	Writes []*PlannedWrite `json:"writes"`
+}
+
+// PlannedWrite is one write a planner may produce.
+type PlannedWrite struct {
+	ID        string       `json:"id"`
+	Operation string       `json:"operation"`
+	Target    EffectTarget `json:"target"`
+	// Fields are the target fields (authored ids) the write may set or clear.
+	Fields []string `json:"fields"`
+}
+
+// Review modes.
+const (
+	ReviewAuthority = "authority"
+	ReviewNone      = "none"
+)
+
+// Review says who reviews a submitted request: an external authority under a
+// policy, or nobody (mode none).
+type Review struct {
+	Mode      string `json:"mode"`
+	Authority string `json:"authority,omitempty"`
+	PolicyID  string `json:"policyId,omitempty"`
+}
+
+// Application modes.
+const (
+	ApplyManual    = "manual"
+	ApplyAutomatic = "automatic"
+)
+
+// Application says how an approved request is applied: by an authorized
+// caller (manual) or by a named logical executor (automatic).
+type Application struct {
+	Mode     string `json:"mode"`
+	Executor string `json:"executor,omitempty"`
+}
+
+// Retention modes.
+const (
+	RetainAll     = "retain"
+	OperatorErase = "operator-erase"
+)
+
+// Retention says whether proposal payloads are retained or may be erased by an operator.
+type Retention struct {
+	Mode string `json:"mode"`
+}
+
+// Limits on attachment slots.
+const (
+	MaxAttachmentSlots     = 8
+	MaxAttachmentSlotBytes = 16777216
+)
+
+// AttachmentSlot is a file slot on a request entity. The slot appears in
+// domainData under its id; it is engine-owned.
+type AttachmentSlot struct {
+	ID string `json:"id"`
+	// Required is requiredForSubmit: submission needs the slot filled and verified.
+	Required       bool     `json:"required,omitempty"`
+	MaximumBytes   int64    `json:"maximumBytes"`
+	ContentTypes   []string `json:"contentTypes"`
+	Classification string   `json:"classification"`
+	// Verification, when set, quarantines uploads until the verifier approves them.
+	Verification *Verification `json:"verification,omitempty"`
+}
+
+// Verification binds an attachment slot to a verifier and a policy.
+type Verification struct {
+	Verifier string `json:"verifier"`
+	PolicyID string `json:"policyId"`
+}
+
+// Verifier kinds.
+const (
+	VerifierGoPlugin = "go-plugin"
+	VerifierHTTP     = "http"
+)
+
+// Verifier is an attachment verifier the package uses: a go-plugin binary
+// shipped in the package (Path, SHA256) or an HTTP service (URL).
+type Verifier struct {
+	ID     string `json:"id"`
+	Kind   string `json:"kind"`
+	Path   string `json:"path,omitempty"`
+	SHA256 string `json:"sha256,omitempty"`
+	URL    string `json:"url,omitempty"`
+}
+
+// Action is an immediate action: effects applied in one call, from inputs.
+type Action struct {
+	ID string `json:"id"`
+	// Inputs are typed like entity fields; their ids are used by effects.
+	Inputs  []*Field  `json:"inputs"`
+	Effects []*Effect `json:"effects"`
+	// Preconditions must hold on the target records before any effect is written.
+	Preconditions []*Precondition `json:"preconditions,omitempty"`
+}
+
+// Precondition is a test on the record an effect targets: the target field
+// equals a literal (Equals) or an input (EqualsInput).
+type Precondition struct {
+	Effect      string `json:"effect"`
+	Field       string `json:"field"`
+	Equals      any    `json:"equals,omitempty"`
+	EqualsInput string `json:"equalsInput,omitempty"`
+}
+
+// Input returns the action input with the given id, or nil.
+func (a *Action) Input(id string) *Field {
+	for _, f := range a.Inputs {
+		if f.ID == id {
+			return f
+		}
+	}
+	return nil
+}
+
+// ActionByID returns the action with the given id, or nil.
+func (p *Package) ActionByID(id string) *Action {
+	for _, a := range p.Actions {
+		if a.ID == id {
+			return a
+		}
+	}
+	return nil
+}
+
+// Slot returns the attachment slot with the given id, or nil.
+func (e *Entity) Slot(id string) *AttachmentSlot {
+	for _, s := range e.Attachments {
+		if s.ID == id {
+			return s
+		}
+	}
+	return nil
+}
+
+// ModuleByID returns the module with the given id, or nil.
+func (p *Package) ModuleByID(id string) *Module {
+	for i := range p.Modules {
+		if p.Modules[i].ID == id {
+			return &p.Modules[i]
+		}
+	}
+	return nil
+}
