@@ -151,6 +151,15 @@ func Verify(cfg Config) (*Report, error) {
 	defer unlock()
 	if len(seqs) > 0 {
 		b.segment = next
+		// Records of the active segment claiming a later sequence mean the
+		// sealed segments in between are missing; report them as such and
+		// verify the active segment on its own.
+		if p, perr := firstRecord(k.chain, path); perr == nil && p.segment > next && p.line == 1 {
+			for s := next; s < p.segment; s++ {
+				rep.Missing = append(rep.Missing, s)
+			}
+			b = boundary{segment: p.segment}
+		}
 	}
 	res, err := scanFile(k.chain, path, b)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -159,15 +168,6 @@ func Verify(cfg Config) (*Report, error) {
 	}
 	if err != nil {
 		return nil, err
-	}
-	if res.reason == errSegmentNum && res.badLine == 1 && len(seqs) > 0 {
-		// The active segment's records claim a later sequence: the sealed
-		// segments in between are missing.
-		if p, perr := firstRecord(k.chain, path); perr == nil && p.segment > next {
-			for s := next; s < p.segment; s++ {
-				rep.Missing = append(rep.Missing, s)
-			}
-		}
 	}
 	if len(seqs) == 0 && res.records > 0 && res.segment > 1 {
 		rep.Archived = res.segment - 1
