@@ -25,10 +25,7 @@ func lockName(path string) string { return path + ".lock" }
 // listSealed returns the sequence numbers of the sealed segments present
 // beside path, ascending. Only names "<base>.<exactly eight digits>" count.
 func listSealed(path string) ([]uint32, error) {
-	dir, base := filepath.Split(path)
-	if dir == "" {
-		dir = "."
-	}
+	dir, base := filepath.Dir(path), filepath.Base(path)
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("audit: list segments in %s: %w", dir, err)
