@@ -1,0 +1,371 @@
+package verifier
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net/rpc"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/go-plugin"
+
+	"github.com/registrum/registrum/internal/canonjson"
+	"github.com/registrum/registrum/plugins/verifier/wire"
+)
+
+// ProcessConfig configures a verifier run out of process.
+type ProcessConfig struct {
+	// ID names the verifier in errors and logs.
+	ID string
+	// Path is the verifier binary.
+	Path string
+	// SHA256 is the digest the operator pinned for the binary,
+	// "sha256:<64 lowercase hex>".
+	SHA256 string
+	// MaxBytes is the largest attachment sent to the verifier; 0 means
+	// MaxContentBytes, which is also the upper bound.
+	MaxBytes int64
+	// StartTimeout bounds the start and handshake of the process
+	// (default 10 s). A call's own deadline bounds it further.
+	StartTimeout time.Duration
+	// Logger receives go-plugin's own log lines; it is used at Warn level.
+	// Nil means standard error.
+	Logger hclog.Logger
+}
+
+// Process is a verifier binary run through go-plugin. It starts the process
+// on first use, restarts it after a crash, and kills it when a call outlives
+// its deadline. The binary's digest is checked against the pinned one when
+// the Process is created and again before every start. Calls are served one
+// at a time; a waiting call gives up at its own deadline.
+type Process struct {
+	cfg      ProcessConfig
+	checksum []byte
+	logger   hclog.Logger
+	turn     chan struct{} // one token: the right to use the process
+
+	mu     sync.Mutex // guards cur and closed
+	cur    *instance
+	closed bool
+
+	starts atomic.Int64
+}
+
+// instance is one started plugin process.
+type instance struct {
+	client *plugin.Client
+	cmd    *exec.Cmd
+	rpc    *rpc.Client
+}
+
+var _ VerifyCloser = (*Process)(nil)
+
+// NewProcess checks the configuration and the binary's pinned digest. It
+// does not start the process. A missing binary or a digest mismatch is an
+// error that names the file.
+func NewProcess(cfg ProcessConfig) (*Process, error) {
+	if cfg.ID == "" {
+		return nil, errors.New("verifier: process verifier: id is empty")
+	}
+	if cfg.MaxBytes == 0 {
+		cfg.MaxBytes = MaxContentBytes
+	}
+	if cfg.MaxBytes < 1 || cfg.MaxBytes > MaxContentBytes {
+		return nil, fmt.Errorf("verifier %q: maximum bytes %d outside 1..%d", cfg.ID, cfg.MaxBytes, MaxContentBytes)
+	}
+	if cfg.StartTimeout <= 0 {
+		cfg.StartTimeout = 10 * time.Second
+	}
+	checksum, err := parsePinnedDigest(cfg.SHA256)
+	if err != nil {
+		return nil, fmt.Errorf("verifier %q: sha256: %w", cfg.ID, err)
+	}
+	if err := CheckBinary(cfg.Path, cfg.SHA256); err != nil {
+		return nil, fmt.Errorf("verifier %q: %w", cfg.ID, err)
+	}
+	logger := cfg.Logger
+	if logger == nil {
+		logger = hclog.New(&hclog.LoggerOptions{Name: "verifier." + cfg.ID, Level: hclog.Warn, Output: os.Stderr})
+	}
+	logger.SetLevel(hclog.Warn)
+	p := &Process{cfg: cfg, checksum: checksum, logger: logger, turn: make(chan struct{}, 1)}
+	p.turn <- struct{}{}
+	return p, nil
+}
+
+// parsePinnedDigest decodes "sha256:<64 lowercase hex>".
+func parsePinnedDigest(pinned string) ([]byte, error) {
+	h, ok := strings.CutPrefix(pinned, "sha256:")
+	if !ok || !hexDigestPattern.MatchString(h) {
+		return nil, fmt.Errorf("pinned digest %q is not sha256:<64 lowercase hex>", pinned)
+	}
+	b, _ := hex.DecodeString(h)
+	return b, nil
+}
+
+// CheckBinary reports whether the file at path hashes to pinned
+// ("sha256:<64 lowercase hex>"), with an error naming the file and both
+// digests when it does not.
+func CheckBinary(path, pinned string) error {
+	if _, err := parsePinnedDigest(pinned); err != nil {
+		return fmt.Errorf("binary %s: %w", path, err)
+	}
+	info, err := os.Stat(path)
+	if err != nil {
+		return fmt.Errorf("binary %s: %w", path, err)
+	}
+	if !info.Mode().IsRegular() {
+		return fmt.Errorf("binary %s: not a regular file", path)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("binary %s: %w", path, err)
+	}
+	if got := canonjson.DigestBytes(b); got != pinned {
+		return fmt.Errorf("binary %s: digest mismatch: pinned %s, file has %s; refusing to run a binary that was not reviewed", path, pinned, got)
+	}
+	return nil
+}
+
+// Starts returns how many times the verifier process was started, for
+// metrics and tests.
+func (p *Process) Starts() int64 { return p.starts.Load() }
+
+// Verify sends the attachment's bytes to the verifier process and returns
+// its verdict. See [Verifier].
+func (p *Process) Verify(ctx context.Context, att Attachment, content io.Reader) (Verdict, error) {
+	if err := att.Validate(p.cfg.MaxBytes); err != nil {
+		return retry(p.cfg.ID, CauseInvalidAttachment, nil)
+	}
+	select {
+	case <-p.turn:
+	case <-ctx.Done():
+		return retry(p.cfg.ID, CauseDeadline, ctx.Err())
+	}
+	defer func() { p.turn <- struct{}{} }()
+
+	inst, cause, err := p.instance(ctx)
+	if cause != "" {
+		return retry(p.cfg.ID, cause, err)
+	}
+	v, cause, err := p.session(ctx, inst, att, content)
+	if cause != "" {
+		return retry(p.cfg.ID, cause, err)
+	}
+	return v, nil
+}
+
+// session runs one Begin/Write/Finish exchange. A failure that leaves the
+// process in an unknown state discards it (and kills it).
+func (p *Process) session(ctx context.Context, inst *instance, att Attachment, content io.Reader) (Verdict, Cause, error) {
+	timeout := int64(0)
+	if dl, ok := ctx.Deadline(); ok {
+		timeout = max(time.Until(dl).Milliseconds(), 1)
+	}
+	var begun wire.BeginReply
+	if cause, err := p.call(ctx, inst, wire.MethodBegin, wire.BeginArgs{
+		SlotID: att.SlotID, MediaType: att.MediaType, DeclaredSize: att.DeclaredSize,
+		SHA256: att.SHA256, TimeoutMillis: timeout,
+	}, &begun); cause != "" {
+		return Verdict{}, cause, err
+	}
+	src := newExactReader(content, att)
+	buf := make([]byte, min(int64(wire.MaxChunk), att.DeclaredSize))
+	for {
+		n, rerr := io.ReadFull(src, buf)
+		if n > 0 && src.cause() == "" {
+			if cause, err := p.call(ctx, inst, wire.MethodWrite, wire.WriteArgs{Session: begun.Session, Data: buf[:n]}, &wire.Empty{}); cause != "" {
+				return Verdict{}, cause, err
+			}
+		}
+		if rerr == nil {
+			continue
+		}
+		if c := src.cause(); c != "" {
+			// The host's content is wrong: the plugin must not judge it.
+			if cause, err := p.call(ctx, inst, wire.MethodAbort, wire.SessionArgs{Session: begun.Session}, &wire.Empty{}); cause != "" {
+				return Verdict{}, cause, err
+			}
+			return Verdict{}, c, nil
+		}
+		break // io.EOF or io.ErrUnexpectedEOF after a verified end
+	}
+	var fin wire.FinishReply
+	if cause, err := p.call(ctx, inst, wire.MethodFinish, wire.SessionArgs{Session: begun.Session}, &fin); cause != "" {
+		return Verdict{}, cause, err
+	}
+	v := Verdict{Outcome: Outcome(fin.Outcome), Reason: Reason(fin.Reason)}
+	if !v.Valid() {
+		p.discard(inst)
+		return Verdict{}, CauseProtocol, nil
+	}
+	if v.Outcome == Retry {
+		switch c := Cause(fin.Cause); c {
+		case CausePluginContentMismatch, CauseVerifierError, CauseVerifierRetry, CauseInvalidVerdict, CauseDeadline:
+			return Verdict{}, c, nil
+		default:
+			p.discard(inst)
+			return Verdict{}, CauseProtocol, nil
+		}
+	}
+	return v, "", nil
+}
+
+// call makes one RPC call bounded by ctx. When ctx ends first, or the
+// connection fails, the process is killed and discarded; an error the plugin
+// returned is a protocol failure and discards it too.
+func (p *Process) call(ctx context.Context, inst *instance, method string, args, reply any) (Cause, error) {
+	c := inst.rpc.Go(method, args, reply, make(chan *rpc.Call, 1))
+	select {
+	case <-c.Done:
+	case <-ctx.Done():
+		p.discard(inst)
+		return CauseDeadline, ctx.Err()
+	}
+	if c.Error == nil {
+		return "", nil
+	}
+	p.discard(inst)
+	var se rpc.ServerError
+	if errors.As(c.Error, &se) {
+		return CauseProtocol, nil
+	}
+	return CauseCrashed, nil
+}
+
+// instance returns the running process, starting one when there is none or
+// the last one exited.
+func (p *Process) instance(ctx context.Context) (*instance, Cause, error) {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return nil, CauseClosed, nil
+	}
+	inst := p.cur
+	p.mu.Unlock()
+	if inst != nil && !inst.client.Exited() {
+		return inst, "", nil
+	}
+	if inst != nil {
+		p.discard(inst)
+	}
+	return p.start(ctx)
+}
+
+type started struct {
+	inst  *instance
+	cause Cause
+}
+
+// start launches the binary and completes the go-plugin handshake, giving up
+// at ctx's deadline (the abandoned start is cleaned up in the background).
+func (p *Process) start(ctx context.Context) (*instance, Cause, error) {
+	// A file changed since it was reviewed is refused before go-plugin's own
+	// checksum check, so the cause is precise.
+	if err := CheckBinary(p.cfg.Path, p.cfg.SHA256); err != nil {
+		p.logger.Warn("verifier binary refused", "verifier", p.cfg.ID, "error", err.Error())
+		return nil, CauseBinaryChanged, nil
+	}
+	cmd := exec.Command(p.cfg.Path)
+	cmd.Env = []string{} // nothing of the host's environment reaches the plugin
+	client := plugin.NewClient(&plugin.ClientConfig{
+		HandshakeConfig:  wire.Handshake,
+		Plugins:          plugin.PluginSet{wire.PluginName: &wire.Plugin{}},
+		Cmd:              cmd,
+		SkipHostEnv:      true,
+		AllowedProtocols: []plugin.Protocol{plugin.ProtocolNetRPC},
+		SecureConfig:     &plugin.SecureConfig{Checksum: p.checksum, Hash: sha256.New()},
+		StartTimeout:     p.cfg.StartTimeout,
+		Logger:           p.logger,
+	})
+	p.starts.Add(1)
+	done := make(chan started, 1)
+	go func() {
+		done <- p.handshake(client, cmd)
+	}()
+	select {
+	case res := <-done:
+		if res.cause != "" {
+			return nil, res.cause, nil
+		}
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		if p.closed {
+			go kill(res.inst)
+			return nil, CauseClosed, nil
+		}
+		p.cur = res.inst
+		return res.inst, "", nil
+	case <-ctx.Done():
+		go func() {
+			if res := <-done; res.inst != nil {
+				kill(res.inst)
+			}
+		}()
+		return nil, CauseDeadline, ctx.Err()
+	}
+}
+
+// handshake waits for the plugin to start and dispenses the verifier.
+func (p *Process) handshake(client *plugin.Client, cmd *exec.Cmd) started {
+	proto, err := client.Client()
+	if err != nil {
+		// go-plugin's error may quote the plugin's stdout: log only that it failed.
+		p.logger.Warn("verifier process failed to start or complete the handshake", "verifier", p.cfg.ID)
+		client.Kill()
+		return started{cause: CauseStartFailed}
+	}
+	raw, err := proto.Dispense(wire.PluginName)
+	if err != nil {
+		client.Kill()
+		return started{cause: CauseStartFailed}
+	}
+	rc, ok := raw.(*rpc.Client)
+	if !ok {
+		client.Kill()
+		return started{cause: CauseStartFailed}
+	}
+	return started{inst: &instance{client: client, cmd: cmd, rpc: rc}}
+}
+
+// discard forgets inst (if it is still current) and kills its process.
+func (p *Process) discard(inst *instance) {
+	p.mu.Lock()
+	if p.cur == inst {
+		p.cur = nil
+	}
+	p.mu.Unlock()
+	kill(inst)
+}
+
+// kill stops the process at once and lets go-plugin clean up in the
+// background, so the caller never waits for a misbehaving plugin.
+func kill(inst *instance) {
+	if inst.cmd.Process != nil {
+		_ = inst.cmd.Process.Kill()
+	}
+	go inst.client.Kill()
+}
+
+// Close stops the verifier process. Calls after Close return a Retry with
+// CauseClosed.
+func (p *Process) Close() error {
+	p.mu.Lock()
+	p.closed = true
+	inst := p.cur
+	p.cur = nil
+	p.mu.Unlock()
+	if inst != nil {
+		inst.client.Kill()
+	}
+	return nil
+}

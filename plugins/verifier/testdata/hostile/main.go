@@ -1,0 +1,99 @@
+// Command hostile is a test verifier that misbehaves on request: the slot id
+// of the attachment picks the misbehaviour. Any other slot is approved.
+package main
+
+import (
+	"context"
+	"errors"
+	"io"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-plugin"
+
+	"github.com/registrum/registrum/plugins/verifier/wire"
+	"github.com/registrum/registrum/sdk/verifier"
+)
+
+type author struct{}
+
+func (author) Verify(ctx context.Context, att verifier.Attachment, r io.Reader) (verifier.Verdict, error) {
+	switch att.SlotID {
+	case "hang":
+		exe, _ := os.Executable()
+		_ = os.WriteFile(exe+".pid", []byte(strconv.Itoa(os.Getpid())), 0o600)
+		time.Sleep(time.Hour) // ignores ctx on purpose
+	case "panics":
+		panic("secret-panic-text")
+	case "fails":
+		return verifier.Verdict{}, errors.New("secret-error-text")
+	case "invalidVerdict":
+		return verifier.Verdict{Outcome: verifier.Rejected}, nil
+	case "asksRetry":
+		return verifier.Verdict{Outcome: verifier.Retry}, nil
+	case "exits":
+		os.Exit(0)
+	case "rejects":
+		return verifier.Reject(verifier.ReasonPolicy), nil
+	}
+	if _, err := io.Copy(io.Discard, r); err != nil {
+		return verifier.Verdict{}, err
+	}
+	return verifier.Approve(), nil
+}
+
+// receiver wraps the SDK's receiver to misbehave below the author's code.
+type receiver struct {
+	*verifier.Receiver
+	mu     sync.Mutex
+	slot   map[uint64]string
+	chunks map[uint64]int
+}
+
+func (r *receiver) Begin(args wire.BeginArgs, reply *wire.BeginReply) error {
+	if err := r.Receiver.Begin(args, reply); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.slot[reply.Session] = args.SlotID
+	return nil
+}
+
+func (r *receiver) Write(args wire.WriteArgs, reply *wire.Empty) error {
+	r.mu.Lock()
+	r.chunks[args.Session]++
+	crash := r.slot[args.Session] == "crashMidStream" && r.chunks[args.Session] == 2
+	r.mu.Unlock()
+	if crash {
+		os.Exit(3)
+	}
+	return r.Receiver.Write(args, reply)
+}
+
+func (r *receiver) Finish(args wire.SessionArgs, reply *wire.FinishReply) error {
+	r.mu.Lock()
+	slot := r.slot[args.Session]
+	r.mu.Unlock()
+	switch slot {
+	case "nonsense":
+		*reply = wire.FinishReply{Outcome: "maybe"}
+		return nil
+	case "unknownCause":
+		*reply = wire.FinishReply{Outcome: "retry", Cause: "secret-cause-text"}
+		return nil
+	case "rpcError":
+		return errors.New("secret-rpc-error-text")
+	}
+	return r.Receiver.Finish(args, reply)
+}
+
+func main() {
+	rcv := &receiver{Receiver: verifier.NewReceiver(author{}), slot: map[uint64]string{}, chunks: map[uint64]int{}}
+	plugin.Serve(&plugin.ServeConfig{
+		HandshakeConfig: wire.Handshake,
+		Plugins:         plugin.PluginSet{wire.PluginName: &wire.Plugin{Receiver: rcv}},
+	})
+}
