@@ -1,0 +1,108 @@
+// Package store is Registrum's PostgreSQL store: the engine's migrations, the
+// activation of a package's layout, and the record operations of the host.
+// All SQL of the record host lives here; nothing here knows about HTTP.
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/registrum/registrum/host/model"
+	"github.com/registrum/registrum/store/layout"
+)
+
+// Store is a connection pool to a Registrum database bound to one active package.
+type Store struct {
+	pool   *pgxpool.Pool
+	pkg    *model.Package
+	owners map[string]layout.Owner
+}
+
+// Connect opens a connection pool to the database named by dsn (a URL or
+// key/value connection string) and checks that it answers.
+func Connect(ctx context.Context, dsn string) (*pgxpool.Pool, error) {
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		// The parse error may quote the connection string with its password.
+		return nil, errors.New("store: the database connection string is not valid")
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("store: connect: %w", err)
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("store: connect to %s: %w", describe(cfg), err)
+	}
+	return pool, nil
+}
+
+// describe names a database for messages without its password.
+func describe(cfg *pgxpool.Config) string {
+	return fmt.Sprintf("database %q on %s:%d", cfg.ConnConfig.Database, cfg.ConnConfig.Host, cfg.ConnConfig.Port)
+}
+
+// ErrLayoutMismatch means the database holds the layout of another package.
+var ErrLayoutMismatch = errors.New("the database holds the tables of a package with another schema fingerprint")
+
+// Open checks the schema version and activates p: on an empty database it
+// creates p's entity tables; on a database that already holds p's layout it
+// records p as the active package. A database holding another layout is refused.
+func Open(ctx context.Context, pool *pgxpool.Pool, p *model.Package) (*Store, error) {
+	if err := CheckSchema(ctx, pool); err != nil {
+		return nil, err
+	}
+	fp, err := layout.Fingerprint(p)
+	if err != nil {
+		return nil, err
+	}
+	if p.SchemaFingerprint != "" && p.SchemaFingerprint != fp {
+		return nil, fmt.Errorf("store: the package records schema fingerprint %s but its layout is %s: recompile it with this release", p.SchemaFingerprint, fp)
+	}
+	stmts, err := layout.DDL(p)
+	if err != nil {
+		return nil, err
+	}
+	err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", migrateLockKey); err != nil {
+			return err
+		}
+		var held string
+		err := tx.QueryRow(ctx, "SELECT schema_fingerprint FROM registrum.package_state").Scan(&held)
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+			for _, s := range stmts {
+				if strings.HasPrefix(s, "--") {
+					continue
+				}
+				if _, err := tx.Exec(ctx, s); err != nil {
+					return fmt.Errorf("create layout: %w", err)
+				}
+			}
+			_, err = tx.Exec(ctx, "INSERT INTO registrum.package_state (schema_fingerprint, package_revision, layout_ddl) VALUES ($1, $2, $3)",
+				fp, p.Revision, strings.Join(stmts, ";\n")+";\n")
+			return err
+		case err != nil:
+			return err
+		case held != fp:
+			return fmt.Errorf("database layout %s, package layout %s: %w (start from an empty database, or keep the package's entity fields and constraints as they were)", held, fp, ErrLayoutMismatch)
+		}
+		_, err = tx.Exec(ctx, "UPDATE registrum.package_state SET package_revision = $1, activated_at = now()", p.Revision)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: activate package %s: %w", p.Revision, err)
+	}
+	return &Store{pool: pool, pkg: p, owners: layout.Owners(p)}, nil
+}
+
+// Package returns the active package.
+func (s *Store) Package() *model.Package { return s.pkg }
+
+// Ping checks that the database answers.
+func (s *Store) Ping(ctx context.Context) error { return s.pool.Ping(ctx) }

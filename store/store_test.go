@@ -1,0 +1,312 @@
+package store_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/registrum/registrum/host/model"
+	"github.com/registrum/registrum/store"
+	"github.com/registrum/registrum/store/layout"
+	"github.com/registrum/registrum/store/storetest"
+)
+
+func TestMain(m *testing.M) { os.Exit(storetest.Run(m)) }
+
+func intp(v int) *int { return &v }
+
+func testPackage(t *testing.T) *model.Package {
+	p := &model.Package{
+		Format:   model.Format,
+		Registry: model.Registry{ID: "test"},
+		Entities: []*model.Entity{
+			{ID: "household", Route: "households", MutationMode: model.Mutable, Fields: []*model.Field{
+				{ID: "name", APIName: "name", Type: model.TypeString, Required: true, MaxLength: intp(10)},
+			}},
+			{ID: "child", Route: "children", MutationMode: model.Mutable, Fields: []*model.Field{
+				{ID: "national-id", APIName: "nationalId", Type: model.TypeString, Required: true, MaxLength: intp(20)},
+				{ID: "household", APIName: "household", Type: model.TypeReference, Target: "household"},
+				{ID: "age", APIName: "age", Type: model.TypeInteger},
+				{ID: "amount", APIName: "amount", Type: model.TypeDecimal, Precision: intp(10), Scale: intp(2)},
+				{ID: "born", APIName: "born", Type: model.TypeDate},
+				{ID: "seen", APIName: "seen", Type: model.TypeTimestamp},
+				{ID: "active", APIName: "active", Type: model.TypeBoolean},
+				{ID: "where", APIName: "where", Type: model.TypeCRS84Point},
+			}, Constraints: []*model.Constraint{{ID: "unique-nid", Kind: model.ConstraintUnique, Fields: []string{"national-id"}}}},
+			{ID: "placement", Route: "placements", MutationMode: model.Mutable,
+				Temporal: &model.Temporal{StartField: "from", EndField: "to", Type: model.TypeDate},
+				Fields: []*model.Field{
+					{ID: "child", APIName: "child", Type: model.TypeString, Required: true},
+					{ID: "from", APIName: "from", Type: model.TypeDate, Required: true},
+					{ID: "to", APIName: "to", Type: model.TypeDate},
+				},
+				Constraints: []*model.Constraint{{ID: "no-overlap", Kind: model.ConstraintTemporalNonOverlap, ScopeFields: []string{"child"}}}},
+		},
+	}
+	fp, err := layout.Fingerprint(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.SchemaFingerprint = fp
+	p.Revision, err = model.ComputeRevision(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func journal() store.Journal {
+	return store.Journal{OperationID: uuid.NewString(), CommitID: uuid.NewString(), TraceID: "0123456789abcdef0123456789abcdef", RecordReference: "hmac-sha256:x", Data: []byte(`{}`)}
+}
+
+func openStore(t *testing.T) (*store.Store, *pgxpool.Pool) {
+	pool := storetest.NewPool(t)
+	s, err := store.Open(context.Background(), pool, testPackage(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, pool
+}
+
+func count(t *testing.T, pool *pgxpool.Pool, q string) int {
+	var n int
+	if err := pool.QueryRow(context.Background(), q).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func TestCreateAndGetRoundTripEveryStorageForm(t *testing.T) {
+	ctx := context.Background()
+	s, pool := openStore(t)
+	p := s.Package()
+	hh := uuid.NewString()
+	if _, err := s.Create(ctx, p.EntityByID("household"), hh, map[string]any{"name": "Ada"}, journal()); err != nil {
+		t.Fatal(err)
+	}
+	id := uuid.NewString()
+	seen := time.Date(2026, 11, 1, 12, 30, 0, 123000, time.UTC)
+	values := map[string]any{
+		"national-id": "N-1", "household": hh, "age": int64(7), "amount": "12.50",
+		"born": "2019-04-01", "seen": seen, "active": true,
+		"where": json.RawMessage(`{"type":"Point","coordinates":[24.9,60.2]}`),
+	}
+	if _, err := s.Create(ctx, p.EntityByID("child"), id, values, journal()); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Get(ctx, p.EntityByID("child"), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Revision != 1 || got.Lifecycle != "active" {
+		t.Errorf("revision %d lifecycle %s", got.Revision, got.Lifecycle)
+	}
+	for k, want := range values {
+		g := got.Values[k]
+		switch w := want.(type) {
+		case json.RawMessage:
+			var a, b any
+			json.Unmarshal(w, &a)
+			json.Unmarshal(g.(json.RawMessage), &b)
+			if ja, _ := json.Marshal(a); string(ja) != func() string { jb, _ := json.Marshal(b); return string(jb) }() {
+				t.Errorf("%s = %s, want %s", k, g, w)
+			}
+		case time.Time:
+			if !w.Equal(g.(time.Time)) {
+				t.Errorf("%s = %v, want %v", k, g, w)
+			}
+		default:
+			if g != want {
+				t.Errorf("%s = %#v, want %#v", k, g, want)
+			}
+		}
+	}
+	if n := count(t, pool, "select count(*) from registrum.revisions"); n != 2 {
+		t.Errorf("revisions = %d, want 2", n)
+	}
+	if n := count(t, pool, "select count(*) from registrum.audit where operation = 'create' and trace_id = '0123456789abcdef0123456789abcdef'"); n != 2 {
+		t.Errorf("audit rows = %d, want 2", n)
+	}
+	if _, err := s.Get(ctx, p.EntityByID("child"), uuid.NewString()); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("unknown id: err = %v", err)
+	}
+}
+
+func constraintOwner(t *testing.T, err error) layout.Owner {
+	t.Helper()
+	var ce *store.ConstraintError
+	if !errors.As(err, &ce) {
+		t.Fatalf("err = %v, want a ConstraintError", err)
+	}
+	return ce.Owner
+}
+
+func TestConstraintsAreEnforcedByPostgreSQLAndNothingIsWritten(t *testing.T) {
+	ctx := context.Background()
+	s, pool := openStore(t)
+	p := s.Package()
+	child := p.EntityByID("child")
+	if _, err := s.Create(ctx, child, uuid.NewString(), map[string]any{"national-id": "N-1"}, journal()); err != nil {
+		t.Fatal(err)
+	}
+	before := count(t, pool, "select count(*) from registrum.revisions")
+
+	o := constraintOwner(t, func() error {
+		_, err := s.Create(ctx, child, uuid.NewString(), map[string]any{"national-id": "N-1"}, journal())
+		return err
+	}())
+	if o.Kind != model.ConstraintUnique || o.ConstraintID != "unique-nid" || o.FieldID != "national-id" {
+		t.Errorf("unique violation owner = %+v", o)
+	}
+	o = constraintOwner(t, func() error {
+		_, err := s.Create(ctx, child, uuid.NewString(), map[string]any{"national-id": "N-2", "household": uuid.NewString()}, journal())
+		return err
+	}())
+	if o.Kind != model.ConstraintReference || o.FieldID != "household" {
+		t.Errorf("reference violation owner = %+v", o)
+	}
+	o = constraintOwner(t, func() error {
+		_, err := s.Create(ctx, p.EntityByID("household"), uuid.NewString(), map[string]any{"name": "elevenchars"}, journal())
+		return err
+	}())
+	if o.Kind != layout.KindFieldBounds || o.FieldID != "name" {
+		t.Errorf("bound violation owner = %+v", o)
+	}
+	placement := p.EntityByID("placement")
+	if _, err := s.Create(ctx, placement, uuid.NewString(), map[string]any{"child": "c1", "from": "2026-01-01", "to": "2026-02-01"}, journal()); err != nil {
+		t.Fatal(err)
+	}
+	// The end is exclusive: a placement starting on the previous end is fine.
+	if _, err := s.Create(ctx, placement, uuid.NewString(), map[string]any{"child": "c1", "from": "2026-02-01"}, journal()); err != nil {
+		t.Fatalf("adjacent interval refused: %v", err)
+	}
+	o = constraintOwner(t, func() error {
+		_, err := s.Create(ctx, placement, uuid.NewString(), map[string]any{"child": "c1", "from": "2026-01-15", "to": "2026-01-20"}, journal())
+		return err
+	}())
+	if o.Kind != model.ConstraintTemporalNonOverlap || o.ConstraintID != "no-overlap" {
+		t.Errorf("overlap owner = %+v", o)
+	}
+	if after := count(t, pool, "select count(*) from registrum.revisions"); after != before+2 {
+		t.Errorf("revisions went from %d to %d; refused writes left rows", before, after)
+	}
+}
+
+func TestConcurrentDuplicateCreatesResolveToOne(t *testing.T) {
+	ctx := context.Background()
+	s, pool := openStore(t)
+	child := s.Package().EntityByID("child")
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for i := 0; i < 8; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := s.Create(ctx, child, uuid.NewString(), map[string]any{"national-id": "SAME"}, journal())
+			errs <- err
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	ok := 0
+	for err := range errs {
+		if err == nil {
+			ok++
+		}
+	}
+	if ok != 1 {
+		t.Fatalf("%d concurrent creates with the same unique value succeeded, want 1", ok)
+	}
+	if n := count(t, pool, `select count(*) from registrum_data.e_child`); n != 1 {
+		t.Fatalf("rows = %d", n)
+	}
+}
+
+func TestOpenRefusesAnotherLayoutAndAcceptsTheSame(t *testing.T) {
+	ctx := context.Background()
+	pool := storetest.NewPool(t)
+	p := testPackage(t)
+	if _, err := store.Open(ctx, pool, p); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.Open(ctx, pool, testPackage(t)); err != nil {
+		t.Fatalf("reopening with the same layout: %v", err)
+	}
+	q := testPackage(t)
+	q.Entities[0].Fields[0].MaxLength = intp(11)
+	q.SchemaFingerprint, _ = layout.Fingerprint(q)
+	if _, err := store.Open(ctx, pool, q); !errors.Is(err, store.ErrLayoutMismatch) {
+		t.Fatalf("err = %v, want ErrLayoutMismatch", err)
+	}
+	r := testPackage(t)
+	r.SchemaFingerprint = "sha256:" + string(make([]byte, 0)) + "00"
+	if _, err := store.Open(ctx, pool, r); err == nil {
+		t.Fatal("a package whose recorded fingerprint differs from its layout was accepted")
+	}
+}
+
+func TestSchemaVersionChecks(t *testing.T) {
+	ctx := context.Background()
+	pool := storetest.NewPool(t)
+	if err := store.CheckSchema(ctx, pool); err != nil {
+		t.Fatalf("migrated database: %v", err)
+	}
+	if applied, err := store.Migrate(ctx, pool); err != nil || len(applied) != 0 {
+		t.Fatalf("second migrate applied %v, err %v", applied, err)
+	}
+	if _, err := pool.Exec(ctx, "insert into registrum.schema_migrations (version, name) values (9999, 'future')"); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.CheckSchema(ctx, pool); !errors.Is(err, store.ErrSchemaTooNew) {
+		t.Fatalf("err = %v, want ErrSchemaTooNew", err)
+	}
+	if _, err := store.Migrate(ctx, pool); !errors.Is(err, store.ErrSchemaTooNew) {
+		t.Fatalf("migrate on a newer schema: err = %v", err)
+	}
+	if _, err := store.Open(ctx, pool, testPackage(t)); !errors.Is(err, store.ErrSchemaTooNew) {
+		t.Fatalf("open on a newer schema: err = %v", err)
+	}
+	if _, err := pool.Exec(ctx, "drop schema registrum cascade"); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.CheckSchema(ctx, pool); !errors.Is(err, store.ErrNotMigrated) {
+		t.Fatalf("err = %v, want ErrNotMigrated", err)
+	}
+}
+
+func TestConcurrentMigratorsApplyOnce(t *testing.T) {
+	ctx := context.Background()
+	pool := storetest.NewPool(t)
+	if _, err := pool.Exec(ctx, "drop schema registrum cascade"); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	total := make(chan int, 4)
+	for i := 0; i < 4; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			applied, err := store.Migrate(ctx, pool)
+			if err != nil {
+				t.Error(err)
+			}
+			total <- len(applied)
+		}()
+	}
+	wg.Wait()
+	close(total)
+	sum := 0
+	for n := range total {
+		sum += n
+	}
+	if sum != store.LatestVersion() {
+		t.Fatalf("migrations applied %d times in all, want %d", sum, store.LatestVersion())
+	}
+}
