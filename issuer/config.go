@@ -1,0 +1,892 @@
+package issuer
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/go-jose/go-jose/v4"
+	"github.com/goccy/go-yaml"
+	"github.com/goccy/go-yaml/ast"
+	"github.com/goccy/go-yaml/parser"
+
+	"github.com/registrum/registrum/issuer/audit"
+	"github.com/registrum/registrum/issuer/keys"
+)
+
+// Validation modes of the configuration document.
+const (
+	// ModeStrict admits only the transit signer.
+	ModeStrict = "strict"
+	// ModeSupervisedLocalDevelopment also admits the local-jwk signer.
+	ModeSupervisedLocalDevelopment = "supervised-local-development"
+)
+
+// Signer kinds.
+const (
+	// SignerTransit signs through a Vault/OpenBao Transit proxy on a unix socket.
+	SignerTransit = "transit"
+	// SignerLocalJWK signs with a private JWK read from the file-secret root.
+	SignerLocalJWK = "local-jwk"
+)
+
+// Defaults and bounds of the configuration document.
+const (
+	DefaultMaximumRequestBytes      = 16384
+	MinimumRequestBytes             = 1024
+	MaximumRequestBytes             = 1048576
+	DefaultRequestTimeoutMillis     = 5000
+	MaximumRequestTimeoutMillis     = 30000
+	DefaultJWKSPath                 = "/.well-known/jwks.json"
+	MinimumAuditFileBytes           = 1048576
+	MaximumAuditFileBytes           = 1099511627776
+	MinimumHashKeyBytes             = 32
+	MinimumTokenLifetimeSeconds     = 60
+	MaximumTokenLifetimeSeconds     = 3600
+	MaximumStandardLifetimeSeconds  = 900
+	DefaultAssertionLifetimeSeconds = 300
+	MinimumAssertionLifetimeSeconds = 30
+	MaximumAssertionLifetimeSeconds = 600
+	DefaultReplayCacheEntries       = 8192
+	MinimumReplayCacheEntries       = 256
+	MaximumAudiences                = 16
+	MaximumAudienceBytes            = 512
+	DefaultTransitTimeoutMillis     = 5000
+	maximumConfigBytes              = 1 << 20
+	maximumPublishedKeys            = 32
+	maximumClaimNameBytes           = 128
+	metadataPath                    = "/.well-known/oauth-authorization-server"
+	openIDConfigurationPath         = "/.well-known/openid-configuration"
+	tokenPath                       = "/token"
+	healthPath                      = "/health"
+	readyPath                       = "/ready"
+	secretRefPrefix                 = "secret:file/"
+	jwtBearerAssertionType          = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
+	clientCredentialsGrant          = "client_credentials"
+	defaultPrincipalClaim           = "sub"
+	maximumTransitNameBytes         = 128
+	maximumTransitSocketPathBytes   = 107
+	maximumSecretNameBytes          = 128
+	maximumIssuerBytes              = 2048
+	maximumAssertionAudienceBytes   = 2048
+	maximumTransitTimeoutMillis     = 30000
+	minimumTransitTimeoutMillis     = 1
+	maximumRevokedKeyIDs            = 33
+	thumbprintLength                = 43
+	maximumRegistrationFileBytes    = 256 << 10
+	maximumRegisteredClients        = 4096
+	maximumSignedResponseBytes      = 16384
+	projectedTokenIDLength          = 22
+	projectedKeyIDLength            = thumbprintLength
+	projectedSignatureBytes         = 64
+)
+
+// Config is a validated issuer configuration with every default applied,
+// every path made absolute and every key and secret file loaded.
+type Config struct {
+	// File is the absolute path of the configuration document.
+	File string
+	// ValidationMode is ModeStrict or ModeSupervisedLocalDevelopment.
+	ValidationMode string
+	// Issuer is the issuer identifier written as the token iss.
+	Issuer string
+	// Listener holds the HTTP listener settings.
+	Listener ListenerConfig
+	// Signing holds the service's public keys and key-set path.
+	Signing SigningConfig
+	// Signer holds the signing provider settings.
+	Signer SignerConfig
+	// SecretRoot is the absolute file-secret root (secretProviders.file.root).
+	SecretRoot string
+	// Audit is the audit chain configuration, hash key resolved.
+	Audit audit.Config
+	// AuditHashKeyRef is the secret reference of the audit hash key.
+	AuditHashKeyRef string
+	// AccessTokens holds the issued-token settings.
+	AccessTokens AccessTokenConfig
+	// ClientAssertion holds the client-assertion rules.
+	ClientAssertion ClientAssertionConfig
+	// ClientsDirectory is the absolute folder of the client registration files.
+	ClientsDirectory string
+}
+
+// ListenerConfig is the validated listener section.
+type ListenerConfig struct {
+	// Address is the IP address to listen on.
+	Address netip.Addr
+	// Port is the TCP port (0 picks a free port).
+	Port uint16
+	// MaximumRequestBytes bounds the request body and the request headers.
+	MaximumRequestBytes int64
+	// RequestTimeout bounds reading a request and answering it.
+	RequestTimeout time.Duration
+}
+
+// SigningConfig is the validated signing section.
+type SigningConfig struct {
+	// Active is the public P-256 JWK of the active signer.
+	Active *jose.JSONWebKey
+	// Published are the other public keys kept in the key set.
+	Published []*jose.JSONWebKey
+	// RevokedKeyIDs are denylisted thumbprints.
+	RevokedKeyIDs []string
+	// JWKSPath is the path of the key set.
+	JWKSPath string
+}
+
+// SignerConfig is the validated signer section.
+type SignerConfig struct {
+	// Kind is SignerTransit or SignerLocalJWK.
+	Kind string
+	// PrivateKeyRef is the local-jwk secret reference.
+	PrivateKeyRef string
+	// UnixSocketPath, Mount, KeyName, KeyVersion and Timeout configure the transit signer.
+	UnixSocketPath string
+	Mount          string
+	KeyName        string
+	KeyVersion     int
+	Timeout        time.Duration
+	// TokenRef is the optional transit token secret reference.
+	TokenRef string
+}
+
+// AccessTokenConfig is the validated accessTokens section.
+type AccessTokenConfig struct {
+	// Audiences are written as the token aud.
+	Audiences []string
+	// Lifetime is the token lifetime.
+	Lifetime time.Duration
+	// Claims names the evidence claims; nil when absent.
+	Claims *ClaimNames
+}
+
+// ClaimNames are the configured evidence claim names.
+type ClaimNames struct {
+	Principal        string
+	RequesterTags    string
+	EvidenceAudience string
+	GrantID          string
+	GrantAuthority   string
+	// Actor is empty when delegated tokens are not configured.
+	Actor string
+}
+
+// ClientAssertionConfig is the validated clientAssertion section.
+type ClientAssertionConfig struct {
+	// Audience is the exact aud every assertion must carry.
+	Audience string
+	// MaximumLifetime bounds exp - iat of an assertion.
+	MaximumLifetime time.Duration
+	// Algorithms are the accepted assertion signature algorithms.
+	Algorithms []jose.SignatureAlgorithm
+	// ReplayCacheEntries bounds the replay cache.
+	ReplayCacheEntries int
+}
+
+// ConfigError is a refused configuration or registration: it names the file,
+// the field path, the line when known, and the rule broken.
+type ConfigError struct {
+	File  string
+	Field string
+	Line  int
+	Rule  string
+	Err   error
+}
+
+func (e *ConfigError) Error() string {
+	var b strings.Builder
+	b.WriteString("issuer: ")
+	b.WriteString(e.File)
+	if e.Line > 0 {
+		fmt.Fprintf(&b, ":%d", e.Line)
+	}
+	if e.Field != "" {
+		b.WriteString(": ")
+		b.WriteString(e.Field)
+	}
+	b.WriteString(": ")
+	b.WriteString(e.Rule)
+	if e.Err != nil {
+		b.WriteString(": ")
+		b.WriteString(e.Err.Error())
+	}
+	return b.String()
+}
+
+func (e *ConfigError) Unwrap() error { return e.Err }
+
+// The YAML document as written. Pointers distinguish absent from zero.
+type fileConfig struct {
+	Version         *int                 `yaml:"version"`
+	ValidationMode  *string              `yaml:"validationMode"`
+	Issuer          *string              `yaml:"issuer"`
+	Listener        *fileListener        `yaml:"listener"`
+	Signing         *fileSigning         `yaml:"signing"`
+	Signer          *fileSigner          `yaml:"signer"`
+	SecretProviders *fileSecretProviders `yaml:"secretProviders"`
+	Audit           *fileAudit           `yaml:"audit"`
+	AccessTokens    *fileAccessTokens    `yaml:"accessTokens"`
+	ClientAssertion *fileClientAssertion `yaml:"clientAssertion"`
+	Clients         *fileClients         `yaml:"clients"`
+}
+
+type fileListener struct {
+	Address                    *string `yaml:"address"`
+	Port                       *uint16 `yaml:"port"`
+	MaximumRequestBytes        *uint32 `yaml:"maximumRequestBytes"`
+	RequestTimeoutMilliseconds *uint64 `yaml:"requestTimeoutMilliseconds"`
+}
+
+type fileSigning struct {
+	Algorithm               *string  `yaml:"algorithm"`
+	ActivePublicJwkFile     *string  `yaml:"activePublicJwkFile"`
+	PublishedPublicJwkFiles []string `yaml:"publishedPublicJwkFiles"`
+	RevokedKeyIds           []string `yaml:"revokedKeyIds"`
+	JwksPath                *string  `yaml:"jwksPath"`
+}
+
+type fileSigner struct {
+	Kind                *string `yaml:"kind"`
+	UnixSocketPath      *string `yaml:"unixSocketPath"`
+	Mount               *string `yaml:"mount"`
+	KeyName             *string `yaml:"keyName"`
+	KeyVersion          *uint32 `yaml:"keyVersion"`
+	TimeoutMilliseconds *uint64 `yaml:"timeoutMilliseconds"`
+	TokenRef            *string `yaml:"tokenRef"`
+	PrivateKeyRef       *string `yaml:"privateKeyRef"`
+}
+
+type fileSecretProviders struct {
+	File *struct {
+		Root *string `yaml:"root"`
+	} `yaml:"file"`
+}
+
+type fileAudit struct {
+	Path             *string `yaml:"path"`
+	MaximumFileBytes *uint64 `yaml:"maximumFileBytes"`
+	HashKeyRef       *string `yaml:"hashKeyRef"`
+	HashKeyVersion   *uint32 `yaml:"hashKeyVersion"`
+}
+
+type fileAccessTokens struct {
+	Audiences       []string        `yaml:"audiences"`
+	LifetimeSeconds *uint64         `yaml:"lifetimeSeconds"`
+	Claims          *fileClaimNames `yaml:"claims"`
+}
+
+type fileClaimNames struct {
+	Principal        *string `yaml:"principal"`
+	RequesterTags    *string `yaml:"requesterTags"`
+	EvidenceAudience *string `yaml:"evidenceAudience"`
+	GrantID          *string `yaml:"grantId"`
+	GrantAuthority   *string `yaml:"grantAuthority"`
+	Actor            *string `yaml:"actor"`
+}
+
+type fileClientAssertion struct {
+	Audience               *string  `yaml:"audience"`
+	MaximumLifetimeSeconds *uint64  `yaml:"maximumLifetimeSeconds"`
+	Algorithms             []string `yaml:"algorithms"`
+	ReplayCacheEntries     *uint64  `yaml:"replayCacheEntries"`
+}
+
+type fileClients struct {
+	Directory *string `yaml:"directory"`
+}
+
+// yamlDoc is a parsed YAML document kept to report the line of a field.
+type yamlDoc struct {
+	file string
+	ast  *ast.File
+}
+
+// lineOf returns the line of a field path such as "listener.port" or
+// "signing.publishedPublicJwkFiles[1]", or 0 when it is absent.
+func (d *yamlDoc) lineOf(field string) int {
+	if d == nil || d.ast == nil || field == "" {
+		return 0
+	}
+	for f := field; f != ""; {
+		p, err := yaml.PathString("$." + f)
+		if err == nil {
+			if n, err := p.FilterFile(d.ast); err == nil && n != nil && n.GetToken() != nil {
+				return n.GetToken().Position.Line
+			}
+		}
+		i := strings.LastIndexAny(f, ".[")
+		if i < 0 {
+			break
+		}
+		f = f[:i]
+	}
+	return 0
+}
+
+func (d *yamlDoc) fail(field, rule string, err error) *ConfigError {
+	return &ConfigError{File: d.file, Field: field, Line: d.lineOf(field), Rule: rule, Err: err}
+}
+
+// decodeStrict reads a YAML document of at most limit bytes into v,
+// refusing unknown fields, duplicate keys and wrong types.
+func decodeStrict(path string, limit int64, v any) (*yamlDoc, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, &ConfigError{File: path, Rule: "cannot be read", Err: err}
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, &ConfigError{File: path, Rule: "cannot be read", Err: err}
+	}
+	if !st.Mode().IsRegular() {
+		return nil, &ConfigError{File: path, Rule: "must be a regular file"}
+	}
+	if st.Size() > limit {
+		return nil, &ConfigError{File: path, Rule: fmt.Sprintf("is larger than %d bytes", limit)}
+	}
+	data := make([]byte, st.Size())
+	if _, err := f.ReadAt(data, 0); err != nil && st.Size() > 0 {
+		return nil, &ConfigError{File: path, Rule: "cannot be read", Err: err}
+	}
+	doc := &yamlDoc{file: path}
+	if err := yaml.UnmarshalWithOptions(data, v, yaml.Strict()); err != nil {
+		msg, _, _ := strings.Cut(err.Error(), "\n")
+		return nil, &ConfigError{File: path, Rule: "invalid document", Err: errors.New(msg)}
+	}
+	doc.ast, _ = parser.ParseBytes(data, 0)
+	return doc, nil
+}
+
+var (
+	jwksSegment   = regexp.MustCompile(`^[A-Za-z0-9._~-]+$`)
+	transitName   = regexp.MustCompile(`^[A-Za-z0-9_-]{1,128}$`)
+	thumbprintRE  = regexp.MustCompile(`^[A-Za-z0-9_-]{43}$`)
+	writtenClaims = map[string]bool{"iss": true, "aud": true, "exp": true, "iat": true, "nbf": true, "jti": true, "client_id": true, "scope": true}
+)
+
+// LoadConfig reads, validates and resolves the configuration document at
+// path. It loads the public JWK files and resolves the audit hash key and the
+// local signing key from the file-secret root. A refusal is a *ConfigError
+// naming the file, the field path and the rule broken.
+func LoadConfig(path string) (*Config, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("issuer: config %s: %w", path, err)
+	}
+	var fc fileConfig
+	doc, err := decodeStrict(abs, maximumConfigBytes, &fc)
+	if err != nil {
+		return nil, err
+	}
+	return validateConfig(doc, &fc)
+}
+
+func validateConfig(d *yamlDoc, fc *fileConfig) (*Config, error) {
+	dir := filepath.Dir(d.file)
+	resolve := func(p string) string {
+		if filepath.IsAbs(p) {
+			return filepath.Clean(p)
+		}
+		return filepath.Join(dir, p)
+	}
+	c := &Config{File: d.file}
+
+	if fc.Version == nil {
+		return nil, d.fail("version", "is required", nil)
+	}
+	if *fc.Version != 1 {
+		return nil, d.fail("version", "must equal 1", nil)
+	}
+	c.ValidationMode = ModeStrict
+	if fc.ValidationMode != nil {
+		switch *fc.ValidationMode {
+		case ModeStrict, ModeSupervisedLocalDevelopment:
+			c.ValidationMode = *fc.ValidationMode
+		default:
+			return nil, d.fail("validationMode", `must be "strict" or "supervised-local-development"`, nil)
+		}
+	}
+	if fc.Issuer == nil {
+		return nil, d.fail("issuer", "is required", nil)
+	}
+	if err := checkIssuerURL(*fc.Issuer); err != nil {
+		return nil, d.fail("issuer", err.Error(), nil)
+	}
+	c.Issuer = *fc.Issuer
+
+	// listener
+	if fc.Listener == nil {
+		return nil, d.fail("listener", "is required", nil)
+	}
+	l := fc.Listener
+	if l.Address == nil {
+		return nil, d.fail("listener.address", "is required", nil)
+	}
+	addr, err := netip.ParseAddr(*l.Address)
+	if err != nil {
+		return nil, d.fail("listener.address", "must be an IP address", nil)
+	}
+	c.Listener.Address = addr
+	if l.Port == nil {
+		return nil, d.fail("listener.port", "is required", nil)
+	}
+	c.Listener.Port = *l.Port
+	c.Listener.MaximumRequestBytes = DefaultMaximumRequestBytes
+	if l.MaximumRequestBytes != nil {
+		v := int64(*l.MaximumRequestBytes)
+		if v < MinimumRequestBytes || v > MaximumRequestBytes {
+			return nil, d.fail("listener.maximumRequestBytes", fmt.Sprintf("must be between %d and %d", MinimumRequestBytes, MaximumRequestBytes), nil)
+		}
+		c.Listener.MaximumRequestBytes = v
+	}
+	c.Listener.RequestTimeout = DefaultRequestTimeoutMillis * time.Millisecond
+	if l.RequestTimeoutMilliseconds != nil {
+		v := *l.RequestTimeoutMilliseconds
+		if v < 1 || v > MaximumRequestTimeoutMillis {
+			return nil, d.fail("listener.requestTimeoutMilliseconds", fmt.Sprintf("must be between 1 and %d", MaximumRequestTimeoutMillis), nil)
+		}
+		c.Listener.RequestTimeout = time.Duration(v) * time.Millisecond
+	}
+
+	// secretProviders (needed by signer and audit)
+	if fc.SecretProviders == nil {
+		return nil, d.fail("secretProviders", "is required", nil)
+	}
+	if fc.SecretProviders.File == nil {
+		return nil, d.fail("secretProviders.file", "is required", nil)
+	}
+	if fc.SecretProviders.File.Root == nil || *fc.SecretProviders.File.Root == "" {
+		return nil, d.fail("secretProviders.file.root", "is required", nil)
+	}
+	c.SecretRoot = resolve(*fc.SecretProviders.File.Root)
+	if st, err := os.Stat(c.SecretRoot); err != nil || !st.IsDir() {
+		return nil, d.fail("secretProviders.file.root", "must be an existing folder", err)
+	}
+
+	// signing
+	if fc.Signing == nil {
+		return nil, d.fail("signing", "is required", nil)
+	}
+	s := fc.Signing
+	if s.Algorithm == nil {
+		return nil, d.fail("signing.algorithm", "is required", nil)
+	}
+	if *s.Algorithm != "ES256" {
+		return nil, d.fail("signing.algorithm", `must be "ES256"`, nil)
+	}
+	if len(s.PublishedPublicJwkFiles) > maximumPublishedKeys {
+		return nil, d.fail("signing.publishedPublicJwkFiles", fmt.Sprintf("holds at most %d files", maximumPublishedKeys), nil)
+	}
+	if len(s.RevokedKeyIds) > maximumRevokedKeyIDs {
+		return nil, d.fail("signing.revokedKeyIds", fmt.Sprintf("holds at most %d key ids", maximumRevokedKeyIDs), nil)
+	}
+	revoked := map[string]bool{}
+	for i, kid := range s.RevokedKeyIds {
+		field := fmt.Sprintf("signing.revokedKeyIds[%d]", i)
+		if !thumbprintRE.MatchString(kid) {
+			return nil, d.fail(field, "must be an RFC 7638 thumbprint (43 base64url characters)", nil)
+		}
+		if revoked[kid] {
+			return nil, d.fail(field, "is listed twice", nil)
+		}
+		revoked[kid] = true
+	}
+	c.Signing.RevokedKeyIDs = append([]string(nil), s.RevokedKeyIds...)
+	c.Signing.JWKSPath = DefaultJWKSPath
+	if s.JwksPath != nil {
+		if err := checkJWKSPath(*s.JwksPath); err != nil {
+			return nil, d.fail("signing.jwksPath", err.Error(), nil)
+		}
+		c.Signing.JWKSPath = *s.JwksPath
+	}
+	if s.ActivePublicJwkFile == nil || *s.ActivePublicJwkFile == "" {
+		return nil, d.fail("signing.activePublicJwkFile", "is required", nil)
+	}
+	seen := map[string]string{}
+	loadKey := func(field, p string) (*jose.JSONWebKey, error) {
+		k, err := keys.LoadActiveP256(resolve(p))
+		if err != nil {
+			return nil, d.fail(field, "must be a public P-256 JWK whose kid is its RFC 7638 thumbprint", err)
+		}
+		if revoked[k.KeyID] {
+			return nil, d.fail(field, "names a key listed in signing.revokedKeyIds", nil)
+		}
+		if prev, ok := seen[k.KeyID]; ok {
+			return nil, d.fail(field, "repeats the key of "+prev, nil)
+		}
+		seen[k.KeyID] = field
+		return k, nil
+	}
+	if c.Signing.Active, err = loadKey("signing.activePublicJwkFile", *s.ActivePublicJwkFile); err != nil {
+		return nil, err
+	}
+	for i, p := range s.PublishedPublicJwkFiles {
+		k, err := loadKey(fmt.Sprintf("signing.publishedPublicJwkFiles[%d]", i), p)
+		if err != nil {
+			return nil, err
+		}
+		c.Signing.Published = append(c.Signing.Published, k)
+	}
+
+	// signer
+	if fc.Signer == nil {
+		return nil, d.fail("signer", "is required", nil)
+	}
+	if err := validateSigner(d, fc.Signer, c, resolve); err != nil {
+		return nil, err
+	}
+
+	// audit
+	if fc.Audit == nil {
+		return nil, d.fail("audit", "is required", nil)
+	}
+	a := fc.Audit
+	if a.Path == nil || *a.Path == "" {
+		return nil, d.fail("audit.path", "is required", nil)
+	}
+	c.Audit.Path = resolve(*a.Path)
+	if st, err := os.Stat(filepath.Dir(c.Audit.Path)); err == nil {
+		if !st.IsDir() {
+			return nil, d.fail("audit.path", "parent must be a folder", nil)
+		}
+		if st.Mode().Perm()&0o077 != 0 {
+			return nil, d.fail("audit.path", fmt.Sprintf("parent folder %s must be accessible by its owner only (mode %04o)", filepath.Dir(c.Audit.Path), st.Mode().Perm()), nil)
+		}
+	}
+	if st, err := os.Lstat(c.Audit.Path); err == nil && st.Mode().Perm()&0o077 != 0 {
+		return nil, d.fail("audit.path", fmt.Sprintf("chain file must be readable by its owner only (mode %04o)", st.Mode().Perm()), nil)
+	}
+	if a.MaximumFileBytes == nil {
+		return nil, d.fail("audit.maximumFileBytes", "is required", nil)
+	}
+	if *a.MaximumFileBytes < MinimumAuditFileBytes || *a.MaximumFileBytes > MaximumAuditFileBytes {
+		return nil, d.fail("audit.maximumFileBytes", fmt.Sprintf("must be between %d and %d", MinimumAuditFileBytes, uint64(MaximumAuditFileBytes)), nil)
+	}
+	c.Audit.MaximumFileBytes = int64(*a.MaximumFileBytes)
+	if a.HashKeyVersion == nil {
+		return nil, d.fail("audit.hashKeyVersion", "is required", nil)
+	}
+	if *a.HashKeyVersion == 0 {
+		return nil, d.fail("audit.hashKeyVersion", "must be nonzero", nil)
+	}
+	c.Audit.HashKeyVersion = *a.HashKeyVersion
+	if a.HashKeyRef == nil {
+		return nil, d.fail("audit.hashKeyRef", "is required", nil)
+	}
+	if err := checkSecretRef(*a.HashKeyRef); err != nil {
+		return nil, d.fail("audit.hashKeyRef", err.Error(), nil)
+	}
+	if c.Signer.Kind == SignerLocalJWK && *a.HashKeyRef == c.Signer.PrivateKeyRef {
+		return nil, d.fail("audit.hashKeyRef", "must differ from signer.privateKeyRef", nil)
+	}
+	if c.Signer.TokenRef != "" && *a.HashKeyRef == c.Signer.TokenRef {
+		return nil, d.fail("audit.hashKeyRef", "must differ from signer.tokenRef", nil)
+	}
+	c.AuditHashKeyRef = *a.HashKeyRef
+	hk, err := keys.ResolveFileSecret(c.SecretRoot, c.AuditHashKeyRef)
+	if err != nil {
+		return nil, d.fail("audit.hashKeyRef", "must name a regular owner-only file under secretProviders.file.root", err)
+	}
+	if len(hk) < MinimumHashKeyBytes {
+		return nil, d.fail("audit.hashKeyRef", fmt.Sprintf("the key must be at least %d bytes", MinimumHashKeyBytes), nil)
+	}
+	c.Audit.HashKey = hk
+	secretPath := filepath.Join(c.SecretRoot, strings.TrimPrefix(c.AuditHashKeyRef, secretRefPrefix))
+	if secretPath == c.Audit.Path || (c.Signer.PrivateKeyRef != "" && filepath.Join(c.SecretRoot, strings.TrimPrefix(c.Signer.PrivateKeyRef, secretRefPrefix)) == c.Audit.Path) {
+		return nil, d.fail("audit.path", "must not be a secret file", nil)
+	}
+
+	// accessTokens
+	if fc.AccessTokens == nil {
+		return nil, d.fail("accessTokens", "is required", nil)
+	}
+	at := fc.AccessTokens
+	if len(at.Audiences) < 1 || len(at.Audiences) > MaximumAudiences {
+		return nil, d.fail("accessTokens.audiences", fmt.Sprintf("must hold 1 to %d entries", MaximumAudiences), nil)
+	}
+	auds := map[string]bool{}
+	for i, aud := range at.Audiences {
+		field := fmt.Sprintf("accessTokens.audiences[%d]", i)
+		if len(aud) < 1 || len(aud) > MaximumAudienceBytes || strings.TrimSpace(aud) == "" {
+			return nil, d.fail(field, fmt.Sprintf("must be 1 to %d bytes and not blank", MaximumAudienceBytes), nil)
+		}
+		if auds[aud] {
+			return nil, d.fail(field, "is listed twice", nil)
+		}
+		auds[aud] = true
+	}
+	c.AccessTokens.Audiences = append([]string(nil), at.Audiences...)
+	if at.LifetimeSeconds == nil {
+		return nil, d.fail("accessTokens.lifetimeSeconds", "is required", nil)
+	}
+	if *at.LifetimeSeconds < MinimumTokenLifetimeSeconds || *at.LifetimeSeconds > MaximumTokenLifetimeSeconds {
+		return nil, d.fail("accessTokens.lifetimeSeconds", fmt.Sprintf("must be between %d and %d", MinimumTokenLifetimeSeconds, MaximumTokenLifetimeSeconds), nil)
+	}
+	c.AccessTokens.Lifetime = time.Duration(*at.LifetimeSeconds) * time.Second
+	if at.Claims != nil {
+		names, err := validateClaimNames(d, at.Claims)
+		if err != nil {
+			return nil, err
+		}
+		c.AccessTokens.Claims = names
+	}
+
+	// clientAssertion
+	if fc.ClientAssertion == nil {
+		return nil, d.fail("clientAssertion", "is required", nil)
+	}
+	ca := fc.ClientAssertion
+	if ca.Audience == nil {
+		return nil, d.fail("clientAssertion.audience", "is required", nil)
+	}
+	if err := checkAssertionAudience(*ca.Audience); err != nil {
+		return nil, d.fail("clientAssertion.audience", err.Error(), nil)
+	}
+	c.ClientAssertion.Audience = *ca.Audience
+	c.ClientAssertion.MaximumLifetime = DefaultAssertionLifetimeSeconds * time.Second
+	if ca.MaximumLifetimeSeconds != nil {
+		v := *ca.MaximumLifetimeSeconds
+		if v < MinimumAssertionLifetimeSeconds || v > MaximumAssertionLifetimeSeconds {
+			return nil, d.fail("clientAssertion.maximumLifetimeSeconds", fmt.Sprintf("must be between %d and %d", MinimumAssertionLifetimeSeconds, MaximumAssertionLifetimeSeconds), nil)
+		}
+		c.ClientAssertion.MaximumLifetime = time.Duration(v) * time.Second
+	}
+	if len(ca.Algorithms) == 0 {
+		return nil, d.fail("clientAssertion.algorithms", "must list at least one of EdDSA, ES256, RS256", nil)
+	}
+	algSeen := map[string]bool{}
+	for i, alg := range ca.Algorithms {
+		field := fmt.Sprintf("clientAssertion.algorithms[%d]", i)
+		switch alg {
+		case "EdDSA", "ES256", "RS256":
+		default:
+			return nil, d.fail(field, "must be EdDSA, ES256 or RS256", nil)
+		}
+		if algSeen[alg] {
+			return nil, d.fail(field, "is listed twice", nil)
+		}
+		algSeen[alg] = true
+		c.ClientAssertion.Algorithms = append(c.ClientAssertion.Algorithms, jose.SignatureAlgorithm(alg))
+	}
+	c.ClientAssertion.ReplayCacheEntries = DefaultReplayCacheEntries
+	if ca.ReplayCacheEntries != nil {
+		v := *ca.ReplayCacheEntries
+		if v < MinimumReplayCacheEntries || v > 1<<24 {
+			return nil, d.fail("clientAssertion.replayCacheEntries", fmt.Sprintf("must be between %d and %d", MinimumReplayCacheEntries, 1<<24), nil)
+		}
+		c.ClientAssertion.ReplayCacheEntries = int(v)
+	}
+
+	// clients
+	if fc.Clients == nil {
+		return nil, d.fail("clients", "is required", nil)
+	}
+	if fc.Clients.Directory == nil || *fc.Clients.Directory == "" {
+		return nil, d.fail("clients.directory", "is required", nil)
+	}
+	c.ClientsDirectory = resolve(*fc.Clients.Directory)
+	if st, err := os.Stat(c.ClientsDirectory); err != nil || !st.IsDir() {
+		return nil, d.fail("clients.directory", "must be an existing folder", err)
+	}
+	return c, nil
+}
+
+func validateSigner(d *yamlDoc, fs *fileSigner, c *Config, resolve func(string) string) error {
+	if fs.Kind == nil {
+		return d.fail("signer.kind", "is required", nil)
+	}
+	c.Signer.Kind = *fs.Kind
+	switch *fs.Kind {
+	case SignerTransit:
+		if fs.PrivateKeyRef != nil {
+			return d.fail("signer.privateKeyRef", "applies only to the local-jwk signer", nil)
+		}
+		if fs.UnixSocketPath == nil || *fs.UnixSocketPath == "" {
+			return d.fail("signer.unixSocketPath", "is required for the transit signer", nil)
+		}
+		c.Signer.UnixSocketPath = resolve(*fs.UnixSocketPath)
+		if len(c.Signer.UnixSocketPath) > maximumTransitSocketPathBytes {
+			return d.fail("signer.unixSocketPath", fmt.Sprintf("must be at most %d bytes once resolved", maximumTransitSocketPathBytes), nil)
+		}
+		if fs.Mount == nil || !transitName.MatchString(*fs.Mount) {
+			return d.fail("signer.mount", "is required: 1 to 128 bytes of A-Z a-z 0-9 _ -", nil)
+		}
+		c.Signer.Mount = *fs.Mount
+		if fs.KeyName == nil || !transitName.MatchString(*fs.KeyName) {
+			return d.fail("signer.keyName", "is required: 1 to 128 bytes of A-Z a-z 0-9 _ -", nil)
+		}
+		c.Signer.KeyName = *fs.KeyName
+		if fs.KeyVersion == nil {
+			return d.fail("signer.keyVersion", "is required for the transit signer", nil)
+		}
+		if *fs.KeyVersion == 0 {
+			return d.fail("signer.keyVersion", "must be nonzero (a pinned version)", nil)
+		}
+		c.Signer.KeyVersion = int(*fs.KeyVersion)
+		c.Signer.Timeout = DefaultTransitTimeoutMillis * time.Millisecond
+		if fs.TimeoutMilliseconds != nil {
+			v := *fs.TimeoutMilliseconds
+			if v < minimumTransitTimeoutMillis || v > maximumTransitTimeoutMillis {
+				return d.fail("signer.timeoutMilliseconds", fmt.Sprintf("must be between %d and %d", minimumTransitTimeoutMillis, maximumTransitTimeoutMillis), nil)
+			}
+			c.Signer.Timeout = time.Duration(v) * time.Millisecond
+		}
+		if fs.TokenRef != nil {
+			if err := checkSecretRef(*fs.TokenRef); err != nil {
+				return d.fail("signer.tokenRef", err.Error(), nil)
+			}
+			c.Signer.TokenRef = *fs.TokenRef
+		}
+	case SignerLocalJWK:
+		if c.ValidationMode != ModeSupervisedLocalDevelopment {
+			return d.fail("signer.kind", `"local-jwk" is allowed only with validationMode "supervised-local-development"; strict mode requires "transit"`, nil)
+		}
+		for field, set := range map[string]bool{
+			"signer.unixSocketPath": fs.UnixSocketPath != nil, "signer.mount": fs.Mount != nil,
+			"signer.keyName": fs.KeyName != nil, "signer.keyVersion": fs.KeyVersion != nil,
+			"signer.timeoutMilliseconds": fs.TimeoutMilliseconds != nil, "signer.tokenRef": fs.TokenRef != nil,
+		} {
+			if set {
+				return d.fail(field, "applies only to the transit signer", nil)
+			}
+		}
+		if fs.PrivateKeyRef == nil {
+			return d.fail("signer.privateKeyRef", "is required for the local-jwk signer", nil)
+		}
+		if err := checkSecretRef(*fs.PrivateKeyRef); err != nil {
+			return d.fail("signer.privateKeyRef", err.Error(), nil)
+		}
+		c.Signer.PrivateKeyRef = *fs.PrivateKeyRef
+		if _, err := keys.ResolveFileSecret(c.SecretRoot, c.Signer.PrivateKeyRef); err != nil {
+			return d.fail("signer.privateKeyRef", "must name a regular owner-only file under secretProviders.file.root", err)
+		}
+	default:
+		return d.fail("signer.kind", `must be "transit" or "local-jwk"`, nil)
+	}
+	return nil
+}
+
+func validateClaimNames(d *yamlDoc, fc *fileClaimNames) (*ClaimNames, error) {
+	n := &ClaimNames{Principal: defaultPrincipalClaim}
+	type entry struct {
+		field string
+		src   *string
+		dst   *string
+		req   bool
+	}
+	entries := []entry{
+		{"principal", fc.Principal, &n.Principal, false},
+		{"requesterTags", fc.RequesterTags, &n.RequesterTags, true},
+		{"evidenceAudience", fc.EvidenceAudience, &n.EvidenceAudience, true},
+		{"grantId", fc.GrantID, &n.GrantID, true},
+		{"grantAuthority", fc.GrantAuthority, &n.GrantAuthority, true},
+		{"actor", fc.Actor, &n.Actor, false},
+	}
+	used := map[string]string{}
+	for _, e := range entries {
+		field := "accessTokens.claims." + e.field
+		if e.src == nil {
+			if e.req {
+				return nil, d.fail(field, "is required", nil)
+			}
+			if e.field == "principal" {
+				used[n.Principal] = field
+			}
+			continue
+		}
+		v := *e.src
+		if len(v) < 1 || len(v) > maximumClaimNameBytes || strings.TrimSpace(v) != v {
+			return nil, d.fail(field, fmt.Sprintf("must be 1 to %d bytes without surrounding spaces", maximumClaimNameBytes), nil)
+		}
+		if writtenClaims[v] {
+			return nil, d.fail(field, fmt.Sprintf("%q is a claim the issuer writes itself", v), nil)
+		}
+		if v == "sub" && e.field != "principal" {
+			return nil, d.fail(field, `"sub" may be used only for principal`, nil)
+		}
+		if prev, ok := used[v]; ok {
+			return nil, d.fail(field, fmt.Sprintf("%q is already used by %s", v, prev), nil)
+		}
+		used[v] = field
+		*e.dst = v
+	}
+	return n, nil
+}
+
+func checkIssuerURL(s string) error {
+	if len(s) == 0 || len(s) > maximumIssuerBytes {
+		return fmt.Errorf("must be a URL of 1 to %d bytes", maximumIssuerBytes)
+	}
+	u, err := url.Parse(s)
+	if err != nil {
+		return errors.New("must be a URL")
+	}
+	if u.Scheme != "https" {
+		return errors.New("must use the https scheme")
+	}
+	return checkURLParts(u, s)
+}
+
+func checkAssertionAudience(s string) error {
+	if len(s) == 0 || len(s) > maximumAssertionAudienceBytes {
+		return fmt.Errorf("must be a URL of 1 to %d bytes", maximumAssertionAudienceBytes)
+	}
+	u, err := url.Parse(s)
+	if err != nil {
+		return errors.New("must be a URL")
+	}
+	if u.Scheme != "https" && u.Scheme != "http" {
+		return errors.New("must use the https or http scheme")
+	}
+	return checkURLParts(u, s)
+}
+
+func checkURLParts(u *url.URL, raw string) error {
+	switch {
+	case u.Host == "" || u.Hostname() == "":
+		return errors.New("must have a host")
+	case u.User != nil:
+		return errors.New("must not carry credentials")
+	case u.RawQuery != "" || strings.Contains(raw, "?"):
+		return errors.New("must not have a query")
+	case u.Fragment != "" || strings.Contains(raw, "#"):
+		return errors.New("must not have a fragment")
+	}
+	return nil
+}
+
+func checkJWKSPath(p string) error {
+	if !strings.HasPrefix(p, "/") || p == "/" {
+		return errors.New("must be an absolute path of one or more segments")
+	}
+	for _, seg := range strings.Split(p[1:], "/") {
+		if seg == "" {
+			return errors.New("must not have empty segments")
+		}
+		if seg == "." || seg == ".." {
+			return errors.New("must not have dot segments")
+		}
+		if !jwksSegment.MatchString(seg) {
+			return errors.New("segments may use only A-Z a-z 0-9 - . _ ~ (no query, fragment or route pattern)")
+		}
+	}
+	switch p {
+	case tokenPath, healthPath, readyPath, metadataPath, openIDConfigurationPath:
+		return fmt.Errorf("%q is a reserved path", p)
+	}
+	return nil
+}
+
+func checkSecretRef(ref string) error {
+	if _, err := keys.ParseSecretRef(ref); err != nil {
+		return errors.New(`must be "secret:file/<name>" with a plain file name of 1 to 128 bytes of A-Z a-z 0-9 . _ - starting with a letter or digit`)
+	}
+	return nil
+}
