@@ -11,7 +11,9 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -244,6 +246,32 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		return err
 	}
 	return nil
+}
+
+// ListenAndServe listens on the configured listener address and port and
+// serves until ctx is done. Each value received on reload re-reads the client
+// registrations (the binary connects it to SIGHUP); a refused reload is logged
+// and the registry already loaded keeps being served.
+func (s *Server) ListenAndServe(ctx context.Context, reload <-chan os.Signal) error {
+	addr := net.JoinHostPort(s.cfg.Listener.Address.String(), strconv.Itoa(int(s.cfg.Listener.Port)))
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("issuer: %s: listener: %w", s.cfg.File, err)
+	}
+	s.log.Info("issuer listening", "address", ln.Addr().String())
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-reload:
+				_ = s.Reload() // logged by Reload
+			}
+		}
+	}()
+	return s.Serve(ctx, ln)
 }
 
 // Close stops the self-test loop and closes the audit writer (releasing its

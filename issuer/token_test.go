@@ -2,15 +2,15 @@ package issuer
 
 import (
 	"context"
-	"errors"
-	"sync/atomic"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
