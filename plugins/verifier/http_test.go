@@ -111,8 +111,11 @@ func TestHTTPAnythingButAnExactVerdictIsRetry(t *testing.T) {
 		answer func(w http.ResponseWriter, r *http.Request, body []byte)
 		cause  verifier.Cause
 	}{
-		"500":              {func(w http.ResponseWriter, _ *http.Request, _ []byte) { w.WriteHeader(500) }, verifier.CauseStatus},
-		"201 with verdict": {func(w http.ResponseWriter, _ *http.Request, _ []byte) { w.WriteHeader(201); io.WriteString(w, `{"verdict":"approved"}`) }, verifier.CauseStatus},
+		"500": {func(w http.ResponseWriter, _ *http.Request, _ []byte) { w.WriteHeader(500) }, verifier.CauseStatus},
+		"201 with verdict": {func(w http.ResponseWriter, _ *http.Request, _ []byte) {
+			w.WriteHeader(201)
+			io.WriteString(w, `{"verdict":"approved"}`)
+		}, verifier.CauseStatus},
 		"redirect": {func(w http.ResponseWriter, r *http.Request, _ []byte) {
 			http.Redirect(w, r, "/elsewhere", http.StatusTemporaryRedirect)
 		}, verifier.CauseStatus},
