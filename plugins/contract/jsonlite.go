@@ -1,0 +1,599 @@
+package contract
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// MaxDepth bounds the nesting of arrays and objects ParseValue accepts.
+const MaxDepth = 64
+
+// ParseValue decodes one JSON document into plain Go values without
+// reflection: objects become map[string]any, arrays []any, strings string,
+// numbers json.Number (exact), true/false bool and null nil. Nesting deeper
+// than MaxDepth, trailing data and invalid JSON are errors.
+func ParseValue(b []byte) (any, error) {
+	p := parser{b: b}
+	p.space()
+	v, err := p.value(0)
+	if err != nil {
+		return nil, err
+	}
+	p.space()
+	if p.i != len(p.b) {
+		return nil, p.fail("trailing data")
+	}
+	return v, nil
+}
+
+type parser struct {
+	b []byte
+	i int
+}
+
+func (p *parser) fail(what string) error {
+	return fmt.Errorf("json: %s at byte %d", what, p.i)
+}
+
+func (p *parser) space() {
+	for p.i < len(p.b) {
+		switch p.b[p.i] {
+		case ' ', '\t', '\n', '\r':
+			p.i++
+		default:
+			return
+		}
+	}
+}
+
+func (p *parser) value(depth int) (any, error) {
+	if p.i >= len(p.b) {
+		return nil, p.fail("unexpected end")
+	}
+	switch c := p.b[p.i]; {
+	case c == '{':
+		return p.object(depth + 1)
+	case c == '[':
+		return p.array(depth + 1)
+	case c == '"':
+		return p.str()
+	case c == 't':
+		return true, p.literal("true")
+	case c == 'f':
+		return false, p.literal("false")
+	case c == 'n':
+		return nil, p.literal("null")
+	case c == '-' || c >= '0' && c <= '9':
+		return p.number()
+	default:
+		return nil, p.fail("unexpected character")
+	}
+}
+
+func (p *parser) literal(word string) error {
+	if len(p.b)-p.i < len(word) || string(p.b[p.i:p.i+len(word)]) != word {
+		return p.fail("invalid literal")
+	}
+	p.i += len(word)
+	return nil
+}
+
+func (p *parser) object(depth int) (any, error) {
+	if depth > MaxDepth {
+		return nil, p.fail("nesting too deep")
+	}
+	p.i++ // {
+	m := map[string]any{}
+	p.space()
+	if p.i < len(p.b) && p.b[p.i] == '}' {
+		p.i++
+		return m, nil
+	}
+	for {
+		p.space()
+		if p.i >= len(p.b) || p.b[p.i] != '"' {
+			return nil, p.fail("expected object key")
+		}
+		k, err := p.str()
+		if err != nil {
+			return nil, err
+		}
+		p.space()
+		if p.i >= len(p.b) || p.b[p.i] != ':' {
+			return nil, p.fail("expected ':'")
+		}
+		p.i++
+		p.space()
+		v, err := p.value(depth)
+		if err != nil {
+			return nil, err
+		}
+		m[k] = v
+		p.space()
+		if p.i >= len(p.b) {
+			return nil, p.fail("unexpected end")
+		}
+		switch p.b[p.i] {
+		case ',':
+			p.i++
+		case '}':
+			p.i++
+			return m, nil
+		default:
+			return nil, p.fail("expected ',' or '}'")
+		}
+	}
+}
+
+func (p *parser) array(depth int) (any, error) {
+	if depth > MaxDepth {
+		return nil, p.fail("nesting too deep")
+	}
+	p.i++ // [
+	a := []any{}
+	p.space()
+	if p.i < len(p.b) && p.b[p.i] == ']' {
+		p.i++
+		return a, nil
+	}
+	for {
+		p.space()
+		v, err := p.value(depth)
+		if err != nil {
+			return nil, err
+		}
+		a = append(a, v)
+		p.space()
+		if p.i >= len(p.b) {
+			return nil, p.fail("unexpected end")
+		}
+		switch p.b[p.i] {
+		case ',':
+			p.i++
+		case ']':
+			p.i++
+			return a, nil
+		default:
+			return nil, p.fail("expected ',' or ']'")
+		}
+	}
+}
+
+func (p *parser) number() (any, error) {
+	start := p.i
+	if p.b[p.i] == '-' {
+		p.i++
+	}
+	digits := func() int {
+		n := 0
+		for p.i < len(p.b) && p.b[p.i] >= '0' && p.b[p.i] <= '9' {
+			p.i++
+			n++
+		}
+		return n
+	}
+	intStart := p.i
+	if n := digits(); n == 0 || n > 1 && p.b[intStart] == '0' {
+		return nil, p.fail("invalid number")
+	}
+	if p.i < len(p.b) && p.b[p.i] == '.' {
+		p.i++
+		if digits() == 0 {
+			return nil, p.fail("invalid number")
+		}
+	}
+	if p.i < len(p.b) && (p.b[p.i] == 'e' || p.b[p.i] == 'E') {
+		p.i++
+		if p.i < len(p.b) && (p.b[p.i] == '+' || p.b[p.i] == '-') {
+			p.i++
+		}
+		if digits() == 0 {
+			return nil, p.fail("invalid number")
+		}
+	}
+	return json.Number(p.b[start:p.i]), nil
+}
+
+func (p *parser) str() (string, error) {
+	p.i++ // opening quote
+	start := p.i
+	// Fast path: no escapes.
+	for p.i < len(p.b) {
+		c := p.b[p.i]
+		if c == '"' {
+			s := p.b[start:p.i]
+			p.i++
+			if !utf8.Valid(s) {
+				return "", p.fail("invalid UTF-8 in string")
+			}
+			return string(s), nil
+		}
+		if c == '\\' {
+			break
+		}
+		if c < 0x20 {
+			return "", p.fail("control character in string")
+		}
+		p.i++
+	}
+	out := append([]byte(nil), p.b[start:p.i]...)
+	for p.i < len(p.b) {
+		c := p.b[p.i]
+		switch {
+		case c == '"':
+			p.i++
+			if !utf8.Valid(out) {
+				return "", p.fail("invalid UTF-8 in string")
+			}
+			return string(out), nil
+		case c < 0x20:
+			return "", p.fail("control character in string")
+		case c != '\\':
+			out = append(out, c)
+			p.i++
+			continue
+		}
+		p.i++
+		if p.i >= len(p.b) {
+			break
+		}
+		esc := p.b[p.i]
+		p.i++
+		switch esc {
+		case '"', '\\', '/':
+			out = append(out, esc)
+		case 'b':
+			out = append(out, '\b')
+		case 'f':
+			out = append(out, '\f')
+		case 'n':
+			out = append(out, '\n')
+		case 'r':
+			out = append(out, '\r')
+		case 't':
+			out = append(out, '\t')
+		case 'u':
+			r, ok := p.hex4()
+			if !ok {
+				return "", p.fail("invalid \\u escape")
+			}
+			if utf16.IsSurrogate(r) {
+				r2 := rune(-1)
+				if p.i+1 < len(p.b) && p.b[p.i] == '\\' && p.b[p.i+1] == 'u' {
+					p.i += 2
+					if r2, ok = p.hex4(); !ok {
+						return "", p.fail("invalid \\u escape")
+					}
+				}
+				r = utf16.DecodeRune(r, r2)
+			}
+			out = utf8.AppendRune(out, r)
+		default:
+			return "", p.fail("invalid escape")
+		}
+	}
+	return "", p.fail("unterminated string")
+}
+
+func (p *parser) hex4() (rune, bool) {
+	if len(p.b)-p.i < 4 {
+		return 0, false
+	}
+	var r rune
+	for _, c := range p.b[p.i : p.i+4] {
+		r <<= 4
+		switch {
+		case c >= '0' && c <= '9':
+			r |= rune(c - '0')
+		case c >= 'a' && c <= 'f':
+			r |= rune(c - 'a' + 10)
+		case c >= 'A' && c <= 'F':
+			r |= rune(c - 'A' + 10)
+		default:
+			return 0, false
+		}
+	}
+	p.i += 4
+	return r, true
+}
+
+// AppendValue appends the JSON encoding of v to buf without reflection. It
+// accepts the values ParseValue produces plus the other Go numbers,
+// json.RawMessage, []string and map[string]string. Object members are
+// written in sorted key order, so the output is deterministic.
+func AppendValue(buf []byte, v any) ([]byte, error) {
+	switch x := v.(type) {
+	case nil:
+		return append(buf, "null"...), nil
+	case bool:
+		return strconv.AppendBool(buf, x), nil
+	case string:
+		return AppendString(buf, x), nil
+	case json.Number:
+		if _, err := ParseValue([]byte(x)); err != nil || x == "" {
+			return nil, fmt.Errorf("json: invalid number %q", string(x))
+		}
+		return append(buf, x...), nil
+	case json.RawMessage:
+		if !json.Valid(x) {
+			return nil, errors.New("json: invalid raw message")
+		}
+		return append(buf, x...), nil
+	case int:
+		return strconv.AppendInt(buf, int64(x), 10), nil
+	case int64:
+		return strconv.AppendInt(buf, x, 10), nil
+	case int32:
+		return strconv.AppendInt(buf, int64(x), 10), nil
+	case uint:
+		return strconv.AppendUint(buf, uint64(x), 10), nil
+	case uint64:
+		return strconv.AppendUint(buf, x, 10), nil
+	case uint32:
+		return strconv.AppendUint(buf, uint64(x), 10), nil
+	case float64:
+		return appendFloat(buf, x)
+	case float32:
+		return appendFloat(buf, float64(x))
+	case []any:
+		buf = append(buf, '[')
+		for i, e := range x {
+			if i > 0 {
+				buf = append(buf, ',')
+			}
+			var err error
+			if buf, err = AppendValue(buf, e); err != nil {
+				return nil, err
+			}
+		}
+		return append(buf, ']'), nil
+	case []string:
+		buf = append(buf, '[')
+		for i, e := range x {
+			if i > 0 {
+				buf = append(buf, ',')
+			}
+			buf = AppendString(buf, e)
+		}
+		return append(buf, ']'), nil
+	case map[string]any:
+		buf = append(buf, '{')
+		for i, k := range sortedKeys(x) {
+			if i > 0 {
+				buf = append(buf, ',')
+			}
+			buf = append(AppendString(buf, k), ':')
+			var err error
+			if buf, err = AppendValue(buf, x[k]); err != nil {
+				return nil, err
+			}
+		}
+		return append(buf, '}'), nil
+	case map[string]string:
+		buf = append(buf, '{')
+		for i, k := range sortedKeys(x) {
+			if i > 0 {
+				buf = append(buf, ',')
+			}
+			buf = append(AppendString(buf, k), ':')
+			buf = AppendString(buf, x[k])
+		}
+		return append(buf, '}'), nil
+	default:
+		return nil, fmt.Errorf("json: cannot encode a value of type %T", v)
+	}
+}
+
+func appendFloat(buf []byte, f float64) ([]byte, error) {
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return nil, errors.New("json: NaN and infinities are not JSON")
+	}
+	if f == math.Trunc(f) && math.Abs(f) < 1e15 {
+		return strconv.AppendInt(buf, int64(f), 10), nil
+	}
+	return strconv.AppendFloat(buf, f, 'g', -1, 64), nil
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+const hexDigits = "0123456789abcdef"
+
+// AppendString appends s as a JSON string. Invalid UTF-8 becomes U+FFFD.
+func AppendString(buf []byte, s string) []byte {
+	buf = append(buf, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf {
+			i++
+			continue
+		}
+		if c < utf8.RuneSelf {
+			buf = append(buf, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				buf = append(buf, '\\', c)
+			case '\n':
+				buf = append(buf, '\\', 'n')
+			case '\r':
+				buf = append(buf, '\\', 'r')
+			case '\t':
+				buf = append(buf, '\\', 't')
+			default:
+				buf = append(buf, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			buf = append(buf, s[start:i]...)
+			buf = append(buf, "\ufffd"...)
+			i++
+			start = i
+			continue
+		}
+		i += size
+	}
+	buf = append(buf, s[start:]...)
+	return append(buf, '"')
+}
+
+// AppendJSON appends the JSON encoding of r to buf.
+func (r PlanResult) AppendJSON(buf []byte) []byte {
+	if r.Refusal != nil {
+		buf = append(buf, `{"refusal":`...)
+		return append(r.Refusal.appendJSON(buf), '}')
+	}
+	buf = append(buf, `{"effects":[`...)
+	for i, e := range r.Effects {
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		buf = e.appendJSON(buf)
+	}
+	return append(buf, "]}"...)
+}
+
+func (e Effect) appendJSON(buf []byte) []byte {
+	buf = append(buf, `{"id":`...)
+	buf = AppendString(buf, e.ID)
+	buf = append(buf, `,"operation":`...)
+	buf = AppendString(buf, string(e.Operation))
+	buf = append(buf, `,"target":{"entity":`...)
+	buf = AppendString(buf, e.Target.Entity)
+	if e.Target.FromField != "" {
+		buf = append(buf, `,"fromField":`...)
+		buf = AppendString(buf, e.Target.FromField)
+	}
+	if e.Target.FromEffect != "" {
+		buf = append(buf, `,"fromEffect":`...)
+		buf = AppendString(buf, e.Target.FromEffect)
+	}
+	buf = append(buf, '}')
+	if len(e.Set) > 0 {
+		buf = append(buf, `,"set":{`...)
+		for i, k := range sortedKeys(e.Set) {
+			if i > 0 {
+				buf = append(buf, ',')
+			}
+			buf = append(AppendString(buf, k), ':')
+			buf = e.Set[k].appendJSON(buf)
+		}
+		buf = append(buf, '}')
+	}
+	if len(e.Clear) > 0 {
+		buf = append(buf, `,"clear":`...)
+		buf, _ = AppendValue(buf, e.Clear)
+	}
+	return append(buf, '}')
+}
+
+func (s FieldSource) appendJSON(buf []byte) []byte {
+	buf = append(buf, '{')
+	sep := false
+	if s.Value != nil {
+		buf = append(append(buf, `"value":`...), s.Value...)
+		sep = true
+	}
+	if s.FromField != "" {
+		if sep {
+			buf = append(buf, ',')
+		}
+		buf = AppendString(append(buf, `"fromField":`...), s.FromField)
+		sep = true
+	}
+	if s.FromEffect != "" {
+		if sep {
+			buf = append(buf, ',')
+		}
+		buf = AppendString(append(buf, `"fromEffect":`...), s.FromEffect)
+	}
+	return append(buf, '}')
+}
+
+func (r Refusal) appendJSON(buf []byte) []byte {
+	buf = append(buf, '{')
+	sep := false
+	for _, m := range [...]struct{ k, v string }{{"code", r.Code}, {"field", r.Field}, {"kind", r.Kind}} {
+		if m.v == "" {
+			continue
+		}
+		if sep {
+			buf = append(buf, ',')
+		}
+		buf = AppendString(append(AppendString(buf, m.k), ':'), m.v)
+		sep = true
+	}
+	return append(buf, '}')
+}
+
+// AppendJSON appends the JSON encoding of r to buf.
+func (r HookResult) AppendJSON(buf []byte) []byte {
+	buf = append(buf, `{"outcome":`...)
+	buf = AppendString(buf, string(r.Outcome))
+	if r.Kind != "" {
+		buf = AppendString(append(buf, `,"kind":`...), r.Kind)
+	}
+	return append(buf, '}')
+}
+
+// AppendJSON appends the JSON encoding of r to buf.
+func (r ActionResult) AppendJSON(buf []byte) []byte {
+	if r.Refusal != nil {
+		buf = append(buf, `{"refusal":`...)
+		return append(r.Refusal.appendJSON(buf), '}')
+	}
+	buf = append(buf, `{"writes":[`...)
+	for i, w := range r.Writes {
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		buf = AppendString(append(buf, `{"id":`...), w.ID)
+		buf = append(buf, `,"set":{`...)
+		for j, k := range sortedKeys(w.Set) {
+			if j > 0 {
+				buf = append(buf, ',')
+			}
+			buf = append(append(AppendString(buf, k), ':'), w.Set[k]...)
+		}
+		buf = append(buf, "}}"...)
+	}
+	return append(buf, "]}"...)
+}
+
+// ParseObjectMember parses a JSON document that must be an object holding
+// exactly one member, name, whose value is an object; it returns that inner
+// object. It reads PlannerInput ("request") and ActionInput ("inputs").
+func ParseObjectMember(b []byte, name string) (map[string]any, error) {
+	v, err := ParseValue(b)
+	if err != nil {
+		return nil, err
+	}
+	outer, ok := v.(map[string]any)
+	if !ok {
+		return nil, errors.New("input: not a JSON object")
+	}
+	inner, ok := outer[name].(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("input.%s: missing or not an object", name)
+	}
+	if len(outer) != 1 {
+		return nil, fmt.Errorf("input: only the member %q is allowed", name)
+	}
+	return inner, nil
+}

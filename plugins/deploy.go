@@ -1,0 +1,154 @@
+package plugins
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/registrum/registrum/internal/canonjson"
+	"github.com/registrum/registrum/plugins/contract"
+)
+
+// maxPackageBytes bounds the package document read by ReadPackageModules.
+const maxPackageBytes = 64 << 20
+
+// ReadPackageModules reads the reviewed modules a compiled package pins: the
+// top-level "modules" member of its package.json. Other members are ignored.
+// It returns the modules and the folder their paths are relative to.
+func ReadPackageModules(packageFile string) ([]Module, string, error) {
+	b, err := os.ReadFile(packageFile)
+	if err != nil {
+		return nil, "", fmt.Errorf("plugins: read package: %w", err)
+	}
+	if len(b) > maxPackageBytes {
+		return nil, "", fmt.Errorf("plugins: package %s: %d bytes is over the %d-byte limit", packageFile, len(b), maxPackageBytes)
+	}
+	var doc struct {
+		Modules json.RawMessage `json:"modules"`
+	}
+	if err := json.Unmarshal(b, &doc); err != nil {
+		return nil, "", fmt.Errorf("plugins: package %s: %w", packageFile, err)
+	}
+	var modules []Module
+	if len(doc.Modules) > 0 && !bytes.Equal(doc.Modules, []byte("null")) {
+		dec := json.NewDecoder(bytes.NewReader(doc.Modules))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&modules); err != nil {
+			return nil, "", fmt.Errorf("plugins: package %s: modules: %w", packageFile, err)
+		}
+	}
+	return modules, filepath.Dir(packageFile), nil
+}
+
+// VerifyPackage checks every module a package pins exactly as a starting
+// host would (declaration, file present, bytes matching the pinned digest,
+// compiling under the sandbox's contract), without starting anything. It
+// returns the modules checked.
+func VerifyPackage(ctx context.Context, packageFile string, cfg Config) ([]Module, error) {
+	modules, dir, err := ReadPackageModules(packageFile)
+	if err != nil {
+		return nil, err
+	}
+	rt, err := NewRuntime(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	defer rt.Close(ctx)
+	set, err := rt.Load(ctx, modules, dir)
+	if err != nil {
+		return nil, err
+	}
+	return modules, set.Close(ctx)
+}
+
+// RunFile runs one call of the module in file, as kind on engine, with the
+// same sandbox and limits the host uses. It is what authors use while
+// writing a module: the file is not pinned, so its own digest is used. It
+// returns the validated output in canonical JSON.
+func RunFile(ctx context.Context, cfg Config, engine Engine, kind contract.Kind, file string, input []byte) ([]byte, error) {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("plugins: read module: %w", err)
+	}
+	m := Module{
+		ID:     strings.TrimSuffix(filepath.Base(file), filepath.Ext(file)),
+		Engine: engine,
+		Kind:   kind,
+		Path:   filepath.Base(file),
+		SHA256: canonjson.DigestBytes(b),
+	}
+	rt, err := NewRuntime(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	defer rt.Close(ctx)
+	set, err := rt.Load(ctx, []Module{m}, filepath.Dir(file))
+	if err != nil {
+		return nil, err
+	}
+	defer set.Close(ctx)
+	return set.Call(ctx, m.ID, input)
+}
+
+// ParseLimits reads limits written as comma-separated key=value pairs:
+// memoryPages=N, wallTime=<Go duration>, maxInputBytes=N, maxOutputBytes=N,
+// maxAllocs=N. Keys not given keep their defaults. The error names the
+// offending pair.
+func ParseLimits(s string) (Limits, error) {
+	var l Limits
+	if strings.TrimSpace(s) == "" {
+		return l, nil
+	}
+	seen := map[string]bool{}
+	for _, pair := range strings.Split(s, ",") {
+		key, val, ok := strings.Cut(strings.TrimSpace(pair), "=")
+		if !ok || key == "" || val == "" {
+			return l, fmt.Errorf("plugins: limits: %q is not key=value", pair)
+		}
+		if seen[key] {
+			return l, fmt.Errorf("plugins: limits: %s given twice", key)
+		}
+		seen[key] = true
+		var err error
+		switch key {
+		case "wallTime":
+			var d time.Duration
+			if d, err = time.ParseDuration(val); err == nil && d <= 0 {
+				err = errors.New("must be positive")
+			}
+			l.WallTime = d
+		case "memoryPages":
+			var n uint64
+			if n, err = strconv.ParseUint(val, 10, 32); err == nil && (n == 0 || n > maxMemoryPages) {
+				err = fmt.Errorf("must be 1 to %d", maxMemoryPages)
+			}
+			l.MemoryPages = uint32(n)
+		case "maxInputBytes", "maxOutputBytes", "maxAllocs":
+			var n int64
+			if n, err = strconv.ParseInt(val, 10, 64); err == nil && (n <= 0 || n > 1<<40) {
+				err = errors.New("must be positive")
+			}
+			switch key {
+			case "maxInputBytes":
+				l.MaxInputBytes = int(n)
+			case "maxOutputBytes":
+				l.MaxOutputBytes = int(n)
+			default:
+				l.MaxAllocs = n
+			}
+		default:
+			return l, fmt.Errorf("plugins: limits: unknown key %q (want memoryPages, wallTime, maxInputBytes, maxOutputBytes, maxAllocs)", key)
+		}
+		if err != nil {
+			return l, fmt.Errorf("plugins: limits: %s=%s: %w", key, val, err)
+		}
+	}
+	return l, nil
+}

@@ -1,0 +1,250 @@
+package plugins
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"sync"
+	"unicode/utf8"
+
+	"github.com/d5/tengo/v2"
+	"github.com/d5/tengo/v2/stdlib"
+
+	"github.com/registrum/registrum/plugins/contract"
+)
+
+// tengoModules are the standard modules a script may import: pure functions
+// only. Left out: os (files, processes, environment), fmt (prints to the
+// host's stdout), times (real clock, and sleep ignores cancellation) and
+// rand (not deterministic).
+var tengoModules = []string{"math", "text", "json", "base64", "hex", "enum"}
+
+// maxScriptBytes bounds a script's source.
+const maxScriptBytes = 256 << 10
+
+var tengoCapOnce sync.Once
+
+// capTengoStrings sets tengo's process-wide string and bytes size ceilings
+// the first time a Runtime is made. MaxAllocs counts objects, not bytes, so
+// without this a script could build one enormous string.
+func capTengoStrings(n int) {
+	tengoCapOnce.Do(func() {
+		tengo.MaxStringLen = n
+		tengo.MaxBytesLen = n
+	})
+}
+
+type tengoProgram struct {
+	rt       *Runtime
+	compiled *tengo.Compiled
+}
+
+// loadTengo compiles a script once. The script reads the global `input` (the
+// input document) and assigns the global `output`; `has(map, key)` tells an
+// explicit null member from an absent one.
+func (r *Runtime) loadTengo(_ Module, src []byte) (program, error) {
+	if len(src) > maxScriptBytes {
+		return nil, fmt.Errorf("script of %d bytes is over the %d-byte limit", len(src), maxScriptBytes)
+	}
+	if !utf8.Valid(src) {
+		return nil, errors.New("script is not UTF-8")
+	}
+	s := tengo.NewScript(src)
+	s.SetImports(stdlib.GetModuleMap(tengoModules...))
+	s.SetMaxAllocs(r.limits.MaxAllocs)
+	for name, v := range map[string]any{"input": nil, "output": nil, "has": tengoHas} {
+		if err := s.Add(name, v); err != nil {
+			return nil, fmt.Errorf("declare %s: %w", name, err)
+		}
+	}
+	compiled, err := s.Compile()
+	if err != nil {
+		return nil, fmt.Errorf("compile tengo script: %w", err)
+	}
+	return &tengoProgram{rt: r, compiled: compiled}, nil
+}
+
+var tengoHas = &tengo.UserFunction{Name: "has", Value: func(args ...tengo.Object) (tengo.Object, error) {
+	if len(args) != 2 {
+		return nil, tengo.ErrWrongNumArguments
+	}
+	key, ok := tengo.ToString(args[1])
+	if !ok {
+		return nil, tengo.ErrInvalidArgumentType{Name: "key", Expected: "string", Found: args[1].TypeName()}
+	}
+	var found bool
+	switch m := args[0].(type) {
+	case *tengo.Map:
+		_, found = m.Value[key]
+	case *tengo.ImmutableMap:
+		_, found = m.Value[key]
+	default:
+		return nil, tengo.ErrInvalidArgumentType{Name: "map", Expected: "map", Found: args[0].TypeName()}
+	}
+	if found {
+		return tengo.TrueValue, nil
+	}
+	return tengo.FalseValue, nil
+}}
+
+func (p *tengoProgram) call(ctx context.Context, _ contract.Kind, _ []byte, parsed any) ([]byte, error) {
+	in, err := toTengo(parsed)
+	if err != nil {
+		return nil, fail(FailureRefused, err)
+	}
+	c := p.compiled.Clone()
+	if err := c.Set("input", in); err != nil {
+		return nil, fail(FailureRefused, fmt.Errorf("set input: %w", err))
+	}
+	callCtx, cancel := context.WithTimeout(ctx, p.rt.limits.WallTime)
+	defer cancel()
+	if err := c.RunContext(callCtx); err != nil {
+		switch {
+		case errors.Is(err, context.DeadlineExceeded):
+			return nil, fail(FailureTimeout, fmt.Errorf("stopped after the %s wall-time limit: %w", p.rt.limits.WallTime, err))
+		case errors.Is(err, context.Canceled):
+			return nil, fmt.Errorf("plugins: call cancelled: %w", err)
+		case errors.Is(err, tengo.ErrObjectAllocLimit), errors.Is(err, tengo.ErrStringLimit), errors.Is(err, tengo.ErrBytesLimit):
+			return nil, fail(FailureMemory, err)
+		default:
+			return nil, fail(FailureTrap, err)
+		}
+	}
+	w := jsonWriter{max: p.rt.limits.MaxOutputBytes}
+	if err := w.value(c.Get("output").Object(), 0); err != nil {
+		return nil, fail(FailureInvalidOutput, fmt.Errorf("output: %w", err))
+	}
+	return w.buf, nil
+}
+
+func (p *tengoProgram) close(context.Context) error { return nil }
+
+// toTengo converts a value from contract.ParseValue to a tengo object. A
+// null becomes undefined; an integral number that fits int64 becomes an Int,
+// any other number a Float.
+func toTengo(v any) (tengo.Object, error) {
+	switch x := v.(type) {
+	case nil:
+		return tengo.UndefinedValue, nil
+	case bool:
+		if x {
+			return tengo.TrueValue, nil
+		}
+		return tengo.FalseValue, nil
+	case string:
+		return &tengo.String{Value: x}, nil
+	case json.Number:
+		if i, err := strconv.ParseInt(string(x), 10, 64); err == nil {
+			return &tengo.Int{Value: i}, nil
+		}
+		f, err := strconv.ParseFloat(string(x), 64)
+		if err != nil {
+			return nil, fmt.Errorf("number %s: %w", x, err)
+		}
+		return &tengo.Float{Value: f}, nil
+	case []any:
+		arr := make([]tengo.Object, len(x))
+		for i, e := range x {
+			o, err := toTengo(e)
+			if err != nil {
+				return nil, err
+			}
+			arr[i] = o
+		}
+		return &tengo.Array{Value: arr}, nil
+	case map[string]any:
+		m := make(map[string]tengo.Object, len(x))
+		for k, e := range x {
+			o, err := toTengo(e)
+			if err != nil {
+				return nil, err
+			}
+			m[k] = o
+		}
+		return &tengo.Map{Value: m}, nil
+	default:
+		return nil, fmt.Errorf("cannot pass a %T to a script", v)
+	}
+}
+
+// jsonWriter encodes a script's output object as JSON, stopping as soon as
+// the output passes max bytes, so a script cannot make the host buffer more
+// than its limit.
+type jsonWriter struct {
+	buf []byte
+	max int
+}
+
+var errTooLarge = errors.New("over the output byte limit")
+
+func (w *jsonWriter) value(o tengo.Object, depth int) error {
+	if len(w.buf) > w.max {
+		return fmt.Errorf("%w of %d bytes", errTooLarge, w.max)
+	}
+	if depth > contract.MaxDepth {
+		return errors.New("nested too deeply")
+	}
+	switch x := o.(type) {
+	case *tengo.Undefined:
+		w.buf = append(w.buf, "null"...)
+	case *tengo.Bool:
+		w.buf = strconv.AppendBool(w.buf, !x.IsFalsy())
+	case *tengo.Int:
+		w.buf = strconv.AppendInt(w.buf, x.Value, 10)
+	case *tengo.Float:
+		if math.IsNaN(x.Value) || math.IsInf(x.Value, 0) {
+			return errors.New("NaN and infinities are not JSON")
+		}
+		w.buf, _ = contract.AppendValue(w.buf, x.Value)
+	case *tengo.String:
+		if len(w.buf)+len(x.Value) > w.max {
+			return fmt.Errorf("%w of %d bytes", errTooLarge, w.max)
+		}
+		w.buf = contract.AppendString(w.buf, x.Value)
+	case *tengo.Array:
+		return w.array(x.Value, depth)
+	case *tengo.ImmutableArray:
+		return w.array(x.Value, depth)
+	case *tengo.Map:
+		return w.object(x.Value, depth)
+	case *tengo.ImmutableMap:
+		return w.object(x.Value, depth)
+	default:
+		return fmt.Errorf("a %s value is not JSON", o.TypeName())
+	}
+	return nil
+}
+
+func (w *jsonWriter) array(a []tengo.Object, depth int) error {
+	w.buf = append(w.buf, '[')
+	for i, e := range a {
+		if i > 0 {
+			w.buf = append(w.buf, ',')
+		}
+		if err := w.value(e, depth+1); err != nil {
+			return err
+		}
+	}
+	w.buf = append(w.buf, ']')
+	return nil
+}
+
+func (w *jsonWriter) object(m map[string]tengo.Object, depth int) error {
+	w.buf = append(w.buf, '{')
+	first := true
+	for k, e := range m {
+		if !first {
+			w.buf = append(w.buf, ',')
+		}
+		first = false
+		w.buf = append(contract.AppendString(w.buf, k), ':')
+		if err := w.value(e, depth+1); err != nil {
+			return err
+		}
+	}
+	w.buf = append(w.buf, '}')
+	return nil
+}

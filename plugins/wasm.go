@@ -1,0 +1,289 @@
+package plugins
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/sys"
+
+	"github.com/registrum/registrum/plugins/contract"
+)
+
+// The guest ABI, version 1. A module exports its linear memory and:
+//
+//	registrum_abi_version() -> i32             returns 1
+//	registrum_alloc(size i32) -> i32           a buffer the host writes the input into
+//	registrum_free(ptr i32)                    releases an output buffer
+//	registrum_plan(ptr, len i32) -> i64        planner
+//	registrum_handle_event(ptr, len i32) -> i64   hook handler
+//	registrum_compute_action(ptr, len i32) -> i64 action handler
+//
+// The entry point owns the input buffer and returns outPtr<<32 | outLen; the
+// host copies the output, then frees it. Package sdk/guest implements this.
+const (
+	abiVersion       = 1
+	exportABIVersion = "registrum_abi_version"
+	exportAlloc      = "registrum_alloc"
+	exportFree       = "registrum_free"
+	wasiModule       = "wasi_snapshot_preview1"
+)
+
+// entryPoint returns the export that runs a module of kind k.
+func entryPoint(k contract.Kind) string {
+	switch k {
+	case contract.KindPlanner:
+		return "registrum_plan"
+	case contract.KindHookHandler:
+		return "registrum_handle_event"
+	default:
+		return "registrum_compute_action"
+	}
+}
+
+type wasmProgram struct {
+	rt       *Runtime
+	compiled wazero.CompiledModule
+	entry    string
+	pool     chan *wasmInstance
+	closed   sync.Once
+}
+
+type wasmInstance struct {
+	mod                api.Module
+	alloc, free, entry api.Function
+	stderr             *limitedBuffer
+	stack              []uint64
+}
+
+func (r *Runtime) loadWASM(ctx context.Context, m Module, src []byte) (program, error) {
+	compiled, err := r.wasm.CompileModule(ctx, src)
+	if err != nil {
+		return nil, fmt.Errorf("compile WebAssembly: %w", err)
+	}
+	p := &wasmProgram{rt: r, compiled: compiled, entry: entryPoint(m.Kind)}
+	if err := p.checkInterface(); err != nil {
+		_ = compiled.Close(ctx)
+		return nil, err
+	}
+	p.pool = make(chan *wasmInstance, r.cfg.PoolSize)
+	// Instantiate once now: this runs the guest's initialisation under the
+	// limits, checks the ABI version, and warms the pool.
+	inst, err := p.instantiate(ctx)
+	if err != nil {
+		_ = compiled.Close(ctx)
+		return nil, fmt.Errorf("instantiate: %w", err)
+	}
+	p.put(ctx, inst)
+	return p, nil
+}
+
+// checkInterface refuses a module that imports anything but WASI or lacks an
+// export of the ABI its kind needs.
+func (p *wasmProgram) checkInterface() error {
+	for _, f := range p.compiled.ImportedFunctions() {
+		mod, name, _ := f.Import()
+		if mod != wasiModule {
+			return fmt.Errorf("imports %s.%s: a module may import only %s", mod, name, wasiModule)
+		}
+	}
+	exports := p.compiled.ExportedFunctions()
+	for _, name := range []string{exportABIVersion, exportAlloc, exportFree, p.entry} {
+		if _, ok := exports[name]; !ok {
+			return fmt.Errorf("does not export %s (build it with sdk/guest as a reactor: -buildmode=c-shared)", name)
+		}
+	}
+	if _, ok := p.compiled.ExportedMemories()["memory"]; !ok {
+		return errors.New("does not export its memory")
+	}
+	return nil
+}
+
+func (p *wasmProgram) instantiate(ctx context.Context) (*wasmInstance, error) {
+	ctx, cancel := context.WithTimeout(ctx, p.rt.limits.WallTime)
+	defer cancel()
+	stderr := &limitedBuffer{max: 4096}
+	// No filesystem, environment, arguments, network or real clocks: the
+	// module config grants nothing beyond the deterministic defaults.
+	cfg := wazero.NewModuleConfig().
+		WithName("").
+		WithStartFunctions("_initialize").
+		WithStderr(stderr)
+	mod, err := p.rt.wasm.InstantiateModule(ctx, p.compiled, cfg)
+	if err != nil {
+		return nil, classifyWASM(ctx, err, nil, stderr, p.rt.limits)
+	}
+	inst := &wasmInstance{
+		mod:    mod,
+		alloc:  mod.ExportedFunction(exportAlloc),
+		free:   mod.ExportedFunction(exportFree),
+		entry:  mod.ExportedFunction(p.entry),
+		stderr: stderr,
+		stack:  make([]uint64, 2),
+	}
+	res, err := mod.ExportedFunction(exportABIVersion).Call(ctx)
+	if err != nil {
+		_ = mod.Close(context.Background())
+		return nil, classifyWASM(ctx, err, mod, stderr, p.rt.limits)
+	}
+	if len(res) != 1 || res[0] != abiVersion {
+		_ = mod.Close(context.Background())
+		return nil, fmt.Errorf("guest ABI version %v, host speaks %d", res, abiVersion)
+	}
+	return inst, nil
+}
+
+func (p *wasmProgram) get(ctx context.Context) (*wasmInstance, error) {
+	if !p.rt.cfg.InstancePerCall {
+		select {
+		case inst := <-p.pool:
+			return inst, nil
+		default:
+		}
+	}
+	return p.instantiate(ctx)
+}
+
+func (p *wasmProgram) put(ctx context.Context, inst *wasmInstance) {
+	if !p.rt.cfg.InstancePerCall {
+		select {
+		case p.pool <- inst:
+			return
+		default:
+		}
+	}
+	_ = inst.mod.Close(ctx)
+}
+
+func (p *wasmProgram) call(ctx context.Context, _ contract.Kind, input []byte, _ any) ([]byte, error) {
+	inst, err := p.get(ctx)
+	if err != nil {
+		return nil, err
+	}
+	callCtx, cancel := context.WithTimeout(ctx, p.rt.limits.WallTime)
+	defer cancel()
+	out, err := inst.invoke(callCtx, input, p.rt.limits.MaxOutputBytes)
+	if err != nil {
+		// A failed instance may be closed, half-way through its heap, or
+		// hold a pinned output: never reuse it.
+		_ = inst.mod.Close(context.Background())
+		var f *Failure
+		if errors.As(err, &f) {
+			return nil, f
+		}
+		return nil, classifyWASM(callCtx, err, inst.mod, inst.stderr, p.rt.limits)
+	}
+	p.put(ctx, inst)
+	return out, nil
+}
+
+// invoke passes input through the guest's memory and returns a copy of its
+// output.
+func (inst *wasmInstance) invoke(ctx context.Context, input []byte, maxOut int) ([]byte, error) {
+	inst.stderr.Reset()
+	st := inst.stack
+	st[0] = uint64(len(input))
+	if err := inst.alloc.CallWithStack(ctx, st); err != nil {
+		return nil, err
+	}
+	ptr := uint32(st[0])
+	mem := inst.mod.Memory()
+	if !mem.Write(ptr, input) {
+		return nil, fail(FailureInvalidOutput, fmt.Errorf("alloc returned %#x, outside memory for %d bytes", ptr, len(input)))
+	}
+	st[0], st[1] = uint64(ptr), uint64(len(input))
+	if err := inst.entry.CallWithStack(ctx, st); err != nil {
+		return nil, err
+	}
+	outPtr, outLen := uint32(st[0]>>32), uint32(st[0])
+	if int64(outLen) > int64(maxOut) {
+		return nil, fail(FailureInvalidOutput, fmt.Errorf("output of %d bytes is over the %d-byte limit", outLen, maxOut))
+	}
+	view, ok := mem.Read(outPtr, outLen)
+	if !ok {
+		return nil, fail(FailureInvalidOutput, fmt.Errorf("output at %#x+%d is outside memory", outPtr, outLen))
+	}
+	// The view is only valid until the next memory.grow: copy it.
+	out := bytes.Clone(view)
+	st[0] = uint64(outPtr)
+	if err := inst.free.CallWithStack(ctx, st); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// classifyWASM turns an instantiation or call error into a Failure. A Go
+// guest that cannot grow its heap prints "out of memory" and exits; a guest
+// whose memory is at the page limit when it traps is also counted as memory.
+func classifyWASM(ctx context.Context, err error, mod api.Module, stderr *limitedBuffer, l Limits) error {
+	if ctxErr := ctx.Err(); ctxErr != nil {
+		if errors.Is(ctxErr, context.DeadlineExceeded) {
+			return fail(FailureTimeout, fmt.Errorf("stopped after the %s wall-time limit: %w", l.WallTime, err))
+		}
+		return fmt.Errorf("plugins: call cancelled: %w", ctxErr)
+	}
+	var exit *sys.ExitError
+	if errors.As(err, &exit) && exit.ExitCode() == sys.ExitCodeDeadlineExceeded {
+		return fail(FailureTimeout, err)
+	}
+	if bytes.Contains(stderr.Bytes(), []byte("out of memory")) {
+		return fail(FailureMemory, fmt.Errorf("out of memory at the %d-page limit: %w", l.MemoryPages, err))
+	}
+	if mod != nil && mod.Memory() != nil {
+		// Within one Go heap arena (4 MiB) of the limit.
+		const arenaPages = 64
+		if size := mod.Memory().Size() / 65536; size+arenaPages > l.MemoryPages {
+			return fail(FailureMemory, fmt.Errorf("trapped with %d of %d pages in use: %w", size, l.MemoryPages, err))
+		}
+	}
+	return fail(FailureTrap, err)
+}
+
+func (p *wasmProgram) close(ctx context.Context) error {
+	var err error
+	p.closed.Do(func() {
+		for {
+			select {
+			case inst := <-p.pool:
+				_ = inst.mod.Close(ctx)
+				continue
+			default:
+			}
+			break
+		}
+		err = p.compiled.Close(ctx)
+	})
+	return err
+}
+
+// limitedBuffer keeps the first max bytes written to it and drops the rest.
+type limitedBuffer struct {
+	mu  sync.Mutex
+	max int
+	buf []byte
+}
+
+func (b *limitedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if room := b.max - len(b.buf); room > 0 {
+		b.buf = append(b.buf, p[:min(room, len(p))]...)
+	}
+	return len(p), nil
+}
+
+func (b *limitedBuffer) Bytes() []byte {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return bytes.Clone(b.buf)
+}
+
+func (b *limitedBuffer) Reset() {
+	b.mu.Lock()
+	b.buf = b.buf[:0]
+	b.mu.Unlock()
+}
