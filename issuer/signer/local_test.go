@@ -19,7 +19,7 @@ import (
 )
 
 // newP256 returns a private JWK document and the matching active public JWK.
-func newP256(t *testing.T) ([]byte, *jose.JSONWebKey) {
+func newP256(t testing.TB) ([]byte, *jose.JSONWebKey) {
 	t.Helper()
 	priv, pub, err := keys.Generate("ES256")
 	if err != nil {

@@ -31,8 +31,10 @@ type Signer interface {
 	// of every token this signer signs.
 	KeyID() string
 	// Sign returns the ES256 JWS signature (64 bytes, R||S) of signingInput,
-	// which is "base64url(header).base64url(payload)". The signature has been
-	// verified against the active public key before it is returned.
+	// which is "base64url(header).base64url(payload)". A signature that comes
+	// back from a remote provider is verified against the active public key
+	// before it is returned; a local key is proven to be the active key when
+	// the signer is built.
 	Sign(ctx context.Context, signingInput []byte) ([]byte, error)
 	// SelfTest checks that the provider holds the active key under the
 	// required custody controls and that a test signature verifies.

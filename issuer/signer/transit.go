@@ -35,6 +35,9 @@ const (
 	// MinTransitTimeout and MaxTransitTimeout bound the per-request timeout.
 	MinTransitTimeout = time.Millisecond
 	MaxTransitTimeout = 30 * time.Second
+	// DefaultTransitTimeout is the per-request timeout when the configuration
+	// leaves timeoutMilliseconds out.
+	DefaultTransitTimeout = 2 * time.Second
 	// MaxTransitTokenBytes bounds the optional provider token.
 	MaxTransitTokenBytes = 4096
 	// MaxTransitResponseBytes bounds a provider response body.
