@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-jose/go-jose/v4"
@@ -80,15 +81,25 @@ func newAuthenticator(cfg *Config) (*authenticator, error) {
 			}
 			a.dummy[alg] = pub
 		case jose.RS256:
-			k, err := rsa.GenerateKey(rand.Reader, 2048)
+			k, err := dummyRSAKey()
 			if err != nil {
 				return nil, err
 			}
-			a.dummy[alg] = &k.PublicKey
+			a.dummy[alg] = k
 		}
 	}
 	return a, nil
 }
+
+// dummyRSAKey is generated once per process: RSA key generation is slow and
+// the key only stands in for an unknown client's key.
+var dummyRSAKey = sync.OnceValues(func() (*rsa.PublicKey, error) {
+	k, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		return nil, err
+	}
+	return &k.PublicKey, nil
+})
 
 // authenticate verifies a client assertion against the registry and spends
 // its jti. Every failure is an *errAuthentication.
