@@ -140,6 +140,15 @@ func (e Entry) toRecord(v uint32) (record, error) {
 	return r, nil
 }
 
+// encode validates e (see toRecord) and returns its canonical record bytes.
+func (e Entry) encode(v uint32) ([]byte, error) {
+	r, err := e.toRecord(v)
+	if err != nil {
+		return nil, err
+	}
+	return canonicalRecord(r)
+}
+
 // checkToken requires 1..max bytes of A-Z a-z 0-9 and . _ : ~ -.
 func checkToken(what, s string, max int) error {
 	if s == "" || len(s) > max {

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 
 	"github.com/registrum/registrum/internal/canonjson"
 )
@@ -27,7 +28,8 @@ const macDomain = "registrum/issuer-audit/line/v1\x00"
 // genesis is the "prev" of the first record of a chain.
 var genesis = [32]byte{}
 
-// envelope is one chain line. Members serialise in RFC 8785 order.
+// envelope is one chain line. Its RFC 8785 member order is line, mac, prev,
+// record, segment, time, v.
 type envelope struct {
 	Version int    `json:"v"`
 	Segment uint32 `json:"segment"`
@@ -38,33 +40,59 @@ type envelope struct {
 	MAC     string `json:"mac,omitempty"`
 }
 
-// encodeLine builds the canonical line (newline-terminated) for rec at
-// (segment, line) after prev, and returns it with its MAC.
-func encodeLine(chainKey []byte, segment uint32, line uint64, timeMillis int64, prev [32]byte, rec record) ([]byte, [32]byte, error) {
-	env := envelope{Version: lineVersion, Segment: segment, Line: line, Time: timeMillis, Prev: hex.EncodeToString(prev[:]), Record: rec}
-	body, err := canonjson.Marshal(env)
+// canonicalRecord returns the RFC 8785 form of rec.
+func canonicalRecord(rec record) ([]byte, error) {
+	b, err := canonjson.Marshal(rec)
 	if err != nil {
-		return nil, [32]byte{}, fmt.Errorf("audit: encode record: %w", err)
+		return nil, fmt.Errorf("audit: encode record: %w", err)
 	}
-	mac := lineMAC(chainKey, body)
-	env.MAC = hex.EncodeToString(mac[:])
-	out, err := canonjson.Marshal(env)
-	if err != nil {
-		return nil, [32]byte{}, fmt.Errorf("audit: encode record: %w", err)
-	}
-	return append(out, '\n'), mac, nil
+	return b, nil
 }
 
-func lineMAC(chainKey, body []byte) [32]byte {
+// encodeLine builds the newline-terminated line for the canonical record
+// rec at (segment, line) after prev, and returns it with its MAC.
+//
+// The envelope around the record holds only integers and hex strings, whose
+// RFC 8785 forms are their plain decimal and quoted spellings, so it is
+// assembled directly in canonical member order around the record that
+// internal/canonjson produced (TestLineIsCanonical holds the two equal).
+// The MAC covers the line without its "mac" member.
+func encodeLine(chainKey []byte, segment uint32, line uint64, timeMillis int64, prev [32]byte, rec []byte) ([]byte, [32]byte) {
+	lineMember := `{"line":` + strconv.FormatUint(line, 10) + `,`
+	var rest []byte
+	rest = append(rest, `"prev":"`...)
+	rest = hex.AppendEncode(rest, prev[:])
+	rest = append(rest, `","record":`...)
+	rest = append(rest, rec...)
+	rest = append(rest, `,"segment":`...)
+	rest = strconv.AppendUint(rest, uint64(segment), 10)
+	rest = append(rest, `,"time":`...)
+	rest = strconv.AppendInt(rest, timeMillis, 10)
+	rest = append(rest, `,"v":`...)
+	rest = strconv.AppendInt(rest, lineVersion, 10)
+	rest = append(rest, '}')
+
+	mac := lineMAC(chainKey, []byte(lineMember), rest)
+	out := make([]byte, 0, len(lineMember)+len(`"mac":"",`)+64+len(rest)+1)
+	out = append(out, lineMember...)
+	out = append(out, `"mac":"`...)
+	out = hex.AppendEncode(out, mac[:])
+	out = append(out, `",`...)
+	out = append(out, rest...)
+	return append(out, '\n'), mac
+}
+
+func lineMAC(chainKey, head, rest []byte) [32]byte {
 	m := hmac.New(sha256.New, chainKey)
 	m.Write([]byte(macDomain))
-	m.Write(body)
+	m.Write(head)
+	m.Write(rest)
 	var out [32]byte
 	m.Sum(out[:0])
 	return out
 }
 
-// parsedLine is a line that decoded, is canonical and whose MAC verified.
+// parsedLine is a line whose MAC verified.
 type parsedLine struct {
 	segment uint32
 	line    uint64
@@ -74,46 +102,48 @@ type parsedLine struct {
 
 // Reasons a line fails; they never quote line content.
 var (
-	errNotJSON      = errors.New("not a JSON object of the chain line format")
-	errNotCanonical = errors.New("not in canonical form")
-	errVersion      = errors.New("unknown line version")
-	errBadMAC       = errors.New("MAC does not verify (tampered record or wrong hash key)")
+	errNotLine = errors.New("not a chain line (it must start with the line number and MAC)")
+	errBadMAC  = errors.New("MAC does not verify (tampered record or wrong hash key)")
+	errContent = errors.New("authenticated line does not decode as a chain line of this version")
 )
 
-// parseLine decodes one line (without its newline), requires it to be the
-// exact canonical encoding of a chain line, and verifies its MAC.
+// parseLine verifies one line (without its newline): it splits off the
+// leading `{"line":N,"mac":"<hex>",`, checks the MAC over the rest, and only
+// then decodes the authenticated bytes.
 func parseLine(chainKey, b []byte) (parsedLine, error) {
+	const linePrefix, macPrefix = `{"line":`, `"mac":"`
+	rest, ok := bytes.CutPrefix(b, []byte(linePrefix))
+	if !ok {
+		return parsedLine{}, errNotLine
+	}
+	comma := bytes.IndexByte(rest, ',')
+	if comma < 1 || comma > 20 {
+		return parsedLine{}, errNotLine
+	}
+	head := b[:len(linePrefix)+comma+1]
+	rest, ok = bytes.CutPrefix(rest[comma+1:], []byte(macPrefix))
+	if !ok || len(rest) < 66 || rest[64] != '"' || rest[65] != ',' || !isLowerHex(string(rest[:64]), 64) {
+		return parsedLine{}, errNotLine
+	}
+	var p parsedLine
+	_, _ = hex.Decode(p.mac[:], rest[:64])
+	want := lineMAC(chainKey, head, rest[66:])
+	if !hmac.Equal(want[:], p.mac[:]) {
+		return parsedLine{}, errBadMAC
+	}
 	var env envelope
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&env); err != nil {
-		return parsedLine{}, errNotJSON
+		return parsedLine{}, errContent
 	}
 	if _, err := dec.Token(); err != io.EOF {
-		return parsedLine{}, errNotJSON
+		return parsedLine{}, errContent
 	}
-	if env.Version != lineVersion {
-		return parsedLine{}, errVersion
+	if env.Version != lineVersion || !isLowerHex(env.Prev, 64) {
+		return parsedLine{}, errContent
 	}
-	var p parsedLine
-	if !isLowerHex(env.MAC, 64) || !isLowerHex(env.Prev, 64) {
-		return parsedLine{}, errNotJSON
-	}
-	_, _ = hex.Decode(p.mac[:], []byte(env.MAC))
 	_, _ = hex.Decode(p.prev[:], []byte(env.Prev))
-	again, err := canonjson.Marshal(env)
-	if err != nil || !bytes.Equal(again, b) {
-		return parsedLine{}, errNotCanonical
-	}
-	env.MAC = ""
-	body, err := canonjson.Marshal(env)
-	if err != nil {
-		return parsedLine{}, errNotCanonical
-	}
-	want := lineMAC(chainKey, body)
-	if !hmac.Equal(want[:], p.mac[:]) {
-		return parsedLine{}, errBadMAC
-	}
 	p.segment, p.line = env.Segment, env.Line
 	return p, nil
 }

@@ -17,9 +17,9 @@ func fixedDenial(i int) Entry {
 }
 
 func lineLen(t *testing.T) int64 {
-	rec, err := fixedDenial(0).toRecord(3)
+	rec, err := fixedDenial(0).encode(3)
 	must(t, err)
-	line, _, err := encodeLine([]byte("k"), 1, 1, 1_700_000_000_000, genesis, rec)
+	line, _ := encodeLine([]byte("k"), 1, 1, 1_700_000_000_000, genesis, rec)
 	must(t, err)
 	return int64(len(line))
 }

@@ -57,9 +57,9 @@ func TestVerifyNamesFirstBrokenRecord(t *testing.T) {
 		}, "00000002", 2, "MAC does not verify"},
 		"whitespace added": {func(t *testing.T, cfg Config) {
 			ls := lines(t, sealedName(cfg.Path, 1))
-			ls[2] = bytes.Replace(ls[2], []byte(`,`), []byte(`, `), 1)
+			ls[2] = bytes.Replace(ls[2], []byte(`,"segment"`), []byte(`, "segment"`), 1)
 			writeLines(t, sealedName(cfg.Path, 1), ls)
-		}, "00000001", 3, "not in canonical form"},
+		}, "00000001", 3, "MAC does not verify"},
 		"deleted line": {func(t *testing.T, cfg Config) {
 			ls := lines(t, sealedName(cfg.Path, 2))
 			writeLines(t, sealedName(cfg.Path, 2), append(ls[:1:1], ls[2:]...))
@@ -92,7 +92,7 @@ func TestVerifyNamesFirstBrokenRecord(t *testing.T) {
 			ls := lines(t, cfg.Path)
 			ls[0] = bytes.Replace(ls[0], []byte(`{"line"`), []byte(`{"extra":1,"line"`), 1)
 			writeLines(t, cfg.Path, ls)
-		}, "active", 1, "not a JSON object"},
+		}, "active", 1, "not a chain line"},
 		"first record not from genesis": {func(t *testing.T, cfg Config) {
 			// Drop the first line: the new first record claims line 2.
 			ls := lines(t, sealedName(cfg.Path, 1))

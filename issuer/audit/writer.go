@@ -64,7 +64,7 @@ type Writer struct {
 }
 
 type request struct {
-	rec  record
+	rec  []byte // canonical record, encoded by the caller's goroutine
 	done chan error
 }
 
@@ -230,7 +230,7 @@ func (w *Writer) Err() error {
 // context error and nothing is written; once taken, Append waits for the
 // entry's own result so that its answer is always the truth about durability.
 func (w *Writer) Append(ctx context.Context, e Entry) error {
-	rec, err := e.toRecord(w.keys.version)
+	rec, err := e.encode(w.keys.version)
 	if err != nil {
 		return err
 	}
@@ -338,11 +338,7 @@ func (w *Writer) commit(batch []*request) {
 	var buf []byte
 	accepted := batch[:0:0]
 	for i, r := range batch {
-		line, mac, err := encodeLine(w.keys.chain, w.seq, w.line+1, now, w.head, r.rec)
-		if err != nil {
-			r.done <- err
-			continue
-		}
+		line, mac := encodeLine(w.keys.chain, w.seq, w.line+1, now, w.head, r.rec)
 		if int64(len(line)) > limit {
 			r.done <- ErrRecordTooLarge
 			continue
@@ -357,8 +353,8 @@ func (w *Writer) commit(batch []*request) {
 				w.poison(err, append(accepted, batch[i:]...))
 				return
 			}
-			line, mac, err = encodeLine(w.keys.chain, w.seq, 1, now, w.head, r.rec)
-			if err != nil || int64(len(line)) > limit {
+			line, mac = encodeLine(w.keys.chain, w.seq, 1, now, w.head, r.rec)
+			if int64(len(line)) > limit {
 				r.done <- ErrRecordTooLarge
 				continue
 			}
