@@ -12,10 +12,11 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"os"
 	"regexp"
 	"strings"
 	"time"
+
+	"github.com/registrum/registrum/issuer/keys"
 )
 
 // The limits of the http kind.
@@ -38,9 +39,13 @@ type HTTPConfig struct {
 	// Endpoint is the URL the bytes are POSTed to: https, or plain http to a
 	// loopback address only. It may not carry credentials or a fragment.
 	Endpoint string
-	// CredentialFile holds the bearer credential (one line). It is read on
-	// every call, so it can be rotated in place, and is never logged.
-	CredentialFile string
+	// SecretRoot is the folder secret references are resolved under.
+	SecretRoot string
+	// CredentialRef names the secret holding the bearer credential (one
+	// line), "secret:file/<name>". The file follows the secret-file rules of
+	// the issuer (owner-only, inside the root, one link). It is read on every
+	// call, so it can be rotated in place, and is never logged.
+	CredentialRef string
 	// Timeout bounds each call, 100 ms to 60 s; zero means 10 s. A call's own
 	// deadline bounds it further.
 	Timeout time.Duration
@@ -86,7 +91,7 @@ func NewHTTP(cfg HTTPConfig) (*HTTP, error) {
 	if err != nil {
 		return nil, fmt.Errorf("verifier %q: endpoint: %w", cfg.ID, err)
 	}
-	if _, err := readCredential(cfg.CredentialFile); err != nil {
+	if _, err := readCredential(cfg.SecretRoot, cfg.CredentialRef); err != nil {
 		return nil, fmt.Errorf("verifier %q: %w", cfg.ID, err)
 	}
 	transport := &http.Transport{
@@ -139,27 +144,19 @@ func isLoopback(host string) bool {
 // b64token is RFC 6750's bearer credential syntax.
 var b64token = regexp.MustCompile(`^[A-Za-z0-9._~+/-]+=*$`)
 
-// readCredential reads the bearer credential from path. Errors name the file
-// and never its content.
-func readCredential(path string) (string, error) {
-	if path == "" {
-		return "", errors.New("credential file: not configured")
-	}
-	f, err := os.Open(path)
+// readCredential reads the bearer credential the reference names. Errors
+// name the reference and never the content.
+func readCredential(root, ref string) (string, error) {
+	b, err := keys.ResolveFileSecret(root, ref)
 	if err != nil {
-		return "", fmt.Errorf("credential file: %w", err)
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxCredentialBytes+1))
-	if err != nil {
-		return "", fmt.Errorf("credential file %s: %w", path, err)
+		return "", fmt.Errorf("credential: %w", err)
 	}
 	if len(b) > maxCredentialBytes {
-		return "", fmt.Errorf("credential file %s: longer than %d bytes", path, maxCredentialBytes)
+		return "", fmt.Errorf("credential %q: longer than %d bytes", ref, maxCredentialBytes)
 	}
 	cred := strings.TrimSuffix(strings.TrimSuffix(string(b), "\n"), "\r")
 	if !b64token.MatchString(cred) {
-		return "", fmt.Errorf("credential file %s: must hold one bearer token (RFC 6750 characters) on one line", path)
+		return "", fmt.Errorf("credential %q: must hold one bearer token (RFC 6750 characters) on one line", ref)
 	}
 	return cred, nil
 }
@@ -169,7 +166,7 @@ func (h *HTTP) Verify(ctx context.Context, att Attachment, content io.Reader) (V
 	if err := att.Validate(h.cfg.MaxBytes); err != nil {
 		return retry(h.cfg.ID, CauseInvalidAttachment, nil)
 	}
-	cred, err := readCredential(h.cfg.CredentialFile)
+	cred, err := readCredential(h.cfg.SecretRoot, h.cfg.CredentialRef)
 	if err != nil {
 		return retry(h.cfg.ID, CauseCredential, nil)
 	}

@@ -58,13 +58,21 @@ func verdictAnswer(w http.ResponseWriter, _ *http.Request, body []byte) {
 	io.WriteString(w, `{"verdict":"approved"}`)
 }
 
-func credentialFile(t *testing.T, content string) string {
+// credential writes content as the secret "scanner-token" under a new secret
+// root and returns the config fields that reference it.
+func credential(t *testing.T, content string) verifier.HTTPConfig {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "scanner-token")
-	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+	root := t.TempDir()
+	if err := os.WriteFile(filepath.Join(root, "scanner-token"), []byte(content), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	return path
+	return verifier.HTTPConfig{SecretRoot: root, CredentialRef: "secret:file/scanner-token"}
+}
+
+// withCredential returns cfg with the credential fields of cred.
+func withCredential(cfg, cred verifier.HTTPConfig) verifier.HTTPConfig {
+	cfg.SecretRoot, cfg.CredentialRef = cred.SecretRoot, cred.CredentialRef
+	return cfg
 }
 
 func newHTTP(t *testing.T, s *scanner, cfg verifier.HTTPConfig) (*verifier.HTTP, *httptest.Server) {
@@ -73,8 +81,8 @@ func newHTTP(t *testing.T, s *scanner, cfg verifier.HTTPConfig) (*verifier.HTTP,
 	t.Cleanup(srv.Close)
 	cfg.ID = "scanner"
 	cfg.Endpoint = srv.URL + "/scan"
-	if cfg.CredentialFile == "" {
-		cfg.CredentialFile = credentialFile(t, testCredential+"\n")
+	if cfg.CredentialRef == "" {
+		cfg = withCredential(cfg, credential(t, testCredential+"\n"))
 	}
 	h, err := verifier.NewHTTP(cfg)
 	if err != nil {
@@ -188,7 +196,7 @@ func TestHTTPContentMismatchDiscardsTheAnswer(t *testing.T) {
 	}
 	srv := httptest.NewServer(http.HandlerFunc(approveAll))
 	defer srv.Close()
-	h, err := verifier.NewHTTP(verifier.HTTPConfig{ID: "s", Endpoint: srv.URL, CredentialFile: credentialFile(t, testCredential)})
+	h, err := verifier.NewHTTP(withCredential(verifier.HTTPConfig{ID: "s", Endpoint: srv.URL}, credential(t, testCredential)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -213,8 +221,9 @@ func TestHTTPContentMismatchDiscardsTheAnswer(t *testing.T) {
 
 func TestHTTPCredentialComesFromTheSecretFileAndNeverShows(t *testing.T) {
 	s := &scanner{t: t, answer: verdictAnswer}
-	file := credentialFile(t, "wrong-credential")
-	h, _ := newHTTP(t, s, verifier.HTTPConfig{CredentialFile: file})
+	cred := credential(t, "wrong-credential")
+	file := filepath.Join(cred.SecretRoot, "scanner-token")
+	h, _ := newHTTP(t, s, cred)
 	v, err := verify(t, h, 5*time.Second, attachment("evidence", []byte("x")), strings.NewReader("x"))
 	wantRetry(t, v, err, verifier.CauseStatus)
 	if strings.Contains(err.Error(), "wrong-credential") {
@@ -227,6 +236,15 @@ func TestHTTPCredentialComesFromTheSecretFileAndNeverShows(t *testing.T) {
 	if v, err := verify(t, h, 5*time.Second, attachment("evidence", []byte("x")), strings.NewReader("x")); err != nil || v.Outcome != verifier.Approved {
 		t.Fatalf("after rotation: %+v, %v", v, err)
 	}
+	// Readable by others: refused at configuration, retry at call time.
+	if err := os.Chmod(file, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := verifier.NewHTTP(withCredential(verifier.HTTPConfig{ID: "s", Endpoint: "https://s.example"}, cred)); err == nil || !strings.Contains(err.Error(), "owner-only") {
+		t.Fatalf("group-readable secret: %v", err)
+	}
+	v, err = verify(t, h, 5*time.Second, attachment("evidence", []byte("x")), strings.NewReader("x"))
+	wantRetry(t, v, err, verifier.CauseCredential)
 	// Removed: retry with the credential cause.
 	os.Remove(file)
 	v, err = verify(t, h, 5*time.Second, attachment("evidence", []byte("x")), strings.NewReader("x"))
@@ -234,7 +252,7 @@ func TestHTTPCredentialComesFromTheSecretFileAndNeverShows(t *testing.T) {
 }
 
 func TestHTTPConfigIsChecked(t *testing.T) {
-	good := credentialFile(t, testCredential)
+	good := credential(t, testCredential)
 	cases := map[string]struct {
 		cfg  verifier.HTTPConfig
 		want string // "" means accepted
@@ -251,17 +269,18 @@ func TestHTTPConfigIsChecked(t *testing.T) {
 		"timeout 100ms":      {verifier.HTTPConfig{Endpoint: "https://s.example", Timeout: 100 * time.Millisecond}, ""},
 		"timeout 60s":        {verifier.HTTPConfig{Endpoint: "https://s.example", Timeout: 60 * time.Second}, ""},
 		"timeout 60.001s":    {verifier.HTTPConfig{Endpoint: "https://s.example", Timeout: 60001 * time.Millisecond}, "timeout"},
-		"missing credential": {verifier.HTTPConfig{Endpoint: "https://s.example", CredentialFile: "/nonexistent/token"}, "/nonexistent/token"},
-		"two lines":          {verifier.HTTPConfig{Endpoint: "https://s.example", CredentialFile: credentialFile(t, "a\nb\n")}, "one bearer token"},
-		"empty credential":   {verifier.HTTPConfig{Endpoint: "https://s.example", CredentialFile: credentialFile(t, "")}, "one bearer token"},
-		"huge credential":    {verifier.HTTPConfig{Endpoint: "https://s.example", CredentialFile: credentialFile(t, strings.Repeat("a", 4097))}, "longer than"},
-		"4 KiB credential":   {verifier.HTTPConfig{Endpoint: "https://s.example", CredentialFile: credentialFile(t, strings.Repeat("a", 4096))}, ""},
+		"missing credential": {verifier.HTTPConfig{Endpoint: "https://s.example", SecretRoot: "/nonexistent", CredentialRef: "secret:file/token"}, "secret:file/token"},
+		"path as reference":  {verifier.HTTPConfig{Endpoint: "https://s.example", SecretRoot: "/", CredentialRef: "secret:file/../etc/passwd"}, "plain file name"},
+		"two lines":          {withCredential(verifier.HTTPConfig{Endpoint: "https://s.example"}, credential(t, "a\nb\n")), "one bearer token"},
+		"empty credential":   {withCredential(verifier.HTTPConfig{Endpoint: "https://s.example"}, credential(t, "")), "the file is empty"},
+		"huge credential":    {withCredential(verifier.HTTPConfig{Endpoint: "https://s.example"}, credential(t, strings.Repeat("a", 4097))), "longer than"},
+		"4 KiB credential":   {withCredential(verifier.HTTPConfig{Endpoint: "https://s.example"}, credential(t, strings.Repeat("a", 4096))), ""},
 	}
 	for name, tc := range cases {
 		cfg := tc.cfg
 		cfg.ID = "s"
-		if cfg.CredentialFile == "" {
-			cfg.CredentialFile = good
+		if cfg.CredentialRef == "" {
+			cfg = withCredential(cfg, good)
 		}
 		_, err := verifier.NewHTTP(cfg)
 		switch {
@@ -279,8 +298,8 @@ func TestHTTPConfigIsChecked(t *testing.T) {
 func TestHTTPSWithPrivateRoots(t *testing.T) {
 	srv := httptest.NewTLSServer(&scanner{t: t, answer: verdictAnswer})
 	defer srv.Close()
-	cred := credentialFile(t, testCredential)
-	h, err := verifier.NewHTTP(verifier.HTTPConfig{ID: "s", Endpoint: srv.URL, CredentialFile: cred, RootCAs: srv.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs})
+	cred := credential(t, testCredential)
+	h, err := verifier.NewHTTP(withCredential(verifier.HTTPConfig{ID: "s", Endpoint: srv.URL, RootCAs: srv.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs}, cred))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -288,7 +307,7 @@ func TestHTTPSWithPrivateRoots(t *testing.T) {
 		t.Fatalf("https: %+v, %v", v, err)
 	}
 	// Without the private root the certificate is not trusted: retry.
-	h2, err := verifier.NewHTTP(verifier.HTTPConfig{ID: "s", Endpoint: srv.URL, CredentialFile: cred})
+	h2, err := verifier.NewHTTP(withCredential(verifier.HTTPConfig{ID: "s", Endpoint: srv.URL}, cred))
 	if err != nil {
 		t.Fatal(err)
 	}

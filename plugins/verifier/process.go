@@ -34,6 +34,9 @@ type ProcessConfig struct {
 	// MaxBytes is the largest attachment sent to the verifier; 0 means
 	// MaxContentBytes, which is also the upper bound.
 	MaxBytes int64
+	// Timeout bounds each call, start included; zero leaves only the
+	// caller's deadline.
+	Timeout time.Duration
 	// StartTimeout bounds the start and handshake of the process
 	// (default 10 s). A call's own deadline bounds it further.
 	StartTimeout time.Duration
@@ -81,6 +84,9 @@ func NewProcess(cfg ProcessConfig) (*Process, error) {
 	}
 	if cfg.MaxBytes < 1 || cfg.MaxBytes > MaxContentBytes {
 		return nil, fmt.Errorf("verifier %q: maximum bytes %d outside 1..%d", cfg.ID, cfg.MaxBytes, MaxContentBytes)
+	}
+	if cfg.Timeout < 0 {
+		return nil, fmt.Errorf("verifier %q: negative timeout", cfg.ID)
 	}
 	if cfg.StartTimeout <= 0 {
 		cfg.StartTimeout = 10 * time.Second
@@ -145,6 +151,11 @@ func (p *Process) Starts() int64 { return p.starts.Load() }
 func (p *Process) Verify(ctx context.Context, att Attachment, content io.Reader) (Verdict, error) {
 	if err := att.Validate(p.cfg.MaxBytes); err != nil {
 		return retry(p.cfg.ID, CauseInvalidAttachment, nil)
+	}
+	if p.cfg.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, p.cfg.Timeout)
+		defer cancel()
 	}
 	select {
 	case <-p.turn:
