@@ -13,8 +13,8 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/registrum/registrum/issuer/keys"
 	"github.com/registrum/registrum/internal/strictjson"
+	"github.com/registrum/registrum/issuer/keys"
 )
 
 // Kind is how a verifier is reached.
