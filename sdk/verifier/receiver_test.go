@@ -1,0 +1,172 @@
+package verifier_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	hostverifier "github.com/registrum/registrum/plugins/verifier"
+	"github.com/registrum/registrum/plugins/verifier/wire"
+	"github.com/registrum/registrum/sdk/verifier"
+)
+
+// recorder is an author's verifier that records what it was given.
+type recorder struct {
+	calls    int
+	got      []byte
+	att      verifier.Attachment
+	deadline time.Time
+	verdict  verifier.Verdict
+	err      error
+	panics   bool
+}
+
+func (r *recorder) Verify(ctx context.Context, att verifier.Attachment, content io.Reader) (verifier.Verdict, error) {
+	r.calls++
+	r.att = att
+	r.deadline, _ = ctx.Deadline()
+	b, err := io.ReadAll(content)
+	if err != nil {
+		return verifier.Verdict{}, err
+	}
+	r.got = b
+	if r.panics {
+		panic("author bug")
+	}
+	return r.verdict, r.err
+}
+
+func begin(t *testing.T, rcv *verifier.Receiver, content string, timeoutMillis int64) uint64 {
+	t.Helper()
+	sum := sha256.Sum256([]byte(content))
+	var reply wire.BeginReply
+	if err := rcv.Begin(wire.BeginArgs{SlotID: "evidence", MediaType: "image/png", DeclaredSize: int64(len(content)), SHA256: hex.EncodeToString(sum[:]), TimeoutMillis: timeoutMillis}, &reply); err != nil {
+		t.Fatal(err)
+	}
+	return reply.Session
+}
+
+func write(t *testing.T, rcv *verifier.Receiver, s uint64, data string) {
+	t.Helper()
+	if err := rcv.Write(wire.WriteArgs{Session: s, Data: []byte(data)}, &wire.Empty{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func finish(t *testing.T, rcv *verifier.Receiver, s uint64) wire.FinishReply {
+	t.Helper()
+	var reply wire.FinishReply
+	if err := rcv.Finish(wire.SessionArgs{Session: s}, &reply); err != nil {
+		t.Fatal(err)
+	}
+	return reply
+}
+
+func TestAuthorGetsExactlyTheCheckedBytes(t *testing.T) {
+	author := &recorder{verdict: verifier.Reject(verifier.ReasonMalformed)}
+	rcv := verifier.NewReceiver(author)
+	s := begin(t, rcv, "hello world", 1500)
+	write(t, rcv, s, "hello ")
+	write(t, rcv, s, "world")
+	before := time.Now()
+	got := finish(t, rcv, s)
+	if got != (wire.FinishReply{Outcome: "rejected", Reason: "malformed"}) {
+		t.Fatalf("reply %+v", got)
+	}
+	if string(author.got) != "hello world" || author.att.SlotID != "evidence" || author.att.MediaType != "image/png" || author.att.DeclaredSize != 11 {
+		t.Fatalf("author saw %q, %+v", author.got, author.att)
+	}
+	if d := author.deadline.Sub(before); d > 1500*time.Millisecond || d < time.Second {
+		t.Fatalf("author's deadline is %v away, want about the host's 1.5 s", d)
+	}
+}
+
+func TestContentNotMatchingItsMetadataNeverReachesTheAuthor(t *testing.T) {
+	cases := map[string][]string{
+		"longer":  {"hello world", "!"},
+		"shorter": {"hello worl"},
+		"altered": {"hello World"},
+	}
+	for name, chunks := range cases {
+		author := &recorder{verdict: verifier.Approve()}
+		rcv := verifier.NewReceiver(author)
+		s := begin(t, rcv, "hello world", 0)
+		for _, c := range chunks {
+			write(t, rcv, s, c)
+		}
+		got := finish(t, rcv, s)
+		if got != (wire.FinishReply{Outcome: "retry", Cause: string(hostverifier.CausePluginContentMismatch)}) {
+			t.Fatalf("%s: reply %+v", name, got)
+		}
+		if author.calls != 0 {
+			t.Fatalf("%s: author called", name)
+		}
+	}
+}
+
+func TestAuthorFailuresBecomeValueFreeRetries(t *testing.T) {
+	cases := map[string]struct {
+		author *recorder
+		cause  hostverifier.Cause
+	}{
+		"error":                {&recorder{err: errors.New("secret detail")}, hostverifier.CauseVerifierError},
+		"panic":                {&recorder{panics: true}, hostverifier.CauseVerifierError},
+		"retry":                {&recorder{verdict: verifier.Verdict{Outcome: verifier.Retry}}, hostverifier.CauseVerifierRetry},
+		"no reason":            {&recorder{verdict: verifier.Verdict{Outcome: verifier.Rejected}}, hostverifier.CauseInvalidVerdict},
+		"unknown reason":       {&recorder{verdict: verifier.Verdict{Outcome: verifier.Rejected, Reason: "secret words"}}, hostverifier.CauseInvalidVerdict},
+		"approved with reason": {&recorder{verdict: verifier.Verdict{Outcome: verifier.Approved, Reason: verifier.ReasonPolicy}}, hostverifier.CauseInvalidVerdict},
+		"zero verdict":         {&recorder{}, hostverifier.CauseInvalidVerdict},
+	}
+	for name, tc := range cases {
+		rcv := verifier.NewReceiver(tc.author)
+		s := begin(t, rcv, "x", 0)
+		write(t, rcv, s, "x")
+		got := finish(t, rcv, s)
+		if got != (wire.FinishReply{Outcome: "retry", Cause: string(tc.cause)}) {
+			t.Fatalf("%s: reply %+v", name, got)
+		}
+	}
+}
+
+func TestReceiverLimits(t *testing.T) {
+	rcv := verifier.NewReceiver(&recorder{verdict: verifier.Approve()})
+	var reply wire.BeginReply
+	big := wire.BeginArgs{SlotID: "s", MediaType: "image/png", DeclaredSize: hostverifier.MaxContentBytes + 1, SHA256: strings.Repeat("0", 64)}
+	if err := rcv.Begin(big, &reply); err == nil {
+		t.Fatal("content over 16 MiB accepted")
+	}
+	big.DeclaredSize = hostverifier.MaxContentBytes
+	if err := rcv.Begin(big, &reply); err != nil {
+		t.Fatalf("content of exactly 16 MiB refused: %v", err)
+	}
+	if err := rcv.Begin(wire.BeginArgs{SlotID: "s", MediaType: "image/png", DeclaredSize: 1, SHA256: "nothex"}, &reply); err == nil {
+		t.Fatal("malformed digest accepted")
+	}
+	if err := rcv.Write(wire.WriteArgs{Session: reply.Session, Data: make([]byte, wire.MaxChunk+1)}, &wire.Empty{}); err == nil {
+		t.Fatal("oversized chunk accepted")
+	}
+	if err := rcv.Write(wire.WriteArgs{Session: reply.Session, Data: make([]byte, wire.MaxChunk)}, &wire.Empty{}); err != nil {
+		t.Fatalf("chunk of exactly MaxChunk refused: %v", err)
+	}
+	for range wire.MaxSessions - 1 {
+		begin(t, rcv, "x", 0)
+	}
+	if err := rcv.Begin(wire.BeginArgs{SlotID: "s", MediaType: "image/png", DeclaredSize: 1, SHA256: strings.Repeat("0", 64)}, &reply); err == nil {
+		t.Fatalf("session %d accepted", wire.MaxSessions+1)
+	}
+	if err := rcv.Abort(wire.SessionArgs{Session: 1}, &wire.Empty{}); err != nil {
+		t.Fatal(err)
+	}
+	begin(t, rcv, "x", 0) // room again after the abort
+	if err := rcv.Write(wire.WriteArgs{Session: 999, Data: []byte("x")}, &wire.Empty{}); err == nil {
+		t.Fatal("write to an unknown session accepted")
+	}
+	if err := rcv.Finish(wire.SessionArgs{Session: 1}, &wire.FinishReply{}); err == nil {
+		t.Fatal("finish of an aborted session accepted")
+	}
+}
