@@ -1,0 +1,217 @@
+// Package config loads the record host's runtime configuration: where it
+// listens, which database and package it serves, and where its secrets are.
+// Decoding is strict (unknown keys are refused); relative paths resolve
+// against the configuration file's folder; every refusal names the file, the
+// key path and the rule.
+package config
+
+import (
+	"bytes"
+
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/goccy/go-yaml"
+
+	"github.com/registrum/registrum/issuer/keys"
+)
+
+// Config is the runtime configuration of `registrum serve`.
+type Config struct {
+	// Version must be 1.
+	Version int `yaml:"version"`
+	// Listener is the public HTTP listener.
+	Listener Listener `yaml:"listener"`
+	// Metrics is the optional Prometheus listener, separate from the public one.
+	Metrics *Listener `yaml:"metrics"`
+	// Database names the PostgreSQL database.
+	Database Database `yaml:"database"`
+	// Package is the path of the compiled package (folder or package.json).
+	Package string `yaml:"package"`
+	// Secrets holds the file-secret root.
+	Secrets Secrets `yaml:"secrets"`
+	// HostKeyRef names the host's root secret (at least 32 bytes), from which
+	// the ETag, record-reference and cursor keys are derived.
+	HostKeyRef string `yaml:"hostKeyRef"`
+
+	// path is the configuration file, for messages.
+	path string
+}
+
+// Listener is an HTTP listener address.
+type Listener struct {
+	Address string `yaml:"address"`
+	Port    int    `yaml:"port"`
+}
+
+// Addr returns host:port.
+func (l Listener) Addr() string { return net.JoinHostPort(l.Address, fmt.Sprint(l.Port)) }
+
+// Database names the database: a connection string without a password
+// (url), or a secret holding one (urlRef).
+type Database struct {
+	URL    string `yaml:"url"`
+	URLRef string `yaml:"urlRef"`
+}
+
+// Secrets holds the file-secret provider's root folder.
+type Secrets struct {
+	Root string `yaml:"root"`
+}
+
+// Error is a refused configuration.
+type Error struct {
+	File string
+	Path string
+	Rule string
+}
+
+func (e *Error) Error() string {
+	if e.Path == "" {
+		return fmt.Sprintf("%s: %s", e.File, e.Rule)
+	}
+	return fmt.Sprintf("%s: %s: %s", e.File, e.Path, e.Rule)
+}
+
+// MaxFileBytes bounds the configuration file.
+const MaxFileBytes = 1 << 20
+
+// Load reads, decodes and validates a configuration file.
+func Load(path string) (*Config, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	if len(raw) > MaxFileBytes {
+		return nil, &Error{File: path, Rule: fmt.Sprintf("the file is larger than %d bytes", MaxFileBytes)}
+	}
+	var c Config
+	if err := yaml.NewDecoder(bytes.NewReader(raw), yaml.Strict()).Decode(&c); err != nil {
+		return nil, &Error{File: path, Rule: yaml.FormatError(err, false, true)}
+	}
+	c.path = path
+	if err := c.validate(); err != nil {
+		return nil, err
+	}
+	return &c, nil
+}
+
+func (c *Config) fail(keyPath, format string, args ...any) error {
+	return &Error{File: c.path, Path: keyPath, Rule: fmt.Sprintf(format, args...)}
+}
+
+func (c *Config) validate() error {
+	dir := filepath.Dir(c.path)
+	if c.Version != 1 {
+		return c.fail("version", "must equal 1")
+	}
+	if err := c.checkListener("listener", c.Listener); err != nil {
+		return err
+	}
+	if c.Metrics != nil {
+		if err := c.checkListener("metrics", *c.Metrics); err != nil {
+			return err
+		}
+		if c.Metrics.Addr() == c.Listener.Addr() && c.Listener.Port != 0 {
+			return c.fail("metrics", "must differ from the public listener")
+		}
+	}
+	switch {
+	case c.Database.URL == "" && c.Database.URLRef == "":
+		return c.fail("database", "set url or urlRef")
+	case c.Database.URL != "" && c.Database.URLRef != "":
+		return c.fail("database", "set url or urlRef, not both")
+	case c.Database.URL != "" && hasPassword(c.Database.URL):
+		return c.fail("database.url", "must not hold a password; put the connection string in a secret and name it with urlRef")
+	}
+	if c.Package == "" {
+		return c.fail("package", "is required")
+	}
+	c.Package = resolve(dir, c.Package)
+	if c.Secrets.Root == "" {
+		return c.fail("secrets.root", "is required")
+	}
+	c.Secrets.Root = resolve(dir, c.Secrets.Root)
+	if c.HostKeyRef == "" {
+		return c.fail("hostKeyRef", "is required")
+	}
+	if _, err := keys.ParseSecretRef(c.HostKeyRef); err != nil {
+		return c.fail("hostKeyRef", "%v", err)
+	}
+	if c.Database.URLRef != "" {
+		if _, err := keys.ParseSecretRef(c.Database.URLRef); err != nil {
+			return c.fail("database.urlRef", "%v", err)
+		}
+	}
+	return nil
+}
+
+func (c *Config) checkListener(path string, l Listener) error {
+	ip := net.ParseIP(l.Address)
+	if ip == nil {
+		return c.fail(path+".address", "must be an IP address")
+	}
+	if l.Port < 0 || l.Port > 65535 {
+		return c.fail(path+".port", "must be between 0 and 65535")
+	}
+	return nil
+}
+
+// MinHostKeyBytes is the minimum length of the host's root secret.
+const MinHostKeyBytes = 32
+
+// HostKey resolves the host's root secret.
+func (c *Config) HostKey() ([]byte, error) {
+	k, err := keys.ResolveFileSecret(c.Secrets.Root, c.HostKeyRef)
+	if err != nil {
+		return nil, c.fail("hostKeyRef", "%v", err)
+	}
+	if len(k) < MinHostKeyBytes {
+		return nil, c.fail("hostKeyRef", "the secret must hold at least %d bytes", MinHostKeyBytes)
+	}
+	return k, nil
+}
+
+// DatabaseURL resolves the database connection string.
+func (c *Config) DatabaseURL() (string, error) {
+	if c.Database.URL != "" {
+		return c.Database.URL, nil
+	}
+	b, err := keys.ResolveFileSecret(c.Secrets.Root, c.Database.URLRef)
+	if err != nil {
+		return "", c.fail("database.urlRef", "%v", err)
+	}
+	s := strings.TrimSpace(string(b))
+	if s == "" {
+		return "", c.fail("database.urlRef", "the secret is empty")
+	}
+	return s, nil
+}
+
+// Path returns the configuration file's path.
+func (c *Config) Path() string { return c.path }
+
+func resolve(dir, p string) string {
+	if filepath.IsAbs(p) {
+		return p
+	}
+	return filepath.Join(dir, p)
+}
+
+// hasPassword reports whether a connection string carries a password.
+func hasPassword(conn string) bool {
+	if u, err := url.Parse(conn); err == nil && u.Scheme != "" {
+		_, set := u.User.Password()
+		return set || u.Query().Has("password")
+	}
+	for _, kv := range strings.Fields(conn) {
+		if strings.HasPrefix(kv, "password=") {
+			return true
+		}
+	}
+	return false
+}

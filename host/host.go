@@ -1,0 +1,145 @@
+// Package host assembles the record host: it loads the runtime
+// configuration's package and secrets, opens the store, and serves the HTTP
+// edge and the metrics listener until its context ends.
+package host
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/registrum/registrum/host/access"
+	"github.com/registrum/registrum/host/config"
+	"github.com/registrum/registrum/host/httpapi"
+	"github.com/registrum/registrum/host/model"
+	"github.com/registrum/registrum/host/records"
+	"github.com/registrum/registrum/store"
+)
+
+// Host is a running record host's parts.
+type Host struct {
+	cfg     *config.Config
+	log     *slog.Logger
+	pool    *pgxpool.Pool
+	api     *httpapi.API
+	metrics http.Handler
+}
+
+// Open loads the package and secrets named by cfg, connects to the database,
+// refuses an unmigrated or too new schema, activates the package's layout,
+// and builds the HTTP edge.
+func Open(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Host, error) {
+	pkg, err := model.Load(cfg.Package)
+	if err != nil {
+		return nil, err
+	}
+	rootKey, err := cfg.HostKey()
+	if err != nil {
+		return nil, err
+	}
+	keys, err := records.DeriveKeys(rootKey)
+	if err != nil {
+		return nil, err
+	}
+	dsn, err := cfg.DatabaseURL()
+	if err != nil {
+		return nil, err
+	}
+	pool, err := store.Connect(ctx, dsn)
+	if err != nil {
+		return nil, err
+	}
+	h, err := assemble(ctx, cfg, log, pool, pkg, keys)
+	if err != nil {
+		pool.Close()
+		return nil, err
+	}
+	return h, nil
+}
+
+func assemble(ctx context.Context, cfg *config.Config, log *slog.Logger, pool *pgxpool.Pool, pkg *model.Package, keys records.Keys) (*Host, error) {
+	st, err := store.Open(ctx, pool, pkg)
+	if err != nil {
+		return nil, err
+	}
+	svc, err := records.New(st, keys, access.Unrestricted{})
+	if err != nil {
+		return nil, err
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	api := httpapi.New(httpapi.Options{
+		Records: svc,
+		Logger:  log,
+		Metrics: httpapi.NewMetrics(reg),
+		Ready:   st.Ping,
+	})
+	return &Host{
+		cfg:     cfg,
+		log:     log,
+		pool:    pool,
+		api:     api,
+		metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}),
+	}, nil
+}
+
+// Handler returns the public HTTP handler.
+func (h *Host) Handler() http.Handler { return h.api }
+
+// MetricsHandler returns the Prometheus handler.
+func (h *Host) MetricsHandler() http.Handler { return h.metrics }
+
+// Close releases the database pool.
+func (h *Host) Close() { h.pool.Close() }
+
+// Serve answers on ln (and on metricsLn when not nil) until ctx ends, then
+// shuts down gracefully, letting requests in flight finish for up to 10 seconds.
+func (h *Host) Serve(ctx context.Context, ln, metricsLn net.Listener) error {
+	servers := []*http.Server{newServer(h.api)}
+	listeners := []net.Listener{ln}
+	if metricsLn != nil {
+		mux := http.NewServeMux()
+		mux.Handle("GET /metrics", h.metrics)
+		servers = append(servers, newServer(mux))
+		listeners = append(listeners, metricsLn)
+	}
+	errs := make(chan error, len(servers))
+	for i, s := range servers {
+		go func() {
+			if err := s.Serve(listeners[i]); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				errs <- err
+			}
+		}()
+	}
+	select {
+	case <-ctx.Done():
+	case err := <-errs:
+		return fmt.Errorf("host: serve: %w", err)
+	}
+	shutdown, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, s := range servers {
+		s.Shutdown(shutdown)
+	}
+	return nil
+}
+
+func newServer(h http.Handler) *http.Server {
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       60 * time.Second,
+		WriteTimeout:      60 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+	}
+}

@@ -1,0 +1,210 @@
+// Package httpapi is the record host's HTTP edge: routing, request parsing,
+// content negotiation, headers and problem documents. It turns requests into
+// calls of the core services and their results or refusals into responses.
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"mime"
+	"net/http"
+	"strings"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/registrum/registrum/host/model"
+	"github.com/registrum/registrum/host/problem"
+	"github.com/registrum/registrum/host/records"
+)
+
+// DefaultMaximumBodyBytes bounds a write body when the entity sets no bound.
+const DefaultMaximumBodyBytes = 1 << 20
+
+// Options configure the edge.
+type Options struct {
+	Records *records.Service
+	Logger  *slog.Logger
+	Metrics *Metrics
+	// Ready reports whether the host can serve (the database answers).
+	Ready func(ctx context.Context) error
+}
+
+// API is the HTTP edge of the record host.
+type API struct {
+	records  *records.Service
+	pkg      *model.Package
+	log      *slog.Logger
+	metrics  *Metrics
+	ready    func(ctx context.Context) error
+	typeBase string
+	handler  http.Handler
+}
+
+// New builds the edge.
+func New(o Options) *API {
+	a := &API{records: o.Records, pkg: o.Records.Package(), log: o.Logger, metrics: o.Metrics, ready: o.Ready}
+	if a.log == nil {
+		a.log = slog.New(slog.DiscardHandler)
+	}
+	a.typeBase = a.pkg.Registry.URLs.ProblemTypeBase
+	r := chi.NewRouter()
+	r.NotFound(a.notFound)
+	r.MethodNotAllowed(a.notFound)
+	r.Get("/health", a.health)
+	r.Get("/ready", a.readiness)
+	r.Post("/v1/records/{route}", a.createRecord)
+	r.Get("/v1/records/{route}/{recordId}", a.getRecord)
+	a.handler = a.observe(r)
+	return a
+}
+
+// ServeHTTP implements http.Handler.
+func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) { a.handler.ServeHTTP(w, r) }
+
+func (a *API) notFound(w http.ResponseWriter, r *http.Request) { a.fail(w, r, problem.NotFound()) }
+
+// fail renders a refusal; an unexpected error is logged with its cause and
+// answered without it.
+func (a *API) fail(w http.ResponseWriter, r *http.Request, err error) {
+	pe := problem.Wrap(err)
+	if err == nil {
+		pe = problem.Wrap(errors.New("panic"))
+	}
+	if pe.Code == problem.Internal {
+		a.log.ErrorContext(r.Context(), "request failed", "trace_id", TraceID(r.Context()), "error", pe.Cause)
+	}
+	problem.Write(w, pe, a.typeBase, TraceID(r.Context()))
+}
+
+func (a *API) health(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, "application/json", map[string]string{"status": "ok"})
+}
+
+func (a *API) readiness(w http.ResponseWriter, r *http.Request) {
+	if a.ready != nil {
+		if err := a.ready(r.Context()); err != nil {
+			a.log.WarnContext(r.Context(), "not ready", "error", err)
+			writeJSON(w, http.StatusServiceUnavailable, "application/json", map[string]string{"status": "unavailable"})
+			return
+		}
+	}
+	writeJSON(w, http.StatusOK, "application/json", map[string]string{"status": "ready"})
+}
+
+// call collects what the core needs from a request.
+func (a *API) call(r *http.Request) records.Call {
+	c := records.Call{TraceID: TraceID(r.Context()), Profile: r.URL.Query().Get("accessProfile"), Representation: records.JSON}
+	if v, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
+		c.Bearer = strings.TrimSpace(v)
+	}
+	if acceptsLD(r.Header.Get("Accept")) {
+		c.Representation = records.JSONLD
+	}
+	return c
+}
+
+// acceptsLD reports whether the client asked for JSON-LD.
+func acceptsLD(accept string) bool {
+	for _, part := range strings.Split(accept, ",") {
+		mt, _, err := mime.ParseMediaType(strings.TrimSpace(part))
+		if err == nil && mt == "application/ld+json" {
+			return true
+		}
+	}
+	return false
+}
+
+func contentType(rep records.Representation) string {
+	if rep == records.JSONLD {
+		return "application/ld+json"
+	}
+	return "application/json"
+}
+
+// readBody reads a JSON body of at most limit bytes.
+func readBody(r *http.Request, limit int64, wantType string) ([]byte, error) {
+	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if err != nil || mt != wantType {
+		return nil, problem.At(problem.RequestInvalid, "", "the body must be sent with Content-Type %s", wantType)
+	}
+	if r.ContentLength > limit {
+		return nil, problem.At(problem.RequestInvalid, "", "the body is larger than %d bytes", limit)
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
+	if err != nil {
+		return nil, problem.At(problem.RequestInvalid, "", "the body could not be read")
+	}
+	if int64(len(body)) > limit {
+		return nil, problem.At(problem.RequestInvalid, "", "the body is larger than %d bytes", limit)
+	}
+	return body, nil
+}
+
+func bodyLimit(e *model.Entity) int64 {
+	if e.MaximumBodyBytes > 0 {
+		return e.MaximumBodyBytes
+	}
+	return DefaultMaximumBodyBytes
+}
+
+func (a *API) createRecord(w http.ResponseWriter, r *http.Request) {
+	e, err := a.records.EntityForRoute(chi.URLParam(r, "route"))
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	body, err := readBody(r, bodyLimit(e), "application/json")
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	res, err := a.records.Create(r.Context(), a.call(r), e, body)
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	w.Header().Set("Location", res.Location)
+	a.writeRecord(w, r, e, http.StatusCreated, res)
+}
+
+func (a *API) getRecord(w http.ResponseWriter, r *http.Request) {
+	e, err := a.records.EntityForRoute(chi.URLParam(r, "route"))
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	res, err := a.records.Get(r.Context(), a.call(r), e, chi.URLParam(r, "recordId"))
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	a.writeRecord(w, r, e, http.StatusOK, res)
+}
+
+// writeRecord answers an envelope with its ETag and Link headers.
+func (a *API) writeRecord(w http.ResponseWriter, r *http.Request, e *model.Entity, status int, res *records.Result) {
+	h := w.Header()
+	h.Set("ETag", res.ETag)
+	h.Set("Link", fmt.Sprintf(`<%s>; rel="profile", </v1/schemas/%s>; rel="describedby"`, a.pkg.Registry.URLs.Profile, e.ID))
+	rep := records.JSON
+	if res.Envelope.Context != "" {
+		rep = records.JSONLD
+	}
+	h.Set("Vary", "Accept")
+	writeJSON(w, status, contentType(rep), res.Envelope)
+}
+
+func writeJSON(w http.ResponseWriter, status int, ct string, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		status, b = http.StatusInternalServerError, []byte(`{}`)
+	}
+	w.Header().Set("Content-Type", ct)
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	w.Write(b)
+}
