@@ -31,6 +31,7 @@ type Host struct {
 	log     *slog.Logger
 	pool    *pgxpool.Pool
 	api     *httpapi.API
+	pkg     *model.Package
 	metrics http.Handler
 }
 
@@ -88,9 +89,13 @@ func assemble(ctx context.Context, cfg *config.Config, log *slog.Logger, pool *p
 		log:     log,
 		pool:    pool,
 		api:     api,
+		pkg:     pkg,
 		metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}),
 	}, nil
 }
+
+// Package returns the package the host serves.
+func (h *Host) Package() *model.Package { return h.pkg }
 
 // Handler returns the public HTTP handler.
 func (h *Host) Handler() http.Handler { return h.api }

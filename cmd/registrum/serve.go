@@ -1,0 +1,98 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/registrum/registrum/host"
+	"github.com/registrum/registrum/host/config"
+	"github.com/registrum/registrum/store"
+)
+
+func init() {
+	register(newServeCmd)
+	register(newMigrateCmd)
+}
+
+func newServeCmd() *cobra.Command {
+	var cfgPath string
+	cmd := &cobra.Command{
+		Use:   "serve --config FILE",
+		Short: "Run the record host",
+		Long: `Serve runs the record host described by the runtime configuration FILE: it
+loads the compiled package, refuses an unmigrated or newer database schema,
+creates the package's entity tables on first start, and serves /v1 on the
+configured listener (and Prometheus metrics on the metrics listener, when
+configured) until SIGINT or SIGTERM.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := config.Load(cfgPath)
+			if err != nil {
+				return err
+			}
+			log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
+			h, err := host.Open(cmd.Context(), cfg, log)
+			if err != nil {
+				return err
+			}
+			defer h.Close()
+			ln, err := net.Listen("tcp", cfg.Listener.Addr())
+			if err != nil {
+				return fmt.Errorf("serve: listen: %w", err)
+			}
+			var mln net.Listener
+			if cfg.Metrics != nil {
+				if mln, err = net.Listen("tcp", cfg.Metrics.Addr()); err != nil {
+					ln.Close()
+					return fmt.Errorf("serve: metrics listener: %w", err)
+				}
+			}
+			log.Info("record host serving", "address", ln.Addr().String())
+			return h.Serve(cmd.Context(), ln, mln)
+		},
+	}
+	cmd.Flags().StringVar(&cfgPath, "config", "", "runtime configuration file")
+	cmd.MarkFlagRequired("config")
+	return cmd
+}
+
+func newMigrateCmd() *cobra.Command {
+	var cfgPath string
+	cmd := &cobra.Command{
+		Use:   "migrate --config FILE",
+		Short: "Apply the database migrations of this release",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := config.Load(cfgPath)
+			if err != nil {
+				return err
+			}
+			dsn, err := cfg.DatabaseURL()
+			if err != nil {
+				return err
+			}
+			pool, err := store.Connect(cmd.Context(), dsn)
+			if err != nil {
+				return err
+			}
+			defer pool.Close()
+			applied, err := store.Migrate(cmd.Context(), pool)
+			if err != nil {
+				return err
+			}
+			if len(applied) == 0 {
+				fmt.Fprintf(cmd.OutOrStdout(), "database schema is up to date (version %d)\n", store.LatestVersion())
+				return nil
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "applied migrations %v; database schema at version %d\n", applied, store.LatestVersion())
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&cfgPath, "config", "", "runtime configuration file")
+	cmd.MarkFlagRequired("config")
+	return cmd
+}
