@@ -13,6 +13,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/registrum/registrum/internal/canonjson"
 	"github.com/registrum/registrum/internal/strictjson"
 	"github.com/registrum/registrum/issuer/keys"
 )
@@ -187,6 +188,9 @@ type OpenOptions struct {
 	Logger hclog.Logger
 	// RootCAs replaces the system roots for https scanners when set.
 	RootCAs *x509.CertPool
+	// Timeout, when set, replaces the entries' own per-call timeout (it is
+	// held within 100 ms..60 s).
+	Timeout time.Duration
 }
 
 // Open returns the verifier an entry describes, checking its binary's
@@ -194,6 +198,9 @@ type OpenOptions struct {
 func Open(s Spec, opts OpenOptions) (VerifyCloser, error) {
 	if err := s.validate(); err != nil {
 		return nil, fmt.Errorf("verifier %q: %w", s.ID, err)
+	}
+	if opts.Timeout > 0 {
+		s.TimeoutMilliseconds = int(min(max(opts.Timeout, MinHTTPTimeout), MaxHTTPTimeout).Milliseconds())
 	}
 	switch s.Kind {
 	case KindGoPlugin:
@@ -230,4 +237,33 @@ func OpenPackage(packageFile string, opts OpenOptions) (map[string]VerifyCloser,
 		out[s.ID] = v
 	}
 	return out, nil
+}
+
+// OpenByID opens the verifier with the given id from a package.
+func OpenByID(packageFile, id string, opts OpenOptions) (VerifyCloser, error) {
+	specs, dir, err := ReadPackage(packageFile)
+	if err != nil {
+		return nil, err
+	}
+	opts.PackageDir = dir
+	for _, s := range specs {
+		if s.ID == id {
+			return Open(s, opts)
+		}
+	}
+	return nil, fmt.Errorf("verifier: package %s has no verifier %q", packageFile, id)
+}
+
+// OpenBinary opens a go-plugin verifier binary outside any package, pinned
+// to pinned or, when pinned is empty, to the file's own current digest (an
+// author trying the verifier being written). timeout bounds each call.
+func OpenBinary(path, pinned string, timeout time.Duration) (*Process, error) {
+	if pinned == "" {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return nil, fmt.Errorf("verifier: binary %s: %w", path, err)
+		}
+		pinned = canonjson.DigestBytes(b)
+	}
+	return NewProcess(ProcessConfig{ID: filepath.Base(path), Path: path, SHA256: pinned, Timeout: timeout})
 }

@@ -153,3 +153,48 @@ func TestOpenPackageRunsBothKindsBehindOneInterface(t *testing.T) {
 		t.Fatalf("mismatch: %v", err)
 	}
 }
+
+func TestOpenByIDAndOpenBinary(t *testing.T) {
+	file := packageWithEICAR(t, "")
+	v, err := verifier.OpenByID(file, "eicar", verifier.OpenOptions{Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v.Close()
+	if got, err := verify(t, v, 10*time.Second, attachment("evidence", []byte("x")), bytes.NewReader([]byte("x"))); err != nil || got.Outcome != verifier.Approved {
+		t.Fatalf("by id: %+v, %v", got, err)
+	}
+	if _, err := verifier.OpenByID(file, "absent", verifier.OpenOptions{}); err == nil || !strings.Contains(err.Error(), `no verifier "absent"`) {
+		t.Fatalf("unknown id: %v", err)
+	}
+	path, _ := binary(t, "eicar-verifier")
+	p, err := verifier.OpenBinary(path, "", time.Second) // pinned to its own digest
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if got, err := verify(t, p, 10*time.Second, attachment("evidence", []byte("x")), bytes.NewReader([]byte("x"))); err != nil || got.Outcome != verifier.Approved {
+		t.Fatalf("binary: %+v, %v", got, err)
+	}
+	if _, err := verifier.OpenBinary(path, zeroDigest, time.Second); err == nil {
+		t.Fatal("wrong pin accepted")
+	}
+}
+
+func TestProcessTimeoutFromThePackageBoundsACall(t *testing.T) {
+	path, digest := binary(t, "hostile")
+	p, err := verifier.NewProcess(verifier.ProcessConfig{ID: "h", Path: path, SHA256: digest, Timeout: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if _, err := verify(t, p, 10*time.Second, attachment("ok", []byte("x")), bytes.NewReader([]byte("x"))); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	v, err := verify(t, p, 10*time.Second, attachment("hang", []byte("x")), bytes.NewReader([]byte("x")))
+	wantRetry(t, v, err, verifier.CauseDeadline)
+	if elapsed := time.Since(start); elapsed > 400*time.Millisecond {
+		t.Fatalf("configured 300 ms timeout ended the call after %v", elapsed)
+	}
+}
