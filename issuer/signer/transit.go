@@ -37,7 +37,7 @@ const (
 	MaxTransitTimeout = 30 * time.Second
 	// DefaultTransitTimeout is the per-request timeout when the configuration
 	// leaves timeoutMilliseconds out.
-	DefaultTransitTimeout = 2 * time.Second
+	DefaultTransitTimeout = 5 * time.Second
 	// MaxTransitTokenBytes bounds the optional provider token.
 	MaxTransitTokenBytes = 4096
 	// MaxTransitResponseBytes bounds a provider response body.
