@@ -221,3 +221,14 @@ func FuzzParseLimits(f *testing.F) {
 		}
 	})
 }
+
+// TestWASMKindMustBeRegistered checks a WebAssembly module declared with a
+// kind it registers no handler for is refused at load.
+func TestWASMKindMustBeRegistered(t *testing.T) {
+	rt := newRuntime(t, plugins.Config{})
+	m, dir := pinned(t, "planner", plugins.EngineWASM, contract.KindHookHandler, filepath.Join(wasmDir, "planner.wasm"))
+	_, err := rt.Load(context.Background(), []plugins.Module{m}, dir)
+	if err == nil || !strings.Contains(err.Error(), "registers no hook-handler handler") {
+		t.Fatalf("got %v", err)
+	}
+}

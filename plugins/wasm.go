@@ -17,6 +17,7 @@ import (
 // The guest ABI, version 1. A module exports its linear memory and:
 //
 //	registrum_abi_version() -> i32             returns 1
+//	registrum_kinds() -> i32                   handlers registered: 1 planner, 2 hook handler, 4 action handler
 //	registrum_alloc(size i32) -> i32           a buffer the host writes the input into
 //	registrum_free(ptr i32)                    releases an output buffer
 //	registrum_plan(ptr, len i32) -> i64        planner
@@ -28,10 +29,23 @@ import (
 const (
 	abiVersion       = 1
 	exportABIVersion = "registrum_abi_version"
+	exportKinds      = "registrum_kinds"
 	exportAlloc      = "registrum_alloc"
 	exportFree       = "registrum_free"
 	wasiModule       = "wasi_snapshot_preview1"
 )
+
+// kindBit returns the bit registrum_kinds sets for a module of kind k.
+func kindBit(k contract.Kind) uint64 {
+	switch k {
+	case contract.KindPlanner:
+		return 1
+	case contract.KindHookHandler:
+		return 2
+	default:
+		return 4
+	}
+}
 
 // entryPoint returns the export that runs a module of kind k.
 func entryPoint(k contract.Kind) string {
@@ -49,6 +63,7 @@ type wasmProgram struct {
 	rt       *Runtime
 	compiled wazero.CompiledModule
 	entry    string
+	kind     contract.Kind
 	pool     chan *wasmInstance
 	closed   sync.Once
 }
@@ -65,7 +80,7 @@ func (r *Runtime) loadWASM(ctx context.Context, m Module, src []byte) (program, 
 	if err != nil {
 		return nil, fmt.Errorf("compile WebAssembly: %w", err)
 	}
-	p := &wasmProgram{rt: r, compiled: compiled, entry: entryPoint(m.Kind)}
+	p := &wasmProgram{rt: r, compiled: compiled, entry: entryPoint(m.Kind), kind: m.Kind}
 	if err := p.checkInterface(); err != nil {
 		_ = compiled.Close(ctx)
 		return nil, err
@@ -92,7 +107,7 @@ func (p *wasmProgram) checkInterface() error {
 		}
 	}
 	exports := p.compiled.ExportedFunctions()
-	for _, name := range []string{exportABIVersion, exportAlloc, exportFree, p.entry} {
+	for _, name := range []string{exportABIVersion, exportKinds, exportAlloc, exportFree, p.entry} {
 		if _, ok := exports[name]; !ok {
 			return fmt.Errorf("does not export %s (build it with sdk/guest as a reactor: -buildmode=c-shared)", name)
 		}
@@ -133,6 +148,15 @@ func (p *wasmProgram) instantiate(ctx context.Context) (*wasmInstance, error) {
 	if len(res) != 1 || res[0] != abiVersion {
 		_ = mod.Close(context.Background())
 		return nil, fmt.Errorf("guest ABI version %v, host speaks %d", res, abiVersion)
+	}
+	res, err = mod.ExportedFunction(exportKinds).Call(ctx)
+	if err != nil {
+		_ = mod.Close(context.Background())
+		return nil, classifyWASM(ctx, err, mod, stderr, p.rt.limits)
+	}
+	if len(res) != 1 || res[0]&kindBit(p.kind) == 0 {
+		_ = mod.Close(context.Background())
+		return nil, fmt.Errorf("the module registers no %s handler", p.kind)
 	}
 	return inst, nil
 }

@@ -34,6 +34,21 @@ func reply(out []byte) uint64 {
 //go:wasmexport registrum_abi_version
 func abiVersion() uint32 { return 1 }
 
+//go:wasmexport registrum_kinds
+func kinds() uint32 {
+	var k uint32
+	if planner != nil {
+		k |= 1
+	}
+	if hookHandler != nil {
+		k |= 2
+	}
+	if actionHandler != nil {
+		k |= 4
+	}
+	return k
+}
+
 //go:wasmexport registrum_alloc
 func alloc(size uint32) uint32 { return pin(make([]byte, size)) }
 

@@ -32,6 +32,9 @@ func pin(b []byte) uint32 {
 //go:wasmexport registrum_abi_version
 func abiVersion() uint32 { return 1 }
 
+//go:wasmexport registrum_kinds
+func kinds() uint32 { return 1 }
+
 //go:wasmexport registrum_alloc
 func alloc(size uint32) uint32 { return pin(make([]byte, size)) }
 

@@ -1,0 +1,153 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"github.com/registrum/registrum/plugins"
+	"github.com/registrum/registrum/plugins/contract"
+)
+
+func init() { register(newPluginsCmd) }
+
+// pluginsSubcommands holds constructors of further `registrum plugins`
+// subcommands defined in other files of this package (verifier commands).
+// Append to it from init.
+var pluginsSubcommands []func() *cobra.Command
+
+// Exit codes of `registrum plugins run`.
+const (
+	exitPluginUsage  = 2 // bad flags or input
+	exitPluginLoad   = 3 // the module did not load (compile, ABI, digest)
+	exitPluginFailed = 4 // the call failed: timeout, memory, trap, invalid-output, refused
+)
+
+// newPluginsCmd wires `registrum plugins`: trying and verifying plugin modules.
+func newPluginsCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "plugins",
+		Short: "Run and verify sandboxed plugin modules (planners, hook and action handlers)",
+	}
+	cmd.AddCommand(newPluginsRunCmd(), newPluginsVerifyCmd())
+	for _, newCmd := range pluginsSubcommands {
+		cmd.AddCommand(newCmd())
+	}
+	return cmd
+}
+
+func newPluginsRunCmd() *cobra.Command {
+	var engine, kind, module, limits, cacheDir string
+	var perCall bool
+	cmd := &cobra.Command{
+		Use:   "run --engine wasm|tengo --kind planner|hook-handler|action-handler --module FILE [--limits k=v,...] < input.json",
+		Short: "Run one call of a module with the host's sandbox and limits, and print its output",
+		Long: `Run one call of a module, reading the input document from stdin.
+
+The module runs with exactly the sandbox and limits the host uses. On success the
+validated output is printed in canonical JSON and the exit code is 0. When the call
+fails, {"failure":"<kind>"} is printed (kind: timeout, memory, trap,
+invalid-output, refused), the cause goes to stderr, and the exit code is 4.
+A module that does not load exits 3; bad flags or input exit 2.
+
+--limits takes comma-separated key=value pairs: memoryPages, wallTime (a Go
+duration such as 250ms), maxInputBytes, maxOutputBytes, maxAllocs.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if !plugins.Engine(engine).Valid() {
+				return withExitCode(exitPluginUsage, fmt.Errorf("plugins run: --engine %q: want wasm or tengo", engine))
+			}
+			if !contract.Kind(kind).Valid() {
+				return withExitCode(exitPluginUsage, fmt.Errorf("plugins run: --kind %q: want planner, hook-handler or action-handler", kind))
+			}
+			if module == "" {
+				return withExitCode(exitPluginUsage, errors.New("plugins run: --module is required"))
+			}
+			l, err := plugins.ParseLimits(limits)
+			if err != nil {
+				return withExitCode(exitPluginUsage, fmt.Errorf("plugins run: --limits: %w", err))
+			}
+			cfg := plugins.Config{Limits: l, CacheDir: defaultCacheDir(cacheDir), InstancePerCall: perCall}
+			input, err := io.ReadAll(io.LimitReader(cmd.InOrStdin(), int64(effectiveMaxInput(l))+1))
+			if err != nil {
+				return withExitCode(exitPluginUsage, fmt.Errorf("plugins run: read input: %w", err))
+			}
+			out, err := plugins.RunFile(cmd.Context(), cfg, plugins.Engine(engine), contract.Kind(kind), module, input)
+			var f *plugins.Failure
+			switch {
+			case errors.As(err, &f):
+				fmt.Fprintf(cmd.OutOrStdout(), "{\"failure\":%q}\n", f.Kind)
+				fmt.Fprintf(cmd.ErrOrStderr(), "cause: %v\n", f.Detail())
+				return withExitCode(exitPluginFailed, err)
+			case err != nil:
+				return withExitCode(exitPluginLoad, err)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "%s\n", out)
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&engine, "engine", "", "module engine: wasm or tengo")
+	f.StringVar(&kind, "kind", "", "module kind: planner, hook-handler or action-handler")
+	f.StringVar(&module, "module", "", "module file (.wasm or .tengo)")
+	f.StringVar(&limits, "limits", "", "limits as key=value pairs, e.g. wallTime=250ms,memoryPages=256")
+	f.StringVar(&cacheDir, "cache-dir", "", "compiled WebAssembly cache folder (default: the user cache folder; \"off\" disables)")
+	f.BoolVar(&perCall, "instance-per-call", false, "run WebAssembly in a fresh instance (as the host does when configured so)")
+	return cmd
+}
+
+func newPluginsVerifyCmd() *cobra.Command {
+	var pkg, cacheDir string
+	cmd := &cobra.Command{
+		Use:   "verify --package FILE",
+		Short: "Check a package's pinned modules (files, digests, sandbox contract) without starting the host",
+		Long: `Check every module a compiled package pins in the "modules" member of its
+package.json exactly as a starting host would: the file exists inside the package
+folder, its bytes hash to the pinned sha256 digest, and it compiles under the
+sandbox's contract. Prints one line per module; exits 1 listing every problem.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if pkg == "" {
+				return withExitCode(exitPluginUsage, errors.New("plugins verify: --package is required"))
+			}
+			mods, err := plugins.VerifyPackage(cmd.Context(), pkg, plugins.Config{CacheDir: defaultCacheDir(cacheDir)})
+			if err != nil {
+				return err
+			}
+			for _, m := range mods {
+				fmt.Fprintf(cmd.OutOrStdout(), "ok %s %s %s %s %s\n", m.ID, m.Engine, m.Kind, m.Path, m.SHA256)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "%d module(s) verified\n", len(mods))
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&pkg, "package", "", "the package's package.json")
+	cmd.Flags().StringVar(&cacheDir, "cache-dir", "", "compiled WebAssembly cache folder (default: the user cache folder; \"off\" disables)")
+	return cmd
+}
+
+// defaultCacheDir resolves the --cache-dir flag.
+func defaultCacheDir(flag string) string {
+	switch flag {
+	case "off":
+		return ""
+	case "":
+		if dir, err := os.UserCacheDir(); err == nil {
+			return filepath.Join(dir, "registrum", "wazero")
+		}
+		return ""
+	default:
+		return flag
+	}
+}
+
+func effectiveMaxInput(l plugins.Limits) int {
+	if l.MaxInputBytes > 0 {
+		return l.MaxInputBytes
+	}
+	return plugins.DefaultMaxInputBytes
+}
