@@ -129,11 +129,11 @@ func Verify(cfg Config) (*Report, error) {
 			return nil, err
 		}
 		rep.add(res, fmt.Sprintf("%08d", seq))
-		if rep.Broken != nil {
-			return rep, nil
-		}
-		if res.records == 0 {
+		if rep.Broken == nil && res.records == 0 {
 			rep.Broken = &Defect{Segment: fmt.Sprintf("%08d", seq), Line: 1, Reason: "sealed segment is empty"}
+		}
+		if rep.Broken != nil {
+			rep.ActiveNote = "verification stopped at the broken record"
 			return rep, nil
 		}
 		b = boundary{head: res.head, known: true}

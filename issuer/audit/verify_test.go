@@ -273,3 +273,13 @@ func assertNoSecrets(t *testing.T, out string) {
 		t.Fatalf("report output holds a pseudonym, key or value:\n%s", out)
 	}
 }
+
+func TestVerifyEmptySealedSegment(t *testing.T) {
+	cfg := buildChain(t)
+	must(t, os.WriteFile(sealedName(cfg.Path, 2), nil, 0o600))
+	rep, out := report(t, cfg)
+	if rep.OK() || rep.Broken.Segment != "00000002" || !strings.Contains(out, "sealed segment is empty") ||
+		!strings.Contains(out, "active-segment: not verified: verification stopped at the broken record") {
+		t.Fatalf("empty sealed segment:\n%s", out)
+	}
+}
