@@ -5,12 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/registrum/registrum/host/model"
 	"github.com/registrum/registrum/store/layout"
@@ -65,63 +63,45 @@ func (e *ConstraintError) Error() string {
 	return fmt.Sprintf("store: %s of entity %s violated", what, e.Owner.EntityID)
 }
 
-// Create inserts a new record at revision 1 with the given values, appends
-// its first revision and an audit entry, all in one transaction.
+// Create inserts a new record at revision 1 in a transaction of its own.
 func (s *Store) Create(ctx context.Context, e *model.Entity, id string, values map[string]any, j Journal) (*Record, error) {
-	cols := []string{layout.ColRecordID, layout.ColRevision, layout.ColLifecycle, layout.ColCreatedAt, layout.ColUpdatedAt, layout.ColPackageRevision}
-	ph := []string{"$1", "1", "'" + layout.LifecycleActive + "'", "$2", "$2", "$3"}
-	now := time.Now().UTC().Truncate(time.Microsecond)
-	args := []any{id, now, s.pkg.Revision}
-	for _, f := range e.Fields {
-		v, ok := values[f.ID]
-		if !ok || v == nil {
-			continue
-		}
-		cols = append(cols, layout.Column(f))
-		args = append(args, storageArg(f, v))
-		ph = append(ph, "$"+strconv.Itoa(len(args)))
-	}
-	insert := "INSERT INTO " + layout.Table(e) + " (" + strings.Join(cols, ", ") + ") VALUES (" + strings.Join(ph, ", ") + ")"
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, insert, args...); err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, `INSERT INTO registrum.revisions
-    (entity_id, record_id, revision, lifecycle, data, package_revision, operation_id, commit_id, created_at)
-    VALUES ($1, $2, 1, $3, $4, $5, $6, $7, $8)`,
-			e.ID, id, layout.LifecycleActive, string(j.Data), s.pkg.Revision, j.OperationID, j.CommitID, now); err != nil {
-			return err
-		}
-		return appendAudit(ctx, tx, "create", e.ID, j, 1)
+	var rec *Record
+	_, _, err := s.Write(ctx, nil, func(w *Writer) (*Outcome, error) {
+		var err error
+		rec, err = w.Create(ctx, e, id, values, j)
+		return &Outcome{}, err
 	})
 	if err != nil {
-		return nil, s.writeError(e, err)
+		return nil, err
 	}
-	return &Record{Entity: e, ID: id, Revision: 1, Lifecycle: layout.LifecycleActive, CreatedAt: now, UpdatedAt: now, Values: values}, nil
-}
-
-func appendAudit(ctx context.Context, tx pgx.Tx, operation, entityID string, j Journal, revision int64) error {
-	_, err := tx.Exec(ctx, `INSERT INTO registrum.audit
-    (operation, outcome, entity_id, record_reference, revision, principal_reference, trace_id)
-    VALUES ($1, 'succeeded', $2, $3, $4, nullif($5, ''), $6)`,
-		operation, entityID, j.RecordReference, revision, j.PrincipalReference, j.TraceID)
-	return err
+	return rec, nil
 }
 
 // Get returns the current state of a record, tombstoned or not.
 func (s *Store) Get(ctx context.Context, e *model.Entity, id string) (*Record, error) {
+	return s.get(ctx, s.pool, e, id, false)
+}
+
+type querier interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+func (s *Store) get(ctx context.Context, db querier, e *model.Entity, id string, forUpdate bool) (*Record, error) {
 	sel := []string{layout.ColRevision, layout.ColLifecycle, layout.ColCreatedAt, layout.ColUpdatedAt}
 	for _, f := range e.Fields {
 		sel = append(sel, selectExpr(f))
 	}
 	q := "SELECT " + strings.Join(sel, ", ") + " FROM " + layout.Table(e) + " WHERE " + layout.ColRecordID + " = $1"
+	if forUpdate {
+		q += " FOR UPDATE"
+	}
 	rec := &Record{Entity: e, ID: id, Values: make(map[string]any, len(e.Fields))}
 	raw := make([]any, len(e.Fields))
 	dest := []any{&rec.Revision, &rec.Lifecycle, &rec.CreatedAt, &rec.UpdatedAt}
 	for i := range raw {
 		dest = append(dest, &raw[i])
 	}
-	if err := s.pool.QueryRow(ctx, q, id).Scan(dest...); err != nil {
+	if err := db.QueryRow(ctx, q, id).Scan(dest...); err != nil {
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil, ErrNotFound
 		}
@@ -162,25 +142,9 @@ func fromStorage(f *model.Field, v any) any {
 }
 
 // storageArg turns a storage-form value into a query argument.
-func storageArg(f *model.Field, v any) any {
+func storageArg(v any) any {
 	if raw, ok := v.(json.RawMessage); ok {
 		return string(raw)
 	}
 	return v
-}
-
-// writeError turns a PostgreSQL constraint violation into a ConstraintError.
-func (s *Store) writeError(e *model.Entity, err error) error {
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && strings.HasPrefix(pgErr.Code, "23") {
-		owner, ok := s.owners[pgErr.ConstraintName]
-		if !ok {
-			owner = layout.Owner{EntityID: e.ID, Kind: "integrity"}
-			if pgErr.Code == "23505" && pgErr.ConstraintName == layout.TableName(e)+"_pkey" {
-				owner.Kind = "identity"
-			}
-		}
-		return &ConstraintError{Owner: owner, SQLState: pgErr.Code}
-	}
-	return fmt.Errorf("store: write %s record: %w", e.ID, err)
 }

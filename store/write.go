@@ -1,0 +1,233 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/registrum/registrum/host/model"
+	"github.com/registrum/registrum/store/layout"
+)
+
+// ErrIdempotencyConflict means the idempotency key was used before with a
+// different request.
+var ErrIdempotencyConflict = errors.New("store: idempotency key used with a different request")
+
+// ErrStale means the record's current revision is not the one expected, or
+// the record is no longer live.
+var ErrStale = errors.New("store: the record changed since the expected revision")
+
+// Idempotency binds a write to an idempotency key.
+type Idempotency struct {
+	// KeyReference is a keyed digest of the caller and the key, so that keys
+	// are scoped to the caller and never stored in the clear.
+	KeyReference string
+	// RequestDigest identifies the request; the same key with another
+	// request is a conflict.
+	RequestDigest string
+}
+
+// Outcome is what a successful write answered, kept for idempotent replay.
+type Outcome struct {
+	Status   int    `json:"status"`
+	ETag     string `json:"etag,omitempty"`
+	Location string `json:"location,omitempty"`
+	// Body is the exact response body.
+	Body []byte `json:"body"`
+}
+
+// Writer performs the writes of one transaction. All revisions it appends
+// share one commit id.
+type Writer struct {
+	s        *Store
+	tx       pgx.Tx
+	commitID string
+	now      time.Time
+}
+
+// CommitID returns the commit id shared by the transaction's revisions.
+func (w *Writer) CommitID() string { return w.commitID }
+
+// errReplayed unwinds a transaction that found a stored outcome.
+var errReplayed = errors.New("replayed")
+
+// Write runs fn in one transaction. With an idempotency binding, a key seen
+// before with the same request returns the stored outcome and replayed=true
+// without calling fn; with another request it returns ErrIdempotencyConflict;
+// concurrent first uses of one key resolve to a single write. A constraint
+// violated at commit is returned as a *ConstraintError.
+func (s *Store) Write(ctx context.Context, idem *Idempotency, fn func(w *Writer) (*Outcome, error)) (out *Outcome, replayed bool, err error) {
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if idem != nil {
+			tag, err := tx.Exec(ctx, `INSERT INTO registrum.idempotency (key_reference, request_digest) VALUES ($1, $2) ON CONFLICT DO NOTHING`,
+				idem.KeyReference, idem.RequestDigest)
+			if err != nil {
+				return err
+			}
+			if tag.RowsAffected() == 0 {
+				var digest string
+				var stored []byte
+				if err := tx.QueryRow(ctx, `SELECT request_digest, outcome FROM registrum.idempotency WHERE key_reference = $1`, idem.KeyReference).Scan(&digest, &stored); err != nil {
+					return err
+				}
+				if digest != idem.RequestDigest {
+					return ErrIdempotencyConflict
+				}
+				out = &Outcome{}
+				if err := json.Unmarshal(stored, out); err != nil {
+					return fmt.Errorf("stored outcome: %w", err)
+				}
+				replayed = true
+				return errReplayed
+			}
+		}
+		w := &Writer{s: s, tx: tx, commitID: uuid.NewString(), now: time.Now().UTC().Truncate(time.Microsecond)}
+		o, err := fn(w)
+		if err != nil {
+			return err
+		}
+		if idem != nil {
+			b, err := json.Marshal(o)
+			if err != nil {
+				return err
+			}
+			if _, err := tx.Exec(ctx, `UPDATE registrum.idempotency SET outcome = $2 WHERE key_reference = $1`, idem.KeyReference, b); err != nil {
+				return err
+			}
+		}
+		out = o
+		return nil
+	})
+	if errors.Is(err, errReplayed) {
+		return out, true, nil
+	}
+	if err != nil {
+		return nil, false, s.writeError(nil, err)
+	}
+	return out, false, nil
+}
+
+// Create inserts a new record at revision 1.
+func (w *Writer) Create(ctx context.Context, e *model.Entity, id string, values map[string]any, j Journal) (*Record, error) {
+	cols := []string{layout.ColRecordID, layout.ColRevision, layout.ColLifecycle, layout.ColCreatedAt, layout.ColUpdatedAt, layout.ColPackageRevision}
+	ph := []string{"$1", "1", "'" + layout.LifecycleActive + "'", "$2", "$2", "$3"}
+	args := []any{id, w.now, w.s.pkg.Revision}
+	for _, f := range e.Fields {
+		v, ok := values[f.ID]
+		if !ok || v == nil {
+			continue
+		}
+		cols = append(cols, layout.Column(f))
+		args = append(args, storageArg(v))
+		ph = append(ph, "$"+strconv.Itoa(len(args)))
+	}
+	insert := "INSERT INTO " + layout.Table(e) + " (" + strings.Join(cols, ", ") + ") VALUES (" + strings.Join(ph, ", ") + ")"
+	if _, err := w.tx.Exec(ctx, insert, args...); err != nil {
+		return nil, w.s.writeError(e, err)
+	}
+	rec := &Record{Entity: e, ID: id, Revision: 1, Lifecycle: layout.LifecycleActive, CreatedAt: w.now, UpdatedAt: w.now, Values: values}
+	if err := w.journal(ctx, "create", rec, j); err != nil {
+		return nil, err
+	}
+	return rec, nil
+}
+
+// Lock reads a record's current state and locks it until the transaction ends.
+func (w *Writer) Lock(ctx context.Context, e *model.Entity, id string) (*Record, error) {
+	return w.s.get(ctx, w.tx, e, id, true)
+}
+
+// Update writes the full new state of a live record as its next revision.
+// expected is the revision the caller read; anything else is ErrStale.
+func (w *Writer) Update(ctx context.Context, e *model.Entity, id string, expected int64, values map[string]any, j Journal) (*Record, error) {
+	sets := []string{layout.ColRevision + " = " + layout.ColRevision + " + 1", layout.ColUpdatedAt + " = $3", layout.ColPackageRevision + " = $4"}
+	args := []any{id, expected, w.now, w.s.pkg.Revision}
+	for _, f := range e.Fields {
+		args = append(args, storageArg(values[f.ID]))
+		sets = append(sets, layout.Column(f)+" = $"+strconv.Itoa(len(args)))
+	}
+	q := "UPDATE " + layout.Table(e) + " SET " + strings.Join(sets, ", ") +
+		" WHERE " + layout.ColRecordID + " = $1 AND " + layout.ColRevision + " = $2 AND " + layout.ColLifecycle + " = '" + layout.LifecycleActive + "'" +
+		" RETURNING " + layout.ColRevision + ", " + layout.ColCreatedAt
+	rec := &Record{Entity: e, ID: id, Lifecycle: layout.LifecycleActive, UpdatedAt: w.now, Values: values}
+	if err := w.tx.QueryRow(ctx, q, args...).Scan(&rec.Revision, &rec.CreatedAt); err != nil {
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil, ErrStale
+		}
+		return nil, w.s.writeError(e, err)
+	}
+	rec.CreatedAt = rec.CreatedAt.UTC()
+	if err := w.journal(ctx, "patch", rec, j); err != nil {
+		return nil, err
+	}
+	return rec, nil
+}
+
+// Tombstone marks a live record tombstoned as its next revision; its values
+// are kept.
+func (w *Writer) Tombstone(ctx context.Context, e *model.Entity, id string, expected int64, j Journal) (*Record, error) {
+	current, err := w.Lock(ctx, e, id)
+	if err != nil {
+		return nil, err
+	}
+	if current.Revision != expected || current.Lifecycle != layout.LifecycleActive {
+		return nil, ErrStale
+	}
+	q := "UPDATE " + layout.Table(e) + " SET " + layout.ColRevision + " = " + layout.ColRevision + " + 1, " +
+		layout.ColLifecycle + " = '" + layout.LifecycleTombstoned + "', " + layout.ColUpdatedAt + " = $2, " + layout.ColPackageRevision + " = $3" +
+		" WHERE " + layout.ColRecordID + " = $1 RETURNING " + layout.ColRevision
+	if err := w.tx.QueryRow(ctx, q, id, w.now, w.s.pkg.Revision).Scan(&current.Revision); err != nil {
+		return nil, w.s.writeError(e, err)
+	}
+	current.Lifecycle = layout.LifecycleTombstoned
+	current.UpdatedAt = w.now
+	if err := w.journal(ctx, "tombstone", current, j); err != nil {
+		return nil, err
+	}
+	return current, nil
+}
+
+// journal appends the revision and the audit entry of a write.
+func (w *Writer) journal(ctx context.Context, operation string, rec *Record, j Journal) error {
+	if _, err := w.tx.Exec(ctx, `INSERT INTO registrum.revisions
+    (entity_id, record_id, revision, lifecycle, data, package_revision, operation_id, commit_id, created_at)
+    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+		rec.Entity.ID, rec.ID, rec.Revision, rec.Lifecycle, string(j.Data), w.s.pkg.Revision, j.OperationID, w.commitID, w.now); err != nil {
+		return fmt.Errorf("store: append revision: %w", err)
+	}
+	if _, err := w.tx.Exec(ctx, `INSERT INTO registrum.audit
+    (operation, outcome, entity_id, record_reference, revision, principal_reference, trace_id)
+    VALUES ($1, 'succeeded', $2, $3, $4, nullif($5, ''), $6)`,
+		operation, rec.Entity.ID, j.RecordReference, rec.Revision, j.PrincipalReference, j.TraceID); err != nil {
+		return fmt.Errorf("store: append audit entry: %w", err)
+	}
+	return nil
+}
+
+// writeError turns a PostgreSQL constraint violation into a ConstraintError.
+func (s *Store) writeError(e *model.Entity, err error) error {
+	var ce *ConstraintError
+	if errors.As(err, &ce) || errors.Is(err, ErrStale) || errors.Is(err, ErrNotFound) || errors.Is(err, ErrIdempotencyConflict) {
+		return err
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && strings.HasPrefix(pgErr.Code, "23") {
+		owner, ok := s.owners[pgErr.ConstraintName]
+		if !ok {
+			owner = layout.Owner{Kind: "integrity"}
+			if e != nil {
+				owner.EntityID = e.ID
+			}
+		}
+		return &ConstraintError{Owner: owner, SQLState: pgErr.Code}
+	}
+	return fmt.Errorf("store: write: %w", err)
+}

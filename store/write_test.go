@@ -1,0 +1,149 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+
+	"github.com/google/uuid"
+
+	"github.com/registrum/registrum/store"
+)
+
+func TestUpdateAndTombstoneAppendRevisionsWithOptimisticChecks(t *testing.T) {
+	ctx := context.Background()
+	s, pool := openStore(t)
+	hh := s.Package().EntityByID("household")
+	id := uuid.NewString()
+	if _, err := s.Create(ctx, hh, id, map[string]any{"name": "one"}, journal()); err != nil {
+		t.Fatal(err)
+	}
+	write := func(fn func(w *store.Writer) error) error {
+		_, _, err := s.Write(ctx, nil, func(w *store.Writer) (*store.Outcome, error) { return &store.Outcome{}, fn(w) })
+		return err
+	}
+	if err := write(func(w *store.Writer) error {
+		rec, err := w.Update(ctx, hh, id, 1, map[string]any{"name": "two"}, journal())
+		if err == nil && rec.Revision != 2 {
+			t.Errorf("revision after update = %d", rec.Revision)
+		}
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := write(func(w *store.Writer) error {
+		_, err := w.Update(ctx, hh, id, 1, map[string]any{"name": "stale"}, journal())
+		return err
+	}); !errors.Is(err, store.ErrStale) {
+		t.Fatalf("stale update: err = %v", err)
+	}
+	if err := write(func(w *store.Writer) error {
+		_, err := w.Tombstone(ctx, hh, id, 2, journal())
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Get(ctx, hh, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Revision != 3 || got.Lifecycle != "tombstoned" || got.Values["name"] != "two" {
+		t.Fatalf("after tombstone: %+v", got)
+	}
+	if err := write(func(w *store.Writer) error {
+		_, err := w.Update(ctx, hh, id, 3, map[string]any{"name": "ghost"}, journal())
+		return err
+	}); !errors.Is(err, store.ErrStale) {
+		t.Fatalf("update of a tombstoned record: err = %v", err)
+	}
+	if n := count(t, pool, "select count(*) from registrum.revisions where record_id = '"+id+"'"); n != 3 {
+		t.Fatalf("revisions = %d, want 3", n)
+	}
+	// A tombstoned record leaves the unique constraint: its value can be reused.
+	// (household has no unique constraint; child does)
+	child := s.Package().EntityByID("child")
+	cid := uuid.NewString()
+	s.Create(ctx, child, cid, map[string]any{"national-id": "REUSE"}, journal())
+	if err := write(func(w *store.Writer) error { _, err := w.Tombstone(ctx, child, cid, 1, journal()); return err }); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Create(ctx, child, uuid.NewString(), map[string]any{"national-id": "REUSE"}, journal()); err != nil {
+		t.Fatalf("value of a tombstoned record not reusable: %v", err)
+	}
+}
+
+func TestIdempotentWritesReplayConflictAndResolveConcurrency(t *testing.T) {
+	ctx := context.Background()
+	s, pool := openStore(t)
+	hh := s.Package().EntityByID("household")
+	idem := &store.Idempotency{KeyReference: "k1", RequestDigest: "d1"}
+	calls := 0
+	create := func(idem *store.Idempotency) (*store.Outcome, bool, error) {
+		return s.Write(ctx, idem, func(w *store.Writer) (*store.Outcome, error) {
+			calls++
+			id := uuid.NewString()
+			if _, err := w.Create(ctx, hh, id, map[string]any{"name": "x"}, journal()); err != nil {
+				return nil, err
+			}
+			return &store.Outcome{Status: 201, ETag: `"e"`, Location: "/x/" + id, Body: []byte(`{"id":"` + id + `"}`)}, nil
+		})
+	}
+	first, replayed, err := create(idem)
+	if err != nil || replayed {
+		t.Fatalf("first write: replayed=%v err=%v", replayed, err)
+	}
+	again, replayed, err := create(idem)
+	if err != nil || !replayed {
+		t.Fatalf("replay: replayed=%v err=%v", replayed, err)
+	}
+	if string(again.Body) != string(first.Body) || again.Location != first.Location || again.Status != 201 {
+		t.Fatalf("replay %+v differs from %+v", again, first)
+	}
+	if _, _, err := create(&store.Idempotency{KeyReference: "k1", RequestDigest: "other"}); !errors.Is(err, store.ErrIdempotencyConflict) {
+		t.Fatalf("conflict: err = %v", err)
+	}
+	if calls != 1 {
+		t.Fatalf("write ran %d times", calls)
+	}
+	// A refused write stores nothing: the key can be used again.
+	_, _, err = s.Write(ctx, &store.Idempotency{KeyReference: "k2", RequestDigest: "d"}, func(w *store.Writer) (*store.Outcome, error) {
+		_, err := w.Create(ctx, hh, uuid.NewString(), map[string]any{"name": "elevenchars"}, journal())
+		return nil, err
+	})
+	var ce *store.ConstraintError
+	if !errors.As(err, &ce) {
+		t.Fatalf("refused write: err = %v", err)
+	}
+	if n := count(t, pool, "select count(*) from registrum.idempotency where key_reference = 'k2'"); n != 0 {
+		t.Fatalf("a refused write left its key")
+	}
+	// Concurrent first uses of one key resolve to one write.
+	before := count(t, pool, "select count(*) from registrum_data.e_household")
+	var wg sync.WaitGroup
+	bodies := make(chan string, 6)
+	for i := 0; i < 6; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out, _, err := create(&store.Idempotency{KeyReference: "k3", RequestDigest: "d3"})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			bodies <- string(out.Body)
+		}()
+	}
+	wg.Wait()
+	close(bodies)
+	seen := map[string]bool{}
+	for b := range bodies {
+		seen[b] = true
+	}
+	if len(seen) != 1 {
+		t.Fatalf("concurrent duplicates answered %d different bodies", len(seen))
+	}
+	if after := count(t, pool, "select count(*) from registrum_data.e_household"); after != before+1 {
+		t.Fatalf("concurrent duplicates wrote %d records", after-before)
+	}
+}
