@@ -74,6 +74,12 @@ func TestOpenRefusesLoosePermissions(t *testing.T) {
 			must(t, os.Link(c.Path, c.Path+".copy"))
 			return c.Path
 		}, "has 2 links"},
+		"older sealed segment readable by other": {func(t *testing.T, c Config) string {
+			must(t, os.WriteFile(sealedName(c.Path, 1), nil, 0o600))
+			must(t, os.WriteFile(sealedName(c.Path, 2), nil, 0o600))
+			must(t, os.Chmod(sealedName(c.Path, 1), 0o604))
+			return sealedName(c.Path, 1)
+		}, "has mode 0604"},
 		"sealed segment readable by group": {func(t *testing.T, c Config) string {
 			must(t, os.WriteFile(sealedName(c.Path, 1), nil, 0o640))
 			must(t, os.Chmod(sealedName(c.Path, 1), 0o640))

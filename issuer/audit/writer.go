@@ -126,13 +126,15 @@ func (w *Writer) open() error {
 	if err != nil {
 		return err
 	}
+	for _, seq := range seqs {
+		if _, err := checkOwnerOnlyFile(sealedName(w.path, seq)); err != nil {
+			return err
+		}
+	}
 	b := boundary{segment: 1, head: genesis, known: true}
 	if len(seqs) > 0 {
 		last := seqs[len(seqs)-1]
 		name := sealedName(w.path, last)
-		if _, err := checkOwnerOnlyFile(name); err != nil {
-			return err
-		}
 		p, err := lastRecord(w.keys.chain, name, last)
 		if err != nil {
 			return err
