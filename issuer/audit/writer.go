@@ -328,7 +328,7 @@ func (w *Writer) run() {
 // commit writes a batch, rotating as needed, fsyncs once and releases the waiters.
 func (w *Writer) commit(batch []*request) {
 	if err := w.Err(); err != nil {
-		fail(batch, err)
+		finish(batch, err)
 		return
 	}
 	if err := w.checkFiles(); err != nil {
@@ -379,7 +379,7 @@ func (w *Writer) commit(batch []*request) {
 		}
 		w.dirSyncs.Add(1)
 	}
-	fail(accepted, nil)
+	finish(accepted, nil)
 }
 
 // writeSync appends buf to the active segment and fsyncs it.
@@ -453,10 +453,11 @@ func (w *Writer) poison(cause error, reqs []*request) {
 	}
 	err := w.err
 	w.mu.Unlock()
-	fail(reqs, err)
+	finish(reqs, err)
 }
 
-func fail(reqs []*request, err error) {
+// finish releases the waiters of reqs with err (nil: their records are durable).
+func finish(reqs []*request, err error) {
 	for _, r := range reqs {
 		r.done <- err
 	}
