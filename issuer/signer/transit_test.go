@@ -250,6 +250,10 @@ func TestTransitUnavailabilityAndRecovery(t *testing.T) {
 	if err := s.SelfTest(ctx); err != nil {
 		t.Fatalf("after the socket came back: %v", err)
 	}
+	s.Close()
+	if _, err := s.Sign(ctx, []byte("a.b")); err == nil || !strings.Contains(err.Error(), "closed") {
+		t.Fatalf("a closed signer: %v", err)
+	}
 }
 
 func TestTransitTimeout(t *testing.T) {
