@@ -34,6 +34,9 @@ type Config struct {
 	Package string `yaml:"package"`
 	// Secrets holds the file-secret root.
 	Secrets Secrets `yaml:"secrets"`
+	// Authentication configures how bearer tokens are verified; see
+	// Authentication. Required when the package has a non-anonymous profile.
+	Authentication *Authentication `yaml:"authentication"`
 	// HostKeyRef names the host's root secret (at least 32 bytes), from which
 	// the ETag, record-reference and cursor keys are derived.
 	HostKeyRef string `yaml:"hostKeyRef"`
@@ -145,6 +148,11 @@ func (c *Config) validate() error {
 	if c.Database.URLRef != "" {
 		if _, err := keys.ParseSecretRef(c.Database.URLRef); err != nil {
 			return c.fail("database.urlRef", "%v", err)
+		}
+	}
+	if c.Authentication != nil {
+		if err := c.Authentication.validate(c, dir); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -58,6 +58,8 @@ func New(o Options) *API {
 	r.Get("/ready", a.readiness)
 	r.Post("/v1/records/{route}", a.createRecord)
 	r.Get("/v1/records/{route}/{recordId}", a.getRecord)
+	r.Patch("/v1/records/{route}/{recordId}", a.patchRecord)
+	r.Delete("/v1/records/{route}/{recordId}", a.tombstoneRecord)
 	a.handler = a.observe(r)
 	return a
 }
@@ -101,6 +103,7 @@ func (a *API) call(r *http.Request) records.Call {
 	if v, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
 		c.Bearer = strings.TrimSpace(v)
 	}
+	c.IdempotencyKey = r.Header.Get("Idempotency-Key")
 	if acceptsLD(r.Header.Get("Accept")) {
 		c.Representation = records.JSONLD
 	}
@@ -163,12 +166,7 @@ func (a *API) createRecord(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	res, err := a.records.Create(r.Context(), a.call(r), e, body)
-	if err != nil {
-		a.fail(w, r, err)
-		return
-	}
-	w.Header().Set("Location", res.Location)
-	a.writeRecord(w, r, e, http.StatusCreated, res)
+	a.answer(w, r, e, res, err)
 }
 
 func (a *API) getRecord(w http.ResponseWriter, r *http.Request) {
@@ -178,24 +176,55 @@ func (a *API) getRecord(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	res, err := a.records.Get(r.Context(), a.call(r), e, chi.URLParam(r, "recordId"))
+	a.answer(w, r, e, res, err)
+}
+
+func (a *API) patchRecord(w http.ResponseWriter, r *http.Request) {
+	e, err := a.records.EntityForRoute(chi.URLParam(r, "route"))
 	if err != nil {
 		a.fail(w, r, err)
 		return
 	}
-	a.writeRecord(w, r, e, http.StatusOK, res)
+	body, err := readBody(r, bodyLimit(e), "application/json-patch+json")
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	res, err := a.records.Patch(r.Context(), a.call(r), e, chi.URLParam(r, "recordId"), r.Header.Get("If-Match"), body)
+	a.answer(w, r, e, res, err)
 }
 
-// writeRecord answers an envelope with its ETag and Link headers.
-func (a *API) writeRecord(w http.ResponseWriter, r *http.Request, e *model.Entity, status int, res *records.Result) {
+func (a *API) tombstoneRecord(w http.ResponseWriter, r *http.Request) {
+	e, err := a.records.EntityForRoute(chi.URLParam(r, "route"))
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	res, err := a.records.Tombstone(r.Context(), a.call(r), e, chi.URLParam(r, "recordId"), r.Header.Get("If-Match"))
+	a.answer(w, r, e, res, err)
+}
+
+// answer writes a record result with its ETag, Location and Link headers,
+// or the refusal.
+func (a *API) answer(w http.ResponseWriter, r *http.Request, e *model.Entity, res *records.Result, err error) {
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
 	h := w.Header()
 	h.Set("ETag", res.ETag)
-	h.Set("Link", fmt.Sprintf(`<%s>; rel="profile", </v1/schemas/%s>; rel="describedby"`, a.pkg.Registry.URLs.Profile, e.ID))
-	rep := records.JSON
-	if res.Envelope.Context != "" {
-		rep = records.JSONLD
+	if res.Location != "" {
+		h.Set("Location", res.Location)
 	}
+	h.Set("Link", fmt.Sprintf(`<%s>; rel="profile", </v1/schemas/%s>; rel="describedby"`, a.pkg.Registry.URLs.Profile, e.ID))
 	h.Set("Vary", "Accept")
-	writeJSON(w, status, contentType(rep), res.Envelope)
+	if res.Replayed {
+		h.Set("Idempotent-Replayed", "true")
+	}
+	h.Set("Content-Type", contentType(a.call(r).Representation))
+	h.Set("Cache-Control", "no-store")
+	w.WriteHeader(res.Status)
+	w.Write(res.Body)
 }
 
 func writeJSON(w http.ResponseWriter, status int, ct string, v any) {

@@ -31,6 +31,8 @@ type EnvelopeData struct {
 	DomainData         map[string]any `json:"domainData"`
 	// Snapshot is set on mutation responses.
 	Snapshot string `json:"snapshot,omitempty"`
+	// Tombstoned marks the final revision of a tombstoned record.
+	Tombstoned bool `json:"tombstoned,omitempty"`
 }
 
 // Meta identifies the registry, dataset and entity of a record.

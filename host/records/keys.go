@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
+	"strings"
 )
 
 // Keys are the host's keyed-digest keys, derived from its root secret.
@@ -47,6 +48,17 @@ func keyed(key []byte, domain string, parts ...string) []byte {
 func (k Keys) ETag(packageRevision, entityID, recordID, revision, representation string) string {
 	sum := keyed(k.etag, "engine-etag-v1", packageRevision, entityID, recordID, revision, representation)
 	return `"engine-hmac-sha256:` + hex.EncodeToString(sum) + `"`
+}
+
+// splitETags splits an If-Match list into its entity tags.
+func splitETags(h string) []string {
+	var out []string
+	for _, part := range strings.Split(h, ",") {
+		if t := strings.TrimSpace(part); t != "" {
+			out = append(out, t)
+		}
+	}
+	return out
 }
 
 // MatchETag compares a client's If-Match value with the current ETag in

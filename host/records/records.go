@@ -1,13 +1,17 @@
 // Package records is the record host's core service for ordinary records:
 // it checks a request against the caller's grant and the package, writes
-// through the store, and builds envelopes and validators. It knows nothing
-// of HTTP; refusals are problem.Error values.
+// through the store, and builds envelopes, validators and idempotent
+// outcomes. It knows nothing of HTTP; refusals are problem.Error values.
 package records
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"sort"
 	"strconv"
 
@@ -22,6 +26,9 @@ import (
 	"github.com/registrum/registrum/store"
 	"github.com/registrum/registrum/store/layout"
 )
+
+// MaxIdempotencyKeyBytes bounds the Idempotency-Key.
+const MaxIdempotencyKeyBytes = 256
 
 // Service serves the records of one package.
 type Service struct {
@@ -50,15 +57,21 @@ type Call struct {
 	Bearer         string
 	Profile        string
 	Representation Representation
+	// IdempotencyKey is the client's key, "" when none was sent.
+	IdempotencyKey string
 }
 
-// Result is a record envelope and the headers that go with it.
+// Result is an answered record: status, validators and the exact body.
 type Result struct {
-	Envelope Envelope
+	Status int
 	// ETag is the quoted strong validator.
 	ETag string
 	// Location is set on create.
 	Location string
+	// Body is the rendered envelope.
+	Body []byte
+	// Replayed is true when an idempotency key returned a stored result.
+	Replayed bool
 }
 
 // EntityForRoute returns the entity served at route, or the concealed not-found.
@@ -70,9 +83,52 @@ func (s *Service) EntityForRoute(route string) (*model.Entity, error) {
 	return e, nil
 }
 
+func (s *Service) decide(ctx context.Context, c Call, op string, e *model.Entity) (*access.Grant, error) {
+	return s.access.Decide(ctx, access.Request{Operation: op, Entity: e, Bearer: c.Bearer, Profile: c.Profile})
+}
+
+// idempotency binds a write to the caller's key; nil without a key.
+func (s *Service) idempotency(c Call, grant *access.Grant, parts ...string) (*store.Idempotency, error) {
+	if c.IdempotencyKey == "" {
+		return nil, nil
+	}
+	if len(c.IdempotencyKey) > MaxIdempotencyKeyBytes {
+		return nil, problem.New(problem.RequestInvalid, "the Idempotency-Key is longer than %d bytes", MaxIdempotencyKeyBytes)
+	}
+	h := sha256.New()
+	for _, p := range append(parts, string(c.Representation)) {
+		fmt.Fprintf(h, "%d:%s;", len(p), p)
+	}
+	return &store.Idempotency{
+		KeyReference:  hex.EncodeToString(keyed(s.keys.reference, "engine-idempotency-v1", grant.PrincipalReference, c.IdempotencyKey)),
+		RequestDigest: "sha256:" + hex.EncodeToString(h.Sum(nil)),
+	}, nil
+}
+
+// write runs a write under an optional idempotency binding and turns store
+// refusals into problems.
+func (s *Service) write(ctx context.Context, e *model.Entity, idem *store.Idempotency, fn func(w *store.Writer) (*store.Outcome, error)) (*Result, error) {
+	out, replayed, err := s.store.Write(ctx, idem, fn)
+	switch {
+	case errors.Is(err, store.ErrIdempotencyConflict):
+		return nil, problem.New(problem.IdempotencyConflict, "the Idempotency-Key was used before with a different request")
+	case errors.Is(err, store.ErrNotFound):
+		return nil, problem.NotFound()
+	case errors.Is(err, store.ErrStale):
+		return nil, problem.New(problem.PreconditionFailed, "the record changed since the If-Match validator was read")
+	case err != nil:
+		return nil, s.writeRefusal(e, err)
+	}
+	return &Result{Status: out.Status, ETag: out.ETag, Location: out.Location, Body: out.Body, Replayed: replayed}, nil
+}
+
 // Create validates a create body ({"data": {...}}) and writes revision 1.
 func (s *Service) Create(ctx context.Context, c Call, e *model.Entity, body []byte) (*Result, error) {
-	grant, err := s.access.Decide(ctx, access.Request{Operation: model.OpCreate, Entity: e, Bearer: c.Bearer, Profile: c.Profile})
+	grant, err := s.decide(ctx, c, model.OpCreate, e)
+	if err != nil {
+		return nil, err
+	}
+	idem, err := s.idempotency(c, grant, "create", e.ID, string(body))
 	if err != nil {
 		return nil, err
 	}
@@ -80,36 +136,33 @@ func (s *Service) Create(ctx context.Context, c Call, e *model.Entity, body []by
 	if err != nil {
 		return nil, err
 	}
-	stored, wire, err := s.decodeFields(e, grant, data)
+	stored, err := s.decodeFields(e, grant, data)
 	if err != nil {
 		return nil, err
 	}
-	id := uuid.NewString()
-	commit := uuid.NewString()
-	journalData, err := canonjson.Marshal(wire)
-	if err != nil {
-		return nil, fmt.Errorf("records: journal data: %w", err)
-	}
-	rec, err := s.store.Create(ctx, e, id, stored, store.Journal{
-		OperationID:        uuid.NewString(),
-		CommitID:           commit,
-		TraceID:            c.TraceID,
-		PrincipalReference: grant.PrincipalReference,
-		RecordReference:    s.keys.RecordReference(e.ID, id),
-		Data:               journalData,
+	return s.write(ctx, e, idem, func(w *store.Writer) (*store.Outcome, error) {
+		id := uuid.NewString()
+		j, err := s.journal(c, grant, e, id, stored)
+		if err != nil {
+			return nil, err
+		}
+		rec, err := w.Create(ctx, e, id, stored, j)
+		if err != nil {
+			return nil, err
+		}
+		out, err := s.outcome(rec, grant, c.Representation, SnapshotToken(w.CommitID()))
+		if err != nil {
+			return nil, err
+		}
+		out.Status = http.StatusCreated
+		out.Location = "/v1/records/" + e.Route + "/" + id
+		return out, nil
 	})
-	if err != nil {
-		return nil, s.writeRefusal(e, err)
-	}
-	res := s.result(rec, grant, c.Representation)
-	res.Envelope.Data.Snapshot = SnapshotToken(commit)
-	res.Location = "/v1/records/" + e.Route + "/" + id
-	return res, nil
 }
 
-// Get reads the current revision of one record.
+// Get reads the current revision of one live record.
 func (s *Service) Get(ctx context.Context, c Call, e *model.Entity, id string) (*Result, error) {
-	grant, err := s.access.Decide(ctx, access.Request{Operation: model.OpGet, Entity: e, Bearer: c.Bearer, Profile: c.Profile})
+	grant, err := s.decide(ctx, c, model.OpGet, e)
 	if err != nil {
 		return nil, err
 	}
@@ -117,20 +170,178 @@ func (s *Service) Get(ctx context.Context, c Call, e *model.Entity, id string) (
 		return nil, problem.NotFound()
 	}
 	rec, err := s.store.Get(ctx, e, id)
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, store.ErrNotFound) || (err == nil && rec.Lifecycle != layout.LifecycleActive) {
 		return nil, problem.NotFound()
 	}
 	if err != nil {
 		return nil, err
 	}
-	return s.result(rec, grant, c.Representation), nil
+	out, err := s.outcome(rec, grant, c.Representation, "")
+	if err != nil {
+		return nil, err
+	}
+	return &Result{Status: http.StatusOK, ETag: out.ETag, Body: out.Body}, nil
 }
 
-func (s *Service) result(rec *store.Record, grant *access.Grant, rep Representation) *Result {
-	return &Result{
-		Envelope: s.envelope(rec, grant.Readable, rep),
-		ETag:     s.keys.ETag(s.pkg.Revision, rec.Entity.ID, rec.ID, strconv.FormatInt(rec.Revision, 10), string(rep)),
+// Patch applies a JSON Patch to a live record whose current validator is ifMatch.
+func (s *Service) Patch(ctx context.Context, c Call, e *model.Entity, id, ifMatch string, body []byte) (*Result, error) {
+	if e.MutationMode == model.CreateOnly {
+		return nil, problem.NotFound()
 	}
+	grant, err := s.decide(ctx, c, model.OpPatch, e)
+	if err != nil {
+		return nil, err
+	}
+	if !values.IsUUID(id) {
+		return nil, problem.NotFound()
+	}
+	if ifMatch == "" {
+		return nil, problem.New(problem.PreconditionRequired, "a patch needs the record's ETag in If-Match")
+	}
+	idem, err := s.idempotency(c, grant, "patch", e.ID, id, ifMatch, string(body))
+	if err != nil {
+		return nil, err
+	}
+	ops, err := parsePatch(e, grant, body)
+	if err != nil {
+		return nil, err
+	}
+	return s.write(ctx, e, idem, func(w *store.Writer) (*store.Outcome, error) {
+		cur, err := w.Lock(ctx, e, id)
+		if err != nil {
+			return nil, err
+		}
+		if cur.Lifecycle != layout.LifecycleActive {
+			return nil, store.ErrNotFound
+		}
+		if !s.matches(ifMatch, cur) {
+			return nil, store.ErrStale
+		}
+		next, err := s.applyPatch(e, cur, ops)
+		if err != nil {
+			return nil, err
+		}
+		j, err := s.journal(c, grant, e, id, next)
+		if err != nil {
+			return nil, err
+		}
+		rec, err := w.Update(ctx, e, id, cur.Revision, next, j)
+		if err != nil {
+			return nil, err
+		}
+		out, err := s.outcome(rec, grant, c.Representation, SnapshotToken(w.CommitID()))
+		if err != nil {
+			return nil, err
+		}
+		out.Status = http.StatusOK
+		return out, nil
+	})
+}
+
+// Tombstone ends a live record whose current validator is ifMatch; its
+// history stays readable.
+func (s *Service) Tombstone(ctx context.Context, c Call, e *model.Entity, id, ifMatch string) (*Result, error) {
+	if !e.Tombstone {
+		return nil, problem.NotFound()
+	}
+	grant, err := s.decide(ctx, c, model.OpTombstone, e)
+	if err != nil {
+		return nil, err
+	}
+	if !values.IsUUID(id) {
+		return nil, problem.NotFound()
+	}
+	if ifMatch == "" {
+		return nil, problem.New(problem.PreconditionRequired, "a tombstone needs the record's ETag in If-Match")
+	}
+	idem, err := s.idempotency(c, grant, "tombstone", e.ID, id, ifMatch)
+	if err != nil {
+		return nil, err
+	}
+	return s.write(ctx, e, idem, func(w *store.Writer) (*store.Outcome, error) {
+		cur, err := w.Lock(ctx, e, id)
+		if err != nil {
+			return nil, err
+		}
+		if cur.Lifecycle != layout.LifecycleActive {
+			return nil, store.ErrNotFound
+		}
+		if !s.matches(ifMatch, cur) {
+			return nil, store.ErrStale
+		}
+		j, err := s.journal(c, grant, e, id, cur.Values)
+		if err != nil {
+			return nil, err
+		}
+		rec, err := w.Tombstone(ctx, e, id, cur.Revision, j)
+		if err != nil {
+			return nil, err
+		}
+		out, err := s.outcome(rec, grant, c.Representation, SnapshotToken(w.CommitID()))
+		if err != nil {
+			return nil, err
+		}
+		out.Status = http.StatusOK
+		return out, nil
+	})
+}
+
+// matches reports whether an If-Match value names the record's current
+// revision, in either representation. Several validators may be listed;
+// the wildcard is not accepted, since a write must name what it read.
+func (s *Service) matches(ifMatch string, rec *store.Record) bool {
+	rev := strconv.FormatInt(rec.Revision, 10)
+	current := []string{
+		s.keys.ETag(s.pkg.Revision, rec.Entity.ID, rec.ID, rev, string(JSON)),
+		s.keys.ETag(s.pkg.Revision, rec.Entity.ID, rec.ID, rev, string(JSONLD)),
+	}
+	ok := false
+	for _, candidate := range splitETags(ifMatch) {
+		for _, want := range current {
+			if MatchETag(candidate, want) {
+				ok = true
+			}
+		}
+	}
+	return ok
+}
+
+// journal builds the journal entry of a write of values to record id.
+func (s *Service) journal(c Call, grant *access.Grant, e *model.Entity, id string, stored map[string]any) (store.Journal, error) {
+	wire := map[string]any{}
+	for _, f := range e.Fields {
+		if v := stored[f.ID]; v != nil {
+			wire[f.ID] = values.Encode(f, v)
+		}
+	}
+	data, err := canonjson.Marshal(wire)
+	if err != nil {
+		return store.Journal{}, fmt.Errorf("records: journal data: %w", err)
+	}
+	return store.Journal{
+		OperationID:        uuid.NewString(),
+		TraceID:            c.TraceID,
+		PrincipalReference: grant.PrincipalReference,
+		RecordReference:    s.keys.RecordReference(e.ID, id),
+		Data:               data,
+	}, nil
+}
+
+// outcome renders the envelope of rec with its validator.
+func (s *Service) outcome(rec *store.Record, grant *access.Grant, rep Representation, snapshot string) (*store.Outcome, error) {
+	env := s.envelope(rec, grant.Readable, rep)
+	env.Data.Snapshot = snapshot
+	if rec.Lifecycle == layout.LifecycleTombstoned {
+		env.Data.Tombstoned = true
+	}
+	body, err := json.Marshal(env)
+	if err != nil {
+		return nil, fmt.Errorf("records: render envelope: %w", err)
+	}
+	return &store.Outcome{
+		ETag: s.keys.ETag(s.pkg.Revision, rec.Entity.ID, rec.ID, strconv.FormatInt(rec.Revision, 10), string(rep)),
+		Body: body,
+	}, nil
 }
 
 // SnapshotToken names the commit a mutation wrote, for :snapshot reads.
@@ -172,41 +383,54 @@ func bodyFault(err error) error {
 }
 
 // decodeFields checks every member of data against the entity and the grant
-// and returns the storage values and the normalised wire values by field id.
-func (s *Service) decodeFields(e *model.Entity, grant *access.Grant, data map[string]any) (stored, wire map[string]any, err error) {
-	stored = map[string]any{}
-	wire = map[string]any{}
+// and returns the storage values by field id. Required fields must be present.
+func (s *Service) decodeFields(e *model.Entity, grant *access.Grant, data map[string]any) (map[string]any, error) {
+	stored := map[string]any{}
 	for _, name := range sortedKeys(data) {
 		f := e.FieldByAPIName(name)
 		if f == nil || !grant.Writable[f.ID] {
-			return nil, nil, problem.At(problem.RequestInvalid, strictjson.Pointer("data", name), "unknown member %q: not a writable field of %s", name, e.ID)
+			return nil, problem.At(problem.RequestInvalid, strictjson.Pointer("data", name), "unknown member %q: not a writable field of %s", name, e.ID)
 		}
-		v, err := s.codec.Decode(f, data[name])
+		v, err := s.decodeValue(f, data[name])
 		if err != nil {
-			var fault *values.Fault
-			if errors.As(err, &fault) {
-				return nil, nil, problem.At(problem.RequestInvalid, strictjson.Pointer("data", name), "%s", fault.Msg)
-			}
-			return nil, nil, err
+			return nil, err
 		}
 		if v != nil {
 			stored[f.ID] = v
-			wire[f.ID] = values.Encode(f, v)
 		}
 	}
 	for _, f := range e.Fields {
 		if f.Required && stored[f.ID] == nil {
-			return nil, nil, problem.At(problem.RequestInvalid, strictjson.Pointer("data", f.APIName), "%s is required", f.APIName)
+			return nil, problem.At(problem.RequestInvalid, strictjson.Pointer("data", f.APIName), "%s is required", f.APIName)
 		}
 	}
-	return stored, wire, nil
+	return stored, nil
+}
+
+func (s *Service) decodeValue(f *model.Field, v any) (any, error) {
+	out, err := s.codec.Decode(f, v)
+	if err != nil {
+		var fault *values.Fault
+		if errors.As(err, &fault) {
+			return nil, problem.At(problem.RequestInvalid, strictjson.Pointer("data", f.APIName), "%s", fault.Msg)
+		}
+		return nil, err
+	}
+	return out, nil
 }
 
 // writeRefusal explains a constraint violation in the author's terms.
 func (s *Service) writeRefusal(e *model.Entity, err error) error {
+	var pe *problem.Error
+	if errors.As(err, &pe) {
+		return pe
+	}
 	var ce *store.ConstraintError
 	if !errors.As(err, &ce) {
 		return err
+	}
+	if owner := s.pkg.EntityByID(ce.Owner.EntityID); owner != nil {
+		e = owner
 	}
 	var at *string
 	if f := e.Field(ce.Owner.FieldID); f != nil {
