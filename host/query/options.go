@@ -1,0 +1,337 @@
+package query
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/registrum/registrum/host/model"
+	"github.com/registrum/registrum/host/problem"
+)
+
+// Names of the query options of a collection read.
+const (
+	OptAccessProfile = "accessProfile"
+	OptSelect        = "$select"
+	OptFilter        = "$filter"
+	OptOrderBy       = "$orderby"
+	OptCount         = "$count"
+	OptTop           = "$top"
+	OptSkipToken     = "$skiptoken"
+)
+
+// Page size and other option bounds.
+const (
+	// DefaultTop is the page size when $top is absent.
+	DefaultTop = 25
+	// MaxTop is the largest page size $top accepts.
+	MaxTop = 100
+	// MaxOrderKeys is the largest number of $orderby keys.
+	MaxOrderKeys = 8
+	// MaxOptionBytes bounds $select and $orderby, in bytes.
+	MaxOptionBytes = 2048
+	// MaxNameEcho is how many bytes of a caller-supplied name an error
+	// detail repeats.
+	MaxNameEcho = 64
+)
+
+// RawOptions are the decoded query parameters of one read, by name (the
+// shape of url.Values: convert with query.RawOptions(u.Query())).
+type RawOptions map[string][]string
+
+// Allowed is what the caller's grant allows on the entity: authored field
+// ids (not apiNames) that are readable, filterable and sortable, and
+// whether $count is allowed.
+type Allowed struct {
+	Readable   []string
+	Filterable []string
+	Sortable   []string
+	AllowCount bool
+}
+
+// AllowedFromGrant returns what a grant allows for queries.
+func AllowedFromGrant(g *model.Grant) Allowed {
+	return Allowed{Readable: g.ReadableFields, Filterable: g.FilterableFields, Sortable: g.SortableFields, AllowCount: g.AllowCount}
+}
+
+func has(list []string, id string) bool {
+	for _, v := range list {
+		if v == id {
+			return true
+		}
+	}
+	return false
+}
+
+// SortKey is one key of $orderby.
+type SortKey struct {
+	Field *model.Field
+	Desc  bool
+}
+
+// Query is a parsed collection read. Build it with Parse or Sealer.Parse;
+// it is immutable afterwards and safe to share.
+type Query struct {
+	// Entity is the entity read.
+	Entity *model.Entity
+	// Select is the fields of domainData: $select, or every readable
+	// field in entity order when $select is absent.
+	Select []*model.Field
+	// Sort is $orderby; the record id always follows as the last key.
+	Sort []SortKey
+	// Count is true when $count=true asks for the matching total.
+	Count bool
+	// Top is the page size.
+	Top int
+	// Position is the keyset position the page starts after (from a
+	// cursor); nil on a first page.
+	Position *Row
+	// Cursor is set, alone, when Parse met a $skiptoken: open it with
+	// Sealer.Open (Sealer.Parse does both).
+	Cursor string
+
+	filter *node
+	// raw holds the canonical option texts carried inside cursors.
+	raw rawQuery
+}
+
+// rawQuery is the option text of a parsed query ($select and $orderby in
+// canonical form, $filter as sent, so that re-parsing meets the same
+// bounds): what a cursor carries and re-parses against the grant of the
+// call that presents it.
+type rawQuery struct {
+	Select  string `json:"select,omitempty"`
+	Filter  string `json:"filter,omitempty"`
+	OrderBy string `json:"orderby,omitempty"`
+	Count   bool   `json:"count,omitempty"`
+	Top     int    `json:"top"`
+}
+
+// Filter returns the canonical text of the filter ("" when there is none):
+// every and, or and not operand parenthesised, literals as written.
+func (q *Query) Filter() string {
+	if q.filter == nil {
+		return ""
+	}
+	return q.filter.String()
+}
+
+func invalid(format string, args ...any) *problem.Error {
+	return problem.New(problem.QueryInvalid, format, args...)
+}
+
+// echo quotes a caller-supplied name for an error detail, shortened.
+func echo(s string) string {
+	if len(s) > MaxNameEcho {
+		s = s[:MaxNameEcho] + "…"
+	}
+	return strconv.Quote(s)
+}
+
+// Parse parses the query options of a collection read of e for a caller
+// allowed what a says. Any option outside the grant — an unknown option, an
+// unknown or withheld field, $count without allowCount — is refused with
+// query.invalid, and the detail names the option and the field without
+// telling a withheld field from an unknown one.
+//
+// A $skiptoken must come alone (accessProfile aside); Parse then returns a
+// Query holding only Cursor, to be opened with Sealer.Open.
+func Parse(e *model.Entity, a Allowed, opts RawOptions) (*Query, error) {
+	for name, vals := range opts {
+		switch name {
+		case OptAccessProfile, OptSelect, OptFilter, OptOrderBy, OptCount, OptTop, OptSkipToken:
+		default:
+			return nil, invalid("%s is not a query option of this read.", echo(name))
+		}
+		if len(vals) != 1 {
+			return nil, invalid("%s must be given exactly once.", name)
+		}
+	}
+	if tok, ok := opts[OptSkipToken]; ok {
+		for name := range opts {
+			if name != OptSkipToken && name != OptAccessProfile {
+				return nil, invalid("%s cannot be combined with %s: a cursor carries the whole query and is sent alone, with only accessProfile.", OptSkipToken, name)
+			}
+		}
+		if tok[0] == "" {
+			return nil, problem.New(problem.QueryCursorInvalid, "The cursor is empty.")
+		}
+		return &Query{Entity: e, Cursor: tok[0]}, nil
+	}
+	raw := rawQuery{Top: DefaultTop}
+	if v, ok := opts[OptTop]; ok {
+		n, err := parseTop(v[0])
+		if err != nil {
+			return nil, err
+		}
+		raw.Top = n
+	}
+	if v, ok := opts[OptCount]; ok {
+		if !a.AllowCount {
+			return nil, invalid("%s is not allowed for this access profile.", OptCount)
+		}
+		switch v[0] {
+		case "true":
+			raw.Count = true
+		case "false":
+		default:
+			return nil, invalid("%s must be true or false.", OptCount)
+		}
+	}
+	if v, ok := opts[OptSelect]; ok {
+		raw.Select = v[0]
+	}
+	if v, ok := opts[OptFilter]; ok {
+		raw.Filter = v[0]
+		if raw.Filter == "" {
+			return nil, invalid("%s is empty.", OptFilter)
+		}
+	}
+	if v, ok := opts[OptOrderBy]; ok {
+		raw.OrderBy = v[0]
+		if raw.OrderBy == "" {
+			return nil, invalid("%s is empty.", OptOrderBy)
+		}
+	}
+	if _, ok := opts[OptSelect]; ok && raw.Select == "" {
+		return nil, invalid("%s is empty.", OptSelect)
+	}
+	return build(e, a, raw)
+}
+
+// build parses the canonical option texts; it serves Parse and the
+// re-parse of a cursor's query.
+func build(e *model.Entity, a Allowed, raw rawQuery) (*Query, error) {
+	q := &Query{Entity: e, Count: raw.Count, Top: raw.Top}
+	if raw.Top < 1 || raw.Top > MaxTop {
+		return nil, invalid("%s must be an integer from 1 to %d.", OptTop, MaxTop)
+	}
+	if raw.Count && !a.AllowCount {
+		return nil, invalid("%s is not allowed for this access profile.", OptCount)
+	}
+	var err error
+	if q.Select, raw.Select, err = parseSelect(e, a, raw.Select); err != nil {
+		return nil, err
+	}
+	if q.Sort, raw.OrderBy, err = parseOrderBy(e, a, raw.OrderBy); err != nil {
+		return nil, err
+	}
+	if raw.Filter != "" {
+		if q.filter, err = parseFilter(e, a, raw.Filter); err != nil {
+			return nil, err
+		}
+	}
+	q.raw = raw
+	return q, nil
+}
+
+func parseTop(s string) (int, error) {
+	bad := invalid("%s must be an integer from 1 to %d.", OptTop, MaxTop)
+	if s == "" || len(s) > 3 || s[0] == '0' {
+		return 0, bad
+	}
+	n := 0
+	for _, c := range []byte(s) {
+		if c < '0' || c > '9' {
+			return 0, bad
+		}
+		n = n*10 + int(c-'0')
+	}
+	if n > MaxTop {
+		return 0, bad
+	}
+	return n, nil
+}
+
+// splitList splits a comma list, refusing empty members and overlong text.
+func splitList(opt, s string) ([]string, error) {
+	if len(s) > MaxOptionBytes {
+		return nil, invalid("%s is longer than %d bytes.", opt, MaxOptionBytes)
+	}
+	parts := strings.Split(s, ",")
+	for i, p := range parts {
+		parts[i] = strings.Trim(p, " ")
+		if parts[i] == "" {
+			return nil, invalid("%s has an empty member in its comma list.", opt)
+		}
+	}
+	return parts, nil
+}
+
+// parseSelect returns the selected fields and the canonical $select text
+// ("" when every readable field is selected).
+func parseSelect(e *model.Entity, a Allowed, s string) ([]*model.Field, string, error) {
+	if s == "" {
+		var out []*model.Field
+		for _, f := range e.Fields {
+			if has(a.Readable, f.ID) {
+				out = append(out, f)
+			}
+		}
+		return out, "", nil
+	}
+	names, err := splitList(OptSelect, s)
+	if err != nil {
+		return nil, "", err
+	}
+	out := make([]*model.Field, 0, len(names))
+	for _, n := range names {
+		f := e.FieldByAPIName(n)
+		if f == nil || !has(a.Readable, f.ID) {
+			return nil, "", invalid("%s: %s is not a readable field of this entity for this access profile.", OptSelect, echo(n))
+		}
+		for _, prev := range out {
+			if prev == f {
+				return nil, "", invalid("%s names %s twice.", OptSelect, echo(n))
+			}
+		}
+		out = append(out, f)
+	}
+	return out, strings.Join(names, ","), nil
+}
+
+// parseOrderBy returns the sort keys and the canonical $orderby text.
+func parseOrderBy(e *model.Entity, a Allowed, s string) ([]SortKey, string, error) {
+	if s == "" {
+		return nil, "", nil
+	}
+	items, err := splitList(OptOrderBy, s)
+	if err != nil {
+		return nil, "", err
+	}
+	if len(items) > MaxOrderKeys {
+		return nil, "", invalid("%s has more than %d keys.", OptOrderBy, MaxOrderKeys)
+	}
+	keys := make([]SortKey, 0, len(items))
+	canon := make([]string, 0, len(items))
+	for _, item := range items {
+		name, dir, _ := strings.Cut(item, " ")
+		dir = strings.Trim(dir, " ")
+		desc := false
+		switch dir {
+		case "", "asc":
+		case "desc":
+			desc = true
+		default:
+			return nil, "", invalid("%s: %s must be followed by asc or desc, or by nothing.", OptOrderBy, echo(name))
+		}
+		f := e.FieldByAPIName(name)
+		if f == nil || !has(a.Sortable, f.ID) {
+			return nil, "", invalid("%s: %s is not a sortable field of this entity for this access profile.", OptOrderBy, echo(name))
+		}
+		if f.Type == model.TypeStructured || f.Type == model.TypeCRS84Point {
+			return nil, "", invalid("%s: %s is a %s field, which has no order.", OptOrderBy, echo(name), f.Type)
+		}
+		for _, k := range keys {
+			if k.Field == f {
+				return nil, "", invalid("%s names %s twice.", OptOrderBy, echo(name))
+			}
+		}
+		keys = append(keys, SortKey{Field: f, Desc: desc})
+		if desc {
+			canon = append(canon, name+" desc")
+		} else {
+			canon = append(canon, name+" asc")
+		}
+	}
+	return keys, strings.Join(canon, ","), nil
+}
