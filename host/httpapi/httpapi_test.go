@@ -40,13 +40,16 @@ func testPackage(t *testing.T) *model.Package {
 			ProblemTypeBase: "https://registry.example/problems",
 		}},
 		Entities: []*model.Entity{{
-			ID: "child", Route: "children", Dataset: "children-2026", MutationMode: model.Mutable, MaximumBodyBytes: 256,
+			ID: "child", Route: "children", Dataset: "children-2026", MutationMode: model.Mutable, MaximumBodyBytes: 256, Tombstone: true,
 			Fields: []*model.Field{
 				{ID: "national-id", APIName: "nationalId", Type: model.TypeString, Required: true, MaxLength: intp(20)},
 				{ID: "age", APIName: "age", Type: model.TypeInteger},
 				{ID: "active", APIName: "active", Type: model.TypeBoolean},
 			},
 			Constraints: []*model.Constraint{{ID: "nid-unique", Kind: model.ConstraintUnique, Fields: []string{"national-id"}}},
+		}, {
+			ID: "birth", Route: "births", Dataset: "births", MutationMode: model.CreateOnly,
+			Fields: []*model.Field{{ID: "place", APIName: "place", Type: model.TypeString}},
 		}},
 	}
 	fp, err := layout.Fingerprint(p)
@@ -129,6 +132,9 @@ func (e *env) rows(t *testing.T) (records, revisions, audit int) {
 	t.Helper()
 	ctx := context.Background()
 	e.pool.QueryRow(ctx, "select count(*) from registrum_data.e_child").Scan(&records)
+	var births int
+	e.pool.QueryRow(ctx, "select count(*) from registrum_data.e_birth").Scan(&births)
+	records += births
 	e.pool.QueryRow(ctx, "select count(*) from registrum.revisions").Scan(&revisions)
 	e.pool.QueryRow(ctx, "select count(*) from registrum.audit").Scan(&audit)
 	return
