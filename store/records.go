@@ -43,6 +43,8 @@ type Journal struct {
 	// Data is the canonical JSON of the record's stored values in their
 	// wire encoding, keyed by authored field id, kept in the revision journal.
 	Data []byte
+	// ChangeContext is the canonical JSON of a batch's change context, or nil.
+	ChangeContext []byte
 }
 
 // ConstraintError is a write refused by a constraint PostgreSQL enforces.

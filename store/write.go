@@ -198,9 +198,9 @@ func (w *Writer) Tombstone(ctx context.Context, e *model.Entity, id string, expe
 // journal appends the revision and the audit entry of a write.
 func (w *Writer) journal(ctx context.Context, operation string, rec *Record, j Journal) error {
 	if _, err := w.tx.Exec(ctx, `INSERT INTO registrum.revisions
-    (entity_id, record_id, revision, lifecycle, data, package_revision, operation_id, commit_id, created_at)
-    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
-		rec.Entity.ID, rec.ID, rec.Revision, rec.Lifecycle, string(j.Data), w.s.pkg.Revision, j.OperationID, w.commitID, w.now); err != nil {
+    (entity_id, record_id, revision, lifecycle, data, package_revision, operation_id, commit_id, created_at, change_context)
+    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+		rec.Entity.ID, rec.ID, rec.Revision, rec.Lifecycle, string(j.Data), w.s.pkg.Revision, j.OperationID, w.commitID, w.now, nullableJSON(j.ChangeContext)); err != nil {
 		return fmt.Errorf("store: append revision: %w", err)
 	}
 	if _, err := w.tx.Exec(ctx, `INSERT INTO registrum.audit
@@ -230,4 +230,11 @@ func (s *Store) writeError(e *model.Entity, err error) error {
 		return &ConstraintError{Owner: owner, SQLState: pgErr.Code}
 	}
 	return fmt.Errorf("store: write: %w", err)
+}
+
+func nullableJSON(b []byte) any {
+	if len(b) == 0 {
+		return nil
+	}
+	return string(b)
 }

@@ -57,6 +57,7 @@ func New(o Options) *API {
 	r.Get("/health", a.health)
 	r.Get("/ready", a.readiness)
 	r.Post("/v1/records/{route}", a.createRecord)
+	r.Post("/v1/records/{route}:batch", a.batch)
 	r.Get("/v1/records/{route}/{recordId}", a.getRecord)
 	r.Patch("/v1/records/{route}/{recordId}", a.patchRecord)
 	r.Delete("/v1/records/{route}/{recordId}", a.tombstoneRecord)
@@ -169,6 +170,32 @@ func (a *API) createRecord(w http.ResponseWriter, r *http.Request) {
 	a.answer(w, r, e, res, err)
 }
 
+func (a *API) batch(w http.ResponseWriter, r *http.Request) {
+	e, err := a.records.EntityForRoute(chi.URLParam(r, "route"))
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	if e.Batch == nil {
+		a.fail(w, r, problem.NotFound())
+		return
+	}
+	body, err := readBody(r, e.Batch.MaximumBytes, "application/json")
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	res, err := a.records.Batch(r.Context(), a.call(r), e, body)
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	if res.Replayed {
+		w.Header().Set("Idempotent-Replayed", "true")
+	}
+	writeRaw(w, res.Status, "application/json", res.Body)
+}
+
 func (a *API) getRecord(w http.ResponseWriter, r *http.Request) {
 	e, err := a.records.EntityForRoute(chi.URLParam(r, "route"))
 	if err != nil {
@@ -225,6 +252,13 @@ func (a *API) answer(w http.ResponseWriter, r *http.Request, e *model.Entity, re
 	h.Set("Cache-Control", "no-store")
 	w.WriteHeader(res.Status)
 	w.Write(res.Body)
+}
+
+func writeRaw(w http.ResponseWriter, status int, ct string, body []byte) {
+	w.Header().Set("Content-Type", ct)
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	w.Write(body)
 }
 
 func writeJSON(w http.ResponseWriter, status int, ct string, v any) {

@@ -41,6 +41,7 @@ func testPackage(t *testing.T) *model.Package {
 		}},
 		Entities: []*model.Entity{{
 			ID: "child", Route: "children", Dataset: "children-2026", MutationMode: model.Mutable, MaximumBodyBytes: 256, Tombstone: true,
+			Batch: &model.Batch{MaximumItems: 3, MaximumBytes: 4096},
 			Fields: []*model.Field{
 				{ID: "national-id", APIName: "nationalId", Type: model.TypeString, Required: true, MaxLength: intp(20)},
 				{ID: "age", APIName: "age", Type: model.TypeInteger},

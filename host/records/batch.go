@@ -1,0 +1,327 @@
+package records
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+
+	"github.com/registrum/registrum/host/access"
+	"github.com/registrum/registrum/host/model"
+	"github.com/registrum/registrum/host/problem"
+	"github.com/registrum/registrum/internal/canonjson"
+	"github.com/registrum/registrum/internal/strictjson"
+	"github.com/registrum/registrum/store"
+	"github.com/registrum/registrum/store/layout"
+)
+
+// Change-context bounds from the specification's limits.
+const (
+	MaxReasonCodeBytes      = 64
+	MaxReasonTextBytes      = 4096
+	MaxSourceReferences     = 16
+	MaxSourceReferenceBytes = 256
+	MaxContextKindBytes     = 64
+)
+
+// BatchResponse is the answer of a batch: the commit's snapshot token and
+// one result per item, in item order.
+type BatchResponse struct {
+	Snapshot string        `json:"snapshot"`
+	Results  []BatchResult `json:"results"`
+}
+
+// BatchResult is one item's outcome, with the older identifier names.
+type BatchResult struct {
+	Operation string         `json:"operation"`
+	ID        string         `json:"id"`
+	Revision  int64          `json:"revision"`
+	ETag      string         `json:"etag"`
+	Data      map[string]any `json:"data"`
+}
+
+type batchItem struct {
+	operation string
+	id        string
+	ifMatch   string
+	values    map[string]any // create
+	patch     *patchOps      // patch
+}
+
+// Batch writes every item in one transaction, in item order: one stale
+// ifMatch or one violated constraint (checked on the final state) rolls
+// back every item.
+func (s *Service) Batch(ctx context.Context, c Call, e *model.Entity, body []byte) (*Result, error) {
+	if e.Batch == nil {
+		return nil, problem.NotFound()
+	}
+	grant, err := s.decide(ctx, c, model.OpBatch, e)
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(body)) > e.Batch.MaximumBytes {
+		return nil, problem.At(problem.RequestInvalid, "", "the batch is larger than %d bytes", e.Batch.MaximumBytes)
+	}
+	idem, err := s.idempotency(c, grant, "batch", e.ID, string(body))
+	if err != nil {
+		return nil, err
+	}
+	items, changeContext, err := s.parseBatch(ctx, c, e, grant, body)
+	if err != nil {
+		return nil, err
+	}
+	return s.write(ctx, e, idem, func(w *store.Writer) (*store.Outcome, error) {
+		resp := BatchResponse{Snapshot: SnapshotToken(w.CommitID()), Results: make([]BatchResult, 0, len(items))}
+		for i, it := range items {
+			rec, err := s.batchItem(ctx, w, c, e, grant, it, changeContext)
+			if err != nil {
+				return nil, inItem(err, i)
+			}
+			rev := strconv.FormatInt(rec.Revision, 10)
+			resp.Results = append(resp.Results, BatchResult{
+				Operation: it.operation,
+				ID:        rec.ID,
+				Revision:  rec.Revision,
+				ETag:      s.keys.ETag(s.pkg.Revision, e.ID, rec.ID, rev, string(JSON)),
+				Data:      s.envelope(rec, grant.Readable, JSON).Data.DomainData,
+			})
+		}
+		b, err := json.Marshal(resp)
+		if err != nil {
+			return nil, err
+		}
+		return &store.Outcome{Status: http.StatusOK, Body: b}, nil
+	})
+}
+
+func (s *Service) batchItem(ctx context.Context, w *store.Writer, c Call, e *model.Entity, grant *access.Grant, it batchItem, cc []byte) (*store.Record, error) {
+	switch it.operation {
+	case model.OpCreate:
+		id := uuid.NewString()
+		j, err := s.journal(c, grant, e, id, it.values)
+		if err != nil {
+			return nil, err
+		}
+		j.ChangeContext = cc
+		return w.Create(ctx, e, id, it.values, j)
+	default:
+		cur, err := w.Lock(ctx, e, it.id)
+		if err != nil {
+			return nil, err
+		}
+		if cur.Lifecycle != layout.LifecycleActive {
+			return nil, store.ErrNotFound
+		}
+		if !s.matches(it.ifMatch, cur) {
+			return nil, store.ErrStale
+		}
+		next, err := s.applyPatch(e, cur, it.patch)
+		if err != nil {
+			return nil, err
+		}
+		j, err := s.journal(c, grant, e, it.id, next)
+		if err != nil {
+			return nil, err
+		}
+		j.ChangeContext = cc
+		return w.Update(ctx, e, it.id, cur.Revision, next, j)
+	}
+}
+
+// inItem prefixes a refusal's field path with the item it concerns.
+func inItem(err error, i int) error {
+	pe, ok := err.(*problem.Error)
+	if !ok || pe.FieldPath == nil {
+		return err
+	}
+	p := "/items/" + strconv.Itoa(i) + *pe.FieldPath
+	cp := *pe
+	cp.FieldPath = &p
+	return &cp
+}
+
+// parseBatch checks the batch body and every item before anything is written.
+func (s *Service) parseBatch(ctx context.Context, c Call, e *model.Entity, grant *access.Grant, body []byte) ([]batchItem, []byte, error) {
+	doc, err := strictjson.Decode(body)
+	if err != nil {
+		return nil, nil, bodyFault(err)
+	}
+	top, ok := doc.(map[string]any)
+	if !ok {
+		return nil, nil, problem.At(problem.RequestInvalid, "", "a batch body is an object with items")
+	}
+	for _, k := range sortedKeys(top) {
+		if k != "items" && k != "changeContext" {
+			return nil, nil, problem.At(problem.RequestInvalid, strictjson.Pointer(k), "unknown member %q: a batch has items and changeContext", k)
+		}
+	}
+	rawItems, ok := top["items"].([]any)
+	if !ok {
+		return nil, nil, problem.At(problem.RequestInvalid, "/items", "items must be an array")
+	}
+	if len(rawItems) == 0 {
+		return nil, nil, problem.At(problem.RequestInvalid, "/items", "the batch has no items")
+	}
+	if len(rawItems) > e.Batch.MaximumItems {
+		return nil, nil, problem.At(problem.RequestInvalid, "/items", "the batch has more than %d items", e.Batch.MaximumItems)
+	}
+	var cc []byte
+	if raw, has := top["changeContext"]; has {
+		if cc, err = changeContext(raw); err != nil {
+			return nil, nil, err
+		}
+	}
+	items := make([]batchItem, 0, len(rawItems))
+	for i, raw := range rawItems {
+		it, err := s.parseItem(ctx, c, e, grant, raw)
+		if err != nil {
+			return nil, nil, inItem(err, i)
+		}
+		items = append(items, it)
+	}
+	return items, cc, nil
+}
+
+func (s *Service) parseItem(ctx context.Context, c Call, e *model.Entity, grant *access.Grant, raw any) (batchItem, error) {
+	m, ok := raw.(map[string]any)
+	if !ok {
+		return batchItem{}, problem.At(problem.RequestInvalid, "", "each item is an object")
+	}
+	op, _ := m["operation"].(string)
+	var allowed map[string]bool
+	switch op {
+	case model.OpCreate:
+		allowed = map[string]bool{"operation": true, "data": true}
+	case model.OpPatch:
+		if e.MutationMode == model.CreateOnly {
+			return batchItem{}, problem.At(problem.RequestInvalid, "/operation", "%s records cannot be patched", e.ID)
+		}
+		allowed = map[string]bool{"operation": true, "id": true, "ifMatch": true, "patch": true}
+	default:
+		return batchItem{}, problem.At(problem.RequestInvalid, "/operation", "operation must be create or patch")
+	}
+	for _, k := range sortedKeys(m) {
+		if !allowed[k] {
+			return batchItem{}, problem.At(problem.RequestInvalid, strictjson.Pointer(k), "unknown member %q in a %s item (a change context is shared by the whole batch)", k, op)
+		}
+	}
+	if _, err := s.decide(ctx, c, op, e); err != nil {
+		return batchItem{}, err
+	}
+	if op == model.OpCreate {
+		data, ok := m["data"].(map[string]any)
+		if !ok {
+			return batchItem{}, problem.At(problem.RequestInvalid, "/data", "data must be an object of field values")
+		}
+		values, err := s.decodeFields(e, grant, data)
+		if err != nil {
+			return batchItem{}, err
+		}
+		return batchItem{operation: op, values: values}, nil
+	}
+	id, _ := m["id"].(string)
+	if id == "" {
+		return batchItem{}, problem.At(problem.RequestInvalid, "/id", "a patch item needs the record id")
+	}
+	ifMatch, _ := m["ifMatch"].(string)
+	if ifMatch == "" {
+		return batchItem{}, problem.At(problem.RequestInvalid, "/ifMatch", "a patch item needs the record's ETag in ifMatch")
+	}
+	rawPatch, err := json.Marshal(m["patch"])
+	if err != nil {
+		return batchItem{}, err
+	}
+	ops, err := parsePatch(e, grant, rawPatch)
+	if err != nil {
+		return batchItem{}, underPatch(err)
+	}
+	return batchItem{operation: op, id: id, ifMatch: ifMatch, patch: ops}, nil
+}
+
+// underPatch moves a refusal about the patch document itself (the whole
+// document or one operation) under the item's patch member; refusals that
+// name a field keep naming it.
+func underPatch(err error) error {
+	pe, ok := err.(*problem.Error)
+	if !ok || pe.FieldPath == nil || strings.HasPrefix(*pe.FieldPath, "/data/") {
+		return err
+	}
+	p := "/patch" + *pe.FieldPath
+	cp := *pe
+	cp.FieldPath = &p
+	return &cp
+}
+
+// changeContext checks a batch's change context and returns its canonical form.
+func changeContext(raw any) ([]byte, error) {
+	m, ok := raw.(map[string]any)
+	if !ok {
+		return nil, problem.At(problem.RequestInvalid, "/changeContext", "changeContext must be an object")
+	}
+	for _, k := range sortedKeys(m) {
+		switch k {
+		case "kind", "reasonCode", "reasonText", "sourceReferences":
+		default:
+			return nil, problem.At(problem.RequestInvalid, "/changeContext/"+k, "unknown member %q of changeContext", k)
+		}
+	}
+	str := func(name string, max int) (string, error) {
+		v, has := m[name]
+		if !has {
+			return "", nil
+		}
+		s, ok := v.(string)
+		if !ok {
+			return "", problem.At(problem.RequestInvalid, "/changeContext/"+name, "%s must be a string", name)
+		}
+		if len(s) > max {
+			return "", problem.At(problem.RequestInvalid, "/changeContext/"+name, "%s is longer than %d bytes", name, max)
+		}
+		if !utf8.ValidString(s) {
+			return "", problem.At(problem.RequestInvalid, "/changeContext/"+name, "%s is not valid UTF-8", name)
+		}
+		return s, nil
+	}
+	kind, err := str("kind", MaxContextKindBytes)
+	if err != nil {
+		return nil, err
+	}
+	if kind == "" {
+		return nil, problem.At(problem.RequestInvalid, "/changeContext/kind", "changeContext needs a kind")
+	}
+	code, err := str("reasonCode", MaxReasonCodeBytes)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := str("reasonText", MaxReasonTextBytes); err != nil {
+		return nil, err
+	}
+	if kind == "correction" && code == "" {
+		return nil, problem.At(problem.RequestInvalid, "/changeContext/reasonCode", "a correction needs a nonempty reasonCode")
+	}
+	if v, has := m["sourceReferences"]; has {
+		refs, ok := v.([]any)
+		if !ok {
+			return nil, problem.At(problem.RequestInvalid, "/changeContext/sourceReferences", "sourceReferences must be an array of strings")
+		}
+		if len(refs) > MaxSourceReferences {
+			return nil, problem.At(problem.RequestInvalid, "/changeContext/sourceReferences", "at most %d source references", MaxSourceReferences)
+		}
+		for i, r := range refs {
+			s, ok := r.(string)
+			at := fmt.Sprintf("/changeContext/sourceReferences/%d", i)
+			if !ok || s == "" {
+				return nil, problem.At(problem.RequestInvalid, at, "a source reference is a nonempty string")
+			}
+			if len(s) > MaxSourceReferenceBytes {
+				return nil, problem.At(problem.RequestInvalid, at, "a source reference is at most %d bytes", MaxSourceReferenceBytes)
+			}
+		}
+	}
+	return canonjson.Marshal(m)
+}
