@@ -43,6 +43,17 @@ func personEntity() *model.Entity {
 	}}
 }
 
+// itemEntity has an index on its kind field.
+func itemEntity() *model.Entity {
+	return &model.Entity{ID: "item", Route: "items", MutationMode: model.Mutable,
+		Fields: []*model.Field{
+			{ID: "kind", APIName: "kind", Type: model.TypeString, MaxLength: intp(10)},
+			{ID: "n", APIName: "n", Type: model.TypeInteger},
+		},
+		Indexes: []*model.Index{{ID: "by-kind", Fields: []string{"kind"}}},
+	}
+}
+
 var everything = []string{"name", "note", "status", "age", "amount", "born", "seen", "flag", "ext", "where", "extra"}
 
 // fullAllowed reads, filters and sorts every field but "hidden" (read only)
