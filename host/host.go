@@ -20,6 +20,7 @@ import (
 	"github.com/registrum/registrum/host/access"
 	"github.com/registrum/registrum/host/config"
 	"github.com/registrum/registrum/host/httpapi"
+	"github.com/registrum/registrum/host/metadata"
 	"github.com/registrum/registrum/host/model"
 	"github.com/registrum/registrum/host/records"
 	"github.com/registrum/registrum/store"
@@ -76,13 +77,18 @@ func assemble(ctx context.Context, cfg *config.Config, log *slog.Logger, pool *p
 	if err != nil {
 		return nil, err
 	}
+	docs, err := metadata.Load(pkg, cfg.Package)
+	if err != nil {
+		return nil, err
+	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	api := httpapi.New(httpapi.Options{
-		Records: svc,
-		Logger:  log,
-		Metrics: httpapi.NewMetrics(reg),
-		Ready:   st.Ping,
+		Records:   svc,
+		Documents: docs,
+		Logger:    log,
+		Metrics:   httpapi.NewMetrics(reg),
+		Ready:     st.Ping,
 	})
 	return &Host{
 		cfg:     cfg,

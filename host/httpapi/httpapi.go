@@ -16,6 +16,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/registrum/registrum/host/metadata"
 	"github.com/registrum/registrum/host/model"
 	"github.com/registrum/registrum/host/problem"
 	"github.com/registrum/registrum/host/records"
@@ -27,8 +28,10 @@ const DefaultMaximumBodyBytes = 1 << 20
 // Options configure the edge.
 type Options struct {
 	Records *records.Service
-	Logger  *slog.Logger
-	Metrics *Metrics
+	// Documents are the package's published documents (OpenAPI, schemas, forms).
+	Documents *metadata.Documents
+	Logger    *slog.Logger
+	Metrics   *Metrics
 	// Ready reports whether the host can serve (the database answers).
 	Ready func(ctx context.Context) error
 }
@@ -36,6 +39,7 @@ type Options struct {
 // API is the HTTP edge of the record host.
 type API struct {
 	records  *records.Service
+	docs     *metadata.Documents
 	pkg      *model.Package
 	log      *slog.Logger
 	metrics  *Metrics
@@ -46,7 +50,7 @@ type API struct {
 
 // New builds the edge.
 func New(o Options) *API {
-	a := &API{records: o.Records, pkg: o.Records.Package(), log: o.Logger, metrics: o.Metrics, ready: o.Ready}
+	a := &API{records: o.Records, docs: o.Documents, pkg: o.Records.Package(), log: o.Logger, metrics: o.Metrics, ready: o.Ready}
 	if a.log == nil {
 		a.log = slog.New(slog.DiscardHandler)
 	}
@@ -56,6 +60,11 @@ func New(o Options) *API {
 	r.MethodNotAllowed(a.notFound)
 	r.Get("/health", a.health)
 	r.Get("/ready", a.readiness)
+	if a.docs != nil {
+		r.Get("/openapi.json", a.openapi)
+		r.Get("/v1/schemas/{entity}", a.entitySchema)
+		r.Get(a.docs.FormPathPrefix()+"{form}/schema.json", a.formSchema)
+	}
 	r.Post("/v1/records/{route}", a.createRecord)
 	r.Post("/v1/records/{route}:batch", a.batch)
 	r.Get("/v1/records/{route}/{recordId}", a.getRecord)
@@ -168,6 +177,37 @@ func (a *API) createRecord(w http.ResponseWriter, r *http.Request) {
 	}
 	res, err := a.records.Create(r.Context(), a.call(r), e, body)
 	a.answer(w, r, e, res, err)
+}
+
+func (a *API) openapi(w http.ResponseWriter, r *http.Request) {
+	writePublic(w, "application/vnd.oai.openapi+json", a.docs.OpenAPI())
+}
+
+func (a *API) entitySchema(w http.ResponseWriter, r *http.Request) {
+	b, err := a.docs.EntitySchema(chi.URLParam(r, "entity"))
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	writePublic(w, "application/schema+json", b)
+}
+
+func (a *API) formSchema(w http.ResponseWriter, r *http.Request) {
+	b, err := a.docs.FormSchema(chi.URLParam(r, "form"))
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	writePublic(w, "application/schema+json", b)
+}
+
+// writePublic answers a published document, which caches may keep briefly.
+func writePublic(w http.ResponseWriter, ct string, body []byte) {
+	w.Header().Set("Content-Type", ct)
+	w.Header().Set("Cache-Control", "public, max-age=300")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(http.StatusOK)
+	w.Write(body)
 }
 
 func (a *API) batch(w http.ResponseWriter, r *http.Request) {

@@ -10,7 +10,7 @@ import (
 	"github.com/registrum/registrum/internal/strictjson"
 )
 
-func ip(v int) *int       { return &v }
+func ip(v int) *int      { return &v }
 func i64(v int64) *int64 { return &v }
 
 func field(f model.Field) *model.Field {

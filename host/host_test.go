@@ -1,0 +1,127 @@
+package host_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/registrum/registrum/host"
+	"github.com/registrum/registrum/host/config"
+	"github.com/registrum/registrum/host/project"
+	"github.com/registrum/registrum/store"
+	"github.com/registrum/registrum/store/storetest"
+)
+
+func TestMain(m *testing.M) { os.Exit(storetest.Run(m)) }
+
+// deployment compiles a project and writes a runtime configuration for it.
+func deployment(t *testing.T, projectDir, dsn string) *config.Config {
+	t.Helper()
+	dir := t.TempDir()
+	res, err := project.Compile(projectDir, project.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := res.Write(filepath.Join(dir, "package")); err != nil {
+		t.Fatal(err)
+	}
+	os.MkdirAll(filepath.Join(dir, "secrets"), 0o700)
+	if err := os.WriteFile(filepath.Join(dir, "secrets", "host-key"), bytes.Repeat([]byte{7}, 32), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfgPath := filepath.Join(dir, "registrum.yaml")
+	cfg := "version: 1\nlistener: {address: 127.0.0.1, port: 0}\ndatabase: {url: \"" + dsn + "\"}\npackage: package\nsecrets: {root: secrets}\nhostKeyRef: secret:file/host-key\n"
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := config.Load(cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func get(t *testing.T, url string) (*http.Response, []byte) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp, b
+}
+
+func TestHostServesThePackagesPublishedDocuments(t *testing.T) {
+	cfg := deployment(t, "project/testdata/minimal", storetest.NewDatabase(t))
+	h, err := host.Open(context.Background(), cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	srv := httptest.NewServer(h.Handler())
+	defer srv.Close()
+
+	want, err := os.ReadFile(filepath.Join(cfg.Package, "openapi.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, body := get(t, srv.URL+"/openapi.json")
+	if resp.StatusCode != 200 || !bytes.Equal(body, want) {
+		t.Fatalf("/openapi.json: %d, %d bytes (package holds %d)", resp.StatusCode, len(body), len(want))
+	}
+	want, _ = os.ReadFile(filepath.Join(cfg.Package, "schemas", "parcel.schema.json"))
+	resp, body = get(t, srv.URL+"/v1/schemas/parcel")
+	if resp.StatusCode != 200 || !bytes.Equal(body, want) || resp.Header.Get("Content-Type") != "application/schema+json" {
+		t.Fatalf("/v1/schemas/parcel: %d %q", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	resp, body = get(t, srv.URL+"/v1/schemas/nothing")
+	if resp.StatusCode != 404 || !strings.Contains(string(body), "resource.not_found") {
+		t.Fatalf("/v1/schemas/nothing: %d %s", resp.StatusCode, body)
+	}
+	metrics := httptest.NewServer(h.MetricsHandler())
+	defer metrics.Close()
+	_, m := get(t, metrics.URL)
+	if !strings.Contains(string(m), `registrum_http_requests_total{method="GET",route="/v1/schemas/{entity}",status="404"} 1`) {
+		t.Errorf("metrics lack the request count:\n%s", m)
+	}
+}
+
+func TestHostRefusesAnUnmigratedOrNewerSchema(t *testing.T) {
+	dsn := storetest.NewDatabase(t)
+	cfg := deployment(t, "project/testdata/minimal", dsn)
+	conn, err := pgx.Connect(context.Background(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	conn.Exec(context.Background(), "insert into registrum.schema_migrations (version, name) values (999, 'future')")
+	if _, err := host.Open(context.Background(), cfg, slog.New(slog.DiscardHandler)); !errors.Is(err, store.ErrSchemaTooNew) {
+		t.Fatalf("newer schema: err = %v", err)
+	}
+	conn.Exec(context.Background(), "drop schema registrum cascade")
+	_, err = host.Open(context.Background(), cfg, slog.New(slog.DiscardHandler))
+	if !errors.Is(err, store.ErrNotMigrated) || !strings.Contains(err.Error(), "registrum migrate") {
+		t.Fatalf("unmigrated schema: err = %v", err)
+	}
+}
+
+func TestHostRefusesAModifiedPackage(t *testing.T) {
+	cfg := deployment(t, "project/testdata/minimal", storetest.NewDatabase(t))
+	path := filepath.Join(cfg.Package, "schemas", "parcel.schema.json")
+	b, _ := os.ReadFile(path)
+	os.WriteFile(path, append(b, ' '), 0o644)
+	if _, err := host.Open(context.Background(), cfg, slog.New(slog.DiscardHandler)); err == nil || !strings.Contains(err.Error(), "digest") {
+		t.Fatalf("modified package: err = %v", err)
+	}
+}
