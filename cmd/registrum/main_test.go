@@ -6,6 +6,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
+
+	"github.com/registrum/registrum/store/storetest"
 )
 
 // binary is the registrum binary built once for the process-level tests.
@@ -24,7 +26,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "build registrum:", err)
 		os.Exit(2)
 	}
-	code := m.Run()
+	code := storetest.Run(m)
 	os.RemoveAll(dir)
 	os.Exit(code)
 }
