@@ -1,10 +1,20 @@
 // Package access decides, in one place, whether a caller may perform an
-// operation on an entity and which fields it may read and write. Every read
-// and write of the record host asks a Decider before touching the store.
+// operation on an entity and which fields and records it may then read and
+// write. Every read and write of the record host asks a Decider before
+// touching the store.
+//
+// Packages with access profiles are decided by NewProfiles: it selects one
+// profile per request, admits the caller against it (verifying the bearer
+// token with host/auth), and returns a Grant carrying the profile's field
+// sets and the row boundaries resolved from the token's claims. Refusals are
+// *problem.Error values: the concealed problem.NotFound for anything the
+// caller may not see, authentication.refused for a presented and rejected
+// token.
 package access
 
 import (
 	"context"
+	"time"
 
 	"github.com/registrum/registrum/host/model"
 )
@@ -16,19 +26,103 @@ type Request struct {
 	Entity    *model.Entity
 	// Bearer is the presented access token, "" when none was presented.
 	Bearer string
-	// Profile is the access profile the caller selected, "" for the route's default.
+	// Profile is the access profile the caller selected (accessProfile), ""
+	// for the route's default.
 	Profile string
 }
 
-// Grant is what a decision allows.
+// Grant is what a decision allows. Field sets hold authored field ids.
 type Grant struct {
 	// Profile is the access profile that granted the operation.
 	Profile string
+	// Anonymous is true when the profile admits callers without a token.
+	Anonymous bool
 	// PrincipalReference is the keyed reference of the caller, "" for anonymous.
 	PrincipalReference string
-	// Readable and Writable hold authored field ids.
+	// Readable and Writable hold the fields the caller may read and write.
 	Readable map[string]bool
 	Writable map[string]bool
+	// Filterable and Sortable hold the fields $filter and $orderby may name.
+	Filterable map[string]bool
+	Sortable   map[string]bool
+	// AllowCount allows $count.
+	AllowCount bool
+	// Source is the profile's authored grant on the entity (request
+	// visibility, provenance fields, apply targets and the like), nil for
+	// Unrestricted.
+	Source *model.Grant
+
+	boundaries []Boundary
+}
+
+// Boundary is one resolved row boundary: a record is inside it when its
+// Field holds one of Values. Values are storage forms (see host/values):
+// string, int64 or time.Time; an "equals" boundary has exactly one value,
+// an "in" boundary the members of its claim (possibly none: then no record
+// is inside).
+type Boundary struct {
+	// Field is the authored field id.
+	Field string
+	// Operator is model.BoundaryEquals or model.BoundaryIn.
+	Operator string
+	// Claim names the token claim the values came from.
+	Claim string
+	// Values are the allowed storage-form values.
+	Values []any
+}
+
+// Boundaries returns the row boundaries that must all hold for a record to
+// be visible and writable; none when the grant is unrestricted. The store
+// and query layers add them to every read (lists, counts, cursors, single
+// reads) and check them on every write.
+func (g *Grant) Boundaries() []Boundary {
+	out := make([]Boundary, len(g.boundaries))
+	for i, b := range g.boundaries {
+		b.Values = append([]any(nil), b.Values...)
+		out[i] = b
+	}
+	return out
+}
+
+// Admits reports whether a record with the given storage-form values (keyed
+// by authored field id) lies inside every row boundary. A field that is
+// absent or null is outside any boundary on it.
+func (g *Grant) Admits(values map[string]any) bool {
+	for _, b := range g.boundaries {
+		v, ok := values[b.Field]
+		if !ok || v == nil || !b.holds(v) {
+			return false
+		}
+	}
+	return true
+}
+
+func (b *Boundary) holds(v any) bool {
+	for _, allowed := range b.Values {
+		if sameValue(v, allowed) {
+			return true
+		}
+	}
+	return false
+}
+
+// sameValue compares two storage-form values.
+func sameValue(a, b any) bool {
+	switch x := a.(type) {
+	case string:
+		y, ok := b.(string)
+		return ok && x == y
+	case int64:
+		y, ok := b.(int64)
+		return ok && x == y
+	case time.Time:
+		y, ok := b.(time.Time)
+		return ok && x.Equal(y)
+	case bool:
+		y, ok := b.(bool)
+		return ok && x == y
+	}
+	return false
 }
 
 // Decider makes access decisions. A refusal is returned as an error the edge
@@ -38,17 +132,28 @@ type Decider interface {
 	Decide(ctx context.Context, r Request) (*Grant, error)
 }
 
-// Unrestricted grants every operation and every field to every caller. It is
-// the decider of deployments without access profiles (the foundation's
-// first slice); packages with profiles are decided by the profile decider.
+// Unrestricted grants every operation and every field to every caller, with
+// no row boundaries. It is the decider of deployments without access
+// profiles (development packages); packages with profiles are decided by
+// NewProfiles.
 type Unrestricted struct{}
 
-// Decide grants everything.
+// Decide grants everything: every field readable and writable, every field
+// of a filterable type filterable and of a sortable type sortable, and $count.
 func (Unrestricted) Decide(_ context.Context, r Request) (*Grant, error) {
-	g := &Grant{Profile: r.Profile, Readable: map[string]bool{}, Writable: map[string]bool{}}
+	g := &Grant{Profile: r.Profile, Readable: map[string]bool{}, Writable: map[string]bool{},
+		Filterable: map[string]bool{}, Sortable: map[string]bool{}, AllowCount: true}
 	for _, f := range r.Entity.Fields {
 		g.Readable[f.ID] = true
 		g.Writable[f.ID] = true
+		switch f.Type {
+		case model.TypeText, model.TypeStructured, model.TypeCRS84Point:
+		case model.TypeBoolean:
+			g.Filterable[f.ID] = true
+		default:
+			g.Filterable[f.ID] = true
+			g.Sortable[f.ID] = true
+		}
 	}
 	return g, nil
 }
