@@ -14,7 +14,7 @@ import (
 
 // MaximumBoundaryValues bounds the members of an "in" boundary claim; a
 // longer claim does not satisfy the profile.
-const MaximumBoundaryValues = 1000
+const MaximumBoundaryValues = 256
 
 // entityOperations are the operations an entity grant may list.
 var entityOperations = map[string]bool{

@@ -1,19 +1,11 @@
 package auth
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"encoding/json"
-	"net/http"
-	"net/http/httptest"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	jose "github.com/go-jose/go-jose/v4"
-
+	"github.com/registrum/registrum/host/auth/authtest"
 	"github.com/registrum/registrum/host/config"
 )
 
@@ -37,94 +29,12 @@ func (c *clock) Advance(d time.Duration) {
 	c.mu.Unlock()
 }
 
-// signingKey is a test ES256 key with its kid.
-type signingKey struct {
-	kid  string
-	priv *ecdsa.PrivateKey
-}
+type signingKey = authtest.Key
 
-func newKey(t testing.TB, kid string) *signingKey {
-	t.Helper()
-	priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &signingKey{kid: kid, priv: priv}
-}
+func newKey(t testing.TB, kid string) *signingKey { return authtest.NewKey(t, kid) }
 
-// jwk returns the key's public JWK as the issuer publishes it.
-func (k *signingKey) jwk() map[string]any {
-	return map[string]any{
-		"kty": "EC", "crv": "P-256", "kid": k.kid, "use": "sig", "alg": "ES256",
-		"x": b64.EncodeToString(k.priv.X.FillBytes(make([]byte, 32))),
-		"y": b64.EncodeToString(k.priv.Y.FillBytes(make([]byte, 32))),
-	}
-}
-
-// sign writes a compact JWS with the given typ over claims.
-func (k *signingKey) sign(t testing.TB, typ string, claims map[string]any) string {
-	t.Helper()
-	opts := (&jose.SignerOptions{}).WithHeader(jose.HeaderKey("kid"), k.kid)
-	if typ != "" {
-		opts = opts.WithType(jose.ContentType(typ))
-	}
-	s, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.ES256, Key: k.priv}, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	payload, err := json.Marshal(claims)
-	if err != nil {
-		t.Fatal(err)
-	}
-	obj, err := s.Sign(payload)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tok, err := obj.CompactSerialize()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tok
-}
-
-// keyServer serves a key set that tests change, counting fetches.
-type keyServer struct {
-	*httptest.Server
-	mu     sync.Mutex
-	body   []byte
-	status int
-	hits   atomic.Int64
-}
-
-func newKeyServer(t testing.TB, keys ...*signingKey) *keyServer {
-	ks := &keyServer{status: http.StatusOK}
-	ks.setKeys(keys...)
-	ks.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ks.hits.Add(1)
-		ks.mu.Lock()
-		body, status := ks.body, ks.status
-		ks.mu.Unlock()
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(status)
-		w.Write(body)
-	}))
-	t.Cleanup(ks.Close)
-	return ks
-}
-
-func (ks *keyServer) setKeys(keys ...*signingKey) {
-	list := []any{}
-	for _, k := range keys {
-		list = append(list, k.jwk())
-	}
-	body, _ := json.Marshal(map[string]any{"keys": list})
-	ks.setBody(http.StatusOK, body)
-}
-
-func (ks *keyServer) setBody(status int, body []byte) {
-	ks.mu.Lock()
-	ks.status, ks.body = status, body
-	ks.mu.Unlock()
+func newKeyServer(t testing.TB, keys ...*signingKey) *authtest.KeyServer {
+	return authtest.NewKeyServer(t, keys...)
 }
 
 const (

@@ -36,10 +36,10 @@ func TestVerifyAcceptsAndRefusesEachCheck(t *testing.T) {
 	now := clk.Now()
 	base := claimsAt(now)
 	es256 := func(typ string, c map[string]any) func() string {
-		return func() string { return k1.sign(t, typ, c) }
+		return func() string { return k1.Sign(t, typ, c) }
 	}
 	hs256 := func(input string) []byte {
-		m := hmac.New(sha256.New, []byte(fmt.Sprint(k1.jwk()["x"])))
+		m := hmac.New(sha256.New, []byte(fmt.Sprint(k1.PublicJWK()["x"])))
 		m.Write([]byte(input))
 		return m.Sum(nil)
 	}
@@ -62,15 +62,13 @@ func TestVerifyAcceptsAndRefusesEachCheck(t *testing.T) {
 			return rawToken(map[string]any{"alg": "RS256", "typ": "at+jwt", "kid": "k1"}, base, func(string) []byte { return make([]byte, 256) })
 		}, ReasonHeader},
 		{"no kid", func() string {
-			k := *k1
-			k.kid = ""
-			return k.sign(t, "at+jwt", base)
+			return k1.Renamed("").Sign(t, "at+jwt", base)
 		}, ReasonHeader},
-		{"revoked kid although cached", func() string { return revoked.sign(t, "at+jwt", base) }, ReasonKeyRevoked},
-		{"unknown kid", func() string { return newKey(t, "k9").sign(t, "at+jwt", base) }, ReasonKeyUnknown},
-		{"bad signature under a known kid", func() string { return other.sign(t, "at+jwt", base) }, ReasonSignature},
+		{"revoked kid although cached", func() string { return revoked.Sign(t, "at+jwt", base) }, ReasonKeyRevoked},
+		{"unknown kid", func() string { return newKey(t, "k9").Sign(t, "at+jwt", base) }, ReasonKeyUnknown},
+		{"bad signature under a known kid", func() string { return other.Sign(t, "at+jwt", base) }, ReasonSignature},
 		{"tampered claims", func() string {
-			parts := strings.Split(k1.sign(t, "at+jwt", base), ".")
+			parts := strings.Split(k1.Sign(t, "at+jwt", base), ".")
 			c, _ := json.Marshal(with(base, "scope", "records:admin"))
 			return parts[0] + "." + b64.EncodeToString(c) + "." + parts[2]
 		}, ReasonSignature},
@@ -93,12 +91,12 @@ func TestVerifyAcceptsAndRefusesEachCheck(t *testing.T) {
 		{"missing jti", es256("at+jwt", with(base, "jti", nil)), ReasonClaims},
 		{"scope not a string", es256("at+jwt", with(base, "scope", []string{"records:read"})), ReasonClaims},
 		{"claims not an object", func() string {
-			return k1.sign(t, "at+jwt", nil)
+			return k1.Sign(t, "at+jwt", nil)
 		}, ReasonMalformed},
 		{"garbage", func() string { return "not.a.token" }, ReasonMalformed},
 		{"empty", func() string { return "" }, ReasonMalformed},
 		{"over the size bound", func() string {
-			return k1.sign(t, "at+jwt", with(base, "pad", strings.Repeat("x", MaximumTokenBytes)))
+			return k1.Sign(t, "at+jwt", with(base, "pad", strings.Repeat("x", MaximumTokenBytes)))
 		}, ReasonMalformed},
 	}
 	for _, tc := range cases {
@@ -143,7 +141,7 @@ func TestVerifyTokenSizeBoundEdge(t *testing.T) {
 	var tok string
 	for _, k := range keys {
 		for pad := MaximumTokenBytes*3/4 - 400; pad < MaximumTokenBytes; pad++ {
-			tok = k.sign(t, "at+jwt", with(base, "pad", strings.Repeat("x", pad)))
+			tok = k.Sign(t, "at+jwt", with(base, "pad", strings.Repeat("x", pad)))
 			if len(tok) >= MaximumTokenBytes {
 				break
 			}
@@ -185,7 +183,7 @@ func TestScopesSplitOnTheConfiguredSeparatorAndClaimsFromConfiguredNames(t *test
 		t.Fatal(err)
 	}
 	claims := with(claimsAt(clk.Now()), "permissions", "a:read,,b:write", "ctx", map[string]any{"purpose": "inspection"})
-	c, err := v.Verify(context.Background(), k.sign(t, "at+jwt", claims))
+	c, err := v.Verify(context.Background(), k.Sign(t, "at+jwt", claims))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,28 +207,28 @@ func TestKeyRotationIsPickedUpOnUnknownKid(t *testing.T) {
 	ks := newKeyServer(t, a)
 	v := mustVerifier(t, ks.URL, clk)
 	ctx := context.Background()
-	if _, err := v.Verify(ctx, a.sign(t, "at+jwt", claimsAt(clk.Now()))); err != nil {
+	if _, err := v.Verify(ctx, a.Sign(t, "at+jwt", claimsAt(clk.Now()))); err != nil {
 		t.Fatal(err)
 	}
-	if got := ks.hits.Load(); got != 1 {
+	if got := ks.Hits(); got != 1 {
 		t.Fatalf("fetches = %d, want 1", got)
 	}
 	// The issuer rotates to b; the first b token triggers a fetch.
-	ks.setKeys(a, b)
+	ks.SetKeys(a, b)
 	clk.Advance(DefaultMinimumFetchInterval)
-	if _, err := v.Verify(ctx, b.sign(t, "at+jwt", claimsAt(clk.Now()))); err != nil {
+	if _, err := v.Verify(ctx, b.Sign(t, "at+jwt", claimsAt(clk.Now()))); err != nil {
 		t.Fatalf("rotated key refused: %v", err)
 	}
-	if got := ks.hits.Load(); got != 2 {
+	if got := ks.Hits(); got != 2 {
 		t.Fatalf("fetches = %d, want 2", got)
 	}
 	// Known keys need no fetch.
 	for range 5 {
-		if _, err := v.Verify(ctx, a.sign(t, "at+jwt", claimsAt(clk.Now()))); err != nil {
+		if _, err := v.Verify(ctx, a.Sign(t, "at+jwt", claimsAt(clk.Now()))); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if got := ks.hits.Load(); got != 2 {
+	if got := ks.Hits(); got != 2 {
 		t.Fatalf("fetches = %d after known-key tokens, want 2", got)
 	}
 }
@@ -241,14 +239,14 @@ func TestUnknownKidFetchesAreRateLimited(t *testing.T) {
 	ks := newKeyServer(t, a)
 	v := mustVerifier(t, ks.URL, clk)
 	ctx := context.Background()
-	if _, err := v.Verify(ctx, a.sign(t, "at+jwt", claimsAt(clk.Now()))); err != nil {
+	if _, err := v.Verify(ctx, a.Sign(t, "at+jwt", claimsAt(clk.Now()))); err != nil {
 		t.Fatal(err)
 	}
 	clk.Advance(DefaultMinimumFetchInterval)
 	// A flood of tokens naming unknown kids, concurrently: one fetch.
 	tokens := make([]string, 64)
 	for i := range tokens {
-		tokens[i] = newKey(t, fmt.Sprintf("bogus-%d", i)).sign(t, "at+jwt", claimsAt(clk.Now()))
+		tokens[i] = newKey(t, fmt.Sprintf("bogus-%d", i)).Sign(t, "at+jwt", claimsAt(clk.Now()))
 	}
 	var wg sync.WaitGroup
 	for _, tok := range tokens {
@@ -259,17 +257,17 @@ func TestUnknownKidFetchesAreRateLimited(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	if got := ks.hits.Load(); got != 2 {
+	if got := ks.Hits(); got != 2 {
 		t.Fatalf("fetches = %d after a flood, want 2", got)
 	}
 	clk.Advance(DefaultMinimumFetchInterval - time.Nanosecond)
 	v.Verify(ctx, tokens[0])
-	if got := ks.hits.Load(); got != 2 {
+	if got := ks.Hits(); got != 2 {
 		t.Fatalf("fetches = %d just inside the interval, want 2", got)
 	}
 	clk.Advance(time.Nanosecond)
 	v.Verify(ctx, tokens[0])
-	if got := ks.hits.Load(); got != 3 {
+	if got := ks.Hits(); got != 3 {
 		t.Fatalf("fetches = %d once the interval passed, want 3", got)
 	}
 }
@@ -278,21 +276,21 @@ func TestNoKeySetEverRetrievedRefusesEveryToken(t *testing.T) {
 	clk := newClock()
 	a := newKey(t, "a")
 	ks := newKeyServer(t, a)
-	ks.setBody(http.StatusServiceUnavailable, []byte("down"))
+	ks.SetBody(http.StatusServiceUnavailable, []byte("down"))
 	v := mustVerifier(t, ks.URL, clk)
 	for range 3 {
-		_, err := v.Verify(context.Background(), a.sign(t, "at+jwt", claimsAt(clk.Now())))
+		_, err := v.Verify(context.Background(), a.Sign(t, "at+jwt", claimsAt(clk.Now())))
 		if re, ok := IsRefused(err); !ok || re.Reason != ReasonNoKeySet {
 			t.Fatalf("err = %v, want %s", err, ReasonNoKeySet)
 		}
 	}
-	if got := ks.hits.Load(); got != 1 {
+	if got := ks.Hits(); got != 1 {
 		t.Fatalf("fetches = %d, want 1 (rate limited)", got)
 	}
 	// Once the issuer answers, the next attempt after the interval succeeds.
-	ks.setKeys(a)
+	ks.SetKeys(a)
 	clk.Advance(DefaultMinimumFetchInterval)
-	if _, err := v.Verify(context.Background(), a.sign(t, "at+jwt", claimsAt(clk.Now()))); err != nil {
+	if _, err := v.Verify(context.Background(), a.Sign(t, "at+jwt", claimsAt(clk.Now()))); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -307,24 +305,24 @@ func TestHeldKeySetIsUsedOnlyUntilItsAllowanceEnds(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	if _, err := v.Verify(ctx, a.sign(t, "at+jwt", claimsAt(clk.Now()))); err != nil {
+	if _, err := v.Verify(ctx, a.Sign(t, "at+jwt", claimsAt(clk.Now()))); err != nil {
 		t.Fatal(err)
 	}
-	ks.setBody(http.StatusInternalServerError, []byte("{}"))
+	ks.SetBody(http.StatusInternalServerError, []byte("{}"))
 	// Past the refresh interval a stale set triggers a fetch, which fails: the set is kept.
 	clk.Advance(cfg.KeySetRefresh())
-	if _, err := v.Verify(ctx, a.sign(t, "at+jwt", claimsAt(clk.Now()))); err != nil {
+	if _, err := v.Verify(ctx, a.Sign(t, "at+jwt", claimsAt(clk.Now()))); err != nil {
 		t.Fatalf("held set refused after a failed refresh: %v", err)
 	}
-	if got := ks.hits.Load(); got != 2 {
+	if got := ks.Hits(); got != 2 {
 		t.Fatalf("fetches = %d, want 2 (one refresh attempt)", got)
 	}
 	clk.Advance(cfg.KeySetAllowance() - cfg.KeySetRefresh())
-	if _, err := v.Verify(ctx, a.sign(t, "at+jwt", claimsAt(clk.Now()))); err != nil {
+	if _, err := v.Verify(ctx, a.Sign(t, "at+jwt", claimsAt(clk.Now()))); err != nil {
 		t.Fatalf("held set refused at the end of its allowance: %v", err)
 	}
 	clk.Advance(time.Second)
-	_, err = v.Verify(ctx, a.sign(t, "at+jwt", claimsAt(clk.Now())))
+	_, err = v.Verify(ctx, a.Sign(t, "at+jwt", claimsAt(clk.Now())))
 	if re, ok := IsRefused(err); !ok || re.Reason != ReasonNoKeySet {
 		t.Fatalf("err = %v after the allowance, want %s", err, ReasonNoKeySet)
 	}
@@ -337,13 +335,13 @@ func TestStaleKeySetIsRefreshedOnVerify(t *testing.T) {
 	cfg := settings(ks.URL)
 	v, _ := NewVerifier(cfg, nil, WithClock(clk.Now))
 	ctx := context.Background()
-	if _, err := v.Verify(ctx, a.sign(t, "at+jwt", claimsAt(clk.Now()))); err != nil {
+	if _, err := v.Verify(ctx, a.Sign(t, "at+jwt", claimsAt(clk.Now()))); err != nil {
 		t.Fatal(err)
 	}
 	// The issuer drops a from its set: after the refresh interval a is refused.
-	ks.setKeys(b)
+	ks.SetKeys(b)
 	clk.Advance(cfg.KeySetRefresh())
-	_, err := v.Verify(ctx, a.sign(t, "at+jwt", claimsAt(clk.Now())))
+	_, err := v.Verify(ctx, a.Sign(t, "at+jwt", claimsAt(clk.Now())))
 	if re, ok := IsRefused(err); !ok || re.Reason != ReasonKeyUnknown {
 		t.Fatalf("err = %v, want %s", err, ReasonKeyUnknown)
 	}
@@ -351,7 +349,7 @@ func TestStaleKeySetIsRefreshedOnVerify(t *testing.T) {
 
 func TestBadKeySetDocumentsAreNotInstalled(t *testing.T) {
 	good := newKey(t, "good")
-	g := good.jwk()
+	g := good.PublicJWK()
 	set := func(keys ...any) []byte { b, _ := json.Marshal(map[string]any{"keys": keys}); return b }
 	many := make([]any, MaximumKeys+1)
 	for i := range many {
@@ -376,9 +374,9 @@ func TestBadKeySetDocumentsAreNotInstalled(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			clk := newClock()
 			ks := newKeyServer(t, good)
-			ks.setBody(http.StatusOK, body)
+			ks.SetBody(http.StatusOK, body)
 			v := mustVerifier(t, ks.URL, clk)
-			_, err := v.Verify(context.Background(), good.sign(t, "at+jwt", claimsAt(clk.Now())))
+			_, err := v.Verify(context.Background(), good.Sign(t, "at+jwt", claimsAt(clk.Now())))
 			if re, ok := IsRefused(err); !ok || re.Reason != ReasonNoKeySet {
 				t.Fatalf("err = %v, want %s", err, ReasonNoKeySet)
 			}
@@ -395,11 +393,9 @@ func TestBadKeySetDocumentsAreNotInstalled(t *testing.T) {
 		body = append(body, []byte(strings.Repeat(" ", MaximumKeySetBytes-len(body)))...)
 		clk := newClock()
 		ks := newKeyServer(t, good)
-		ks.setBody(http.StatusOK, body)
+		ks.SetBody(http.StatusOK, body)
 		v := mustVerifier(t, ks.URL, clk)
-		k0 := *good
-		k0.kid = "k0"
-		if _, err := v.Verify(context.Background(), k0.sign(t, "at+jwt", claimsAt(clk.Now()))); err != nil {
+		if _, err := v.Verify(context.Background(), good.Renamed("k0").Sign(t, "at+jwt", claimsAt(clk.Now()))); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -422,7 +418,7 @@ func TestKeySetFetchIsBoundedInTime(t *testing.T) {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	_, err = v.Verify(context.Background(), a.sign(t, "at+jwt", claimsAt(clk.Now())))
+	_, err = v.Verify(context.Background(), a.Sign(t, "at+jwt", claimsAt(clk.Now())))
 	if re, ok := IsRefused(err); !ok || re.Reason != ReasonNoKeySet {
 		t.Fatalf("err = %v, want %s", err, ReasonNoKeySet)
 	}
@@ -443,14 +439,14 @@ func TestStartRefreshesInTheBackgroundAndCloseStopsIt(t *testing.T) {
 	if err := v.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if got := ks.hits.Load(); got != 1 {
+	if got := ks.Hits(); got != 1 {
 		t.Fatalf("fetches after Start = %d, want 1", got)
 	}
 	if err := v.Start(context.Background()); err == nil {
 		t.Fatal("second Start accepted")
 	}
 	deadline := time.Now().Add(5 * time.Second)
-	for ks.hits.Load() < 2 {
+	for ks.Hits() < 2 {
 		if time.Now().After(deadline) {
 			t.Fatal("no background refresh")
 		}

@@ -1,0 +1,88 @@
+package access_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/registrum/registrum/host/access"
+	"github.com/registrum/registrum/host/auth"
+	"github.com/registrum/registrum/host/auth/authtest"
+	"github.com/registrum/registrum/host/model"
+)
+
+func TestNewProfilesRefusesInconsistentProfiles(t *testing.T) {
+	base := compiled(t)
+	ks := authtest.NewKeyServer(t, authtest.NewKey(t, "k1"))
+	v, err := auth.NewVerifier(authSettings(ks.URL), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	noPurpose := authSettings(ks.URL)
+	noPurpose.AuthorityClaims.Purpose = ""
+	vNoPurpose, err := auth.NewVerifier(noPurpose, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prof := func(p *model.Package, id string) *model.Profile { return p.ProfileByID(id) }
+	cases := []struct {
+		name  string
+		edit  func(p *model.Package)
+		v     *auth.Verifier
+		nilFn bool
+		want  string
+	}{
+		{"two defaults on one route", func(p *model.Package) { prof(p, "auditor").Default = true }, v, false,
+			`profiles[2] ("auditor"): route of entity "parcel" already has default profile "clerk"`},
+		{"repeated profile id", func(p *model.Package) { prof(p, "inspector").ID = "clerk" }, v, false, `profiles[3] ("clerk"): profile id is repeated`},
+		{"empty profile id", func(p *model.Package) { prof(p, "inspector").ID = "" }, v, false, "profiles[3]: profile id is empty"},
+		{"unknown entity", func(p *model.Package) { prof(p, "clerk").Grants[0].Entity = "ghost" }, v, false, `grants[0].entity: entity "ghost" is not declared`},
+		{"entity granted twice", func(p *model.Package) {
+			a := prof(p, "auditor")
+			a.Grants = append(a.Grants, a.Grants[0])
+		}, v, false, `grants[2].entity: entity "parcel" is already granted`},
+		{"unknown operation", func(p *model.Package) { prof(p, "clerk").Grants[0].Operations[0] = "erase" }, v, false, `grants[0].operations[0]: unknown operation "erase"`},
+		{"unknown readable field", func(p *model.Package) {
+			g := prof(p, "clerk").Grants[0]
+			g.ReadableFields = append(g.ReadableFields, "ghost")
+		}, v, false, `grants[0].readableFields[5]: entity "parcel" has no field "ghost"`},
+		{"unknown sortable field", func(p *model.Package) { prof(p, "clerk").Grants[0].SortableFields = []string{"ghost"} }, v, false, `grants[0].sortableFields[0]`},
+		{"boundary on an unknown field", func(p *model.Package) { prof(p, "clerk").Grants[0].RowBoundaries.Rules[0].Field = "ghost" }, v, false,
+			`grants[0].rowBoundaries[0].field: entity "parcel" has no field "ghost"`},
+		{"boundary on a text field", func(p *model.Package) { prof(p, "clerk").Grants[0].RowBoundaries.Rules[0].Field = "note" }, v, false,
+			`rowBoundaries[0].field: a text field cannot bound rows`},
+		{"boundary with an unknown operator", func(p *model.Package) { prof(p, "clerk").Grants[0].RowBoundaries.Rules[0].Operator = "like" }, v, false,
+			`rowBoundaries[0].operator: "like" is neither equals nor in`},
+		{"boundary without a claim", func(p *model.Package) { prof(p, "clerk").Grants[0].RowBoundaries.Rules[0].Claim = "" }, v, false, `rowBoundaries[0].claim: is required`},
+		{"neither unrestricted nor rules", func(p *model.Package) { prof(p, "clerk").Grants[0].RowBoundaries = model.RowBoundaries{} }, v, false,
+			`grants[0].rowBoundaries: must be unrestricted or list at least one rule`},
+		{"anonymous with rules", func(p *model.Package) {
+			prof(p, "public").Grants[0].RowBoundaries = model.RowBoundaries{Rules: []*model.RowRule{{Field: "district", Claim: "d", Operator: "equals"}}}
+		}, v, false, `profiles[0] ("public").grants[0].rowBoundaries: an anonymous profile has no token claims`},
+		{"anonymous with scopes", func(p *model.Package) { prof(p, "public").RequiredScopes = []string{"x"} }, v, false, `an anonymous profile has no requiredScopes`},
+		{"purposes without a configured purpose claim", func(p *model.Package) {}, vNoPurpose, false,
+			`profiles[2] ("auditor"): requiredPurposes needs authentication.authorityClaims.purpose`},
+		{"profiles with tokens but no verifier", func(p *model.Package) {}, nil, false, `profiles[1] ("clerk"): a profile that is not anonymous needs a token verifier`},
+		{"profiles with tokens but no principal reference", func(p *model.Package) {}, v, true, `a profile that is not anonymous needs a token verifier and a principal reference function`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p := copyPackage(t, base)
+			tc.edit(p)
+			ref := principalRef
+			if tc.nilFn {
+				ref = nil
+			}
+			_, err := access.NewProfiles(p, tc.v, ref)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want %q", err, tc.want)
+			}
+		})
+	}
+	t.Run("anonymous-only packages need no verifier", func(t *testing.T) {
+		p := copyPackage(t, base)
+		p.Profiles = []*model.Profile{prof(p, "public")}
+		if _, err := access.NewProfiles(p, nil, nil); err != nil {
+			t.Fatal(err)
+		}
+	})
+}

@@ -1,0 +1,313 @@
+package access_test
+
+import (
+	"context"
+	"encoding/json"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/registrum/registrum/host/access"
+	"github.com/registrum/registrum/host/auth"
+	"github.com/registrum/registrum/host/auth/authtest"
+	"github.com/registrum/registrum/host/model"
+	"github.com/registrum/registrum/host/problem"
+)
+
+func repeat(s string, n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = s
+	}
+	return out
+}
+
+func TestDecideSelectsAdmitsAndConceals(t *testing.T) {
+	f := newFixture(t)
+	clerk := []any{"scope", "parcels:write", "district", "north"}
+	auditor := []any{"scope", "parcels:read audit:read", "purpose", "audit", "districts", []string{"north", "east"}, "org", 7}
+	tok := func(base []any, kv ...any) string { return f.token(append(append([]any{}, base...), kv...)...) }
+	cases := []struct {
+		name    string
+		entity  string
+		op      string
+		profile string
+		bearer  string
+		want    problem.Code // "" grants
+		grantBy string
+		ref     string
+	}{
+		// Selection.
+		{"default profile of the route", "parcel", model.OpGet, "", tok(clerk), "", "clerk", "ref:service:c1"},
+		{"accessProfile selects another", "parcel", model.OpGet, "auditor", tok(auditor), "", "auditor", "ref:c1"},
+		{"unknown profile name", "parcel", model.OpGet, "nobody", tok(clerk), problem.ResourceNotFound, "", ""},
+		{"profile that does not grant the route", "parcel", model.OpGet, "inspector", tok(clerk, "scope", "surveys:read"), problem.ResourceNotFound, "", ""},
+		{"sole profile of a route is selected", "notice", model.OpList, "", "", "", "public", ""},
+		{"several profiles and no default", "survey", model.OpGet, "", tok(nil, "scope", "surveys:read"), problem.ResourceNotFound, "", ""},
+		{"several profiles, one named", "survey", model.OpGet, "inspector", tok(nil, "scope", "surveys:read"), "", "inspector", "ref:service:c1"},
+		// Anonymous profiles.
+		{"anonymous without a token", "parcel", model.OpList, "public", "", "", "public", ""},
+		{"anonymous with a valid token stays anonymous", "parcel", model.OpGet, "public", tok(clerk), "", "public", ""},
+		{"anonymous with a rejected token", "parcel", model.OpGet, "public", tok(clerk, "aud", "urn:other"), problem.AuthenticationRefused, "", ""},
+		{"anonymous operation not granted", "parcel", model.OpCreate, "public", "", problem.ResourceNotFound, "", ""},
+		// Tokens.
+		{"missing token", "parcel", model.OpGet, "", "", problem.ResourceNotFound, "", ""},
+		{"rejected token: expired", "parcel", model.OpGet, "", tok(clerk, "iat", time.Now().Add(-10*time.Minute).Unix(), "exp", time.Now().Add(-time.Minute).Unix()), problem.AuthenticationRefused, "", ""},
+		{"rejected token: garbage", "parcel", model.OpGet, "", "garbage", problem.AuthenticationRefused, "", ""},
+		{"rejected token on a route without a profile answer", "survey", model.OpGet, "", tok(clerk, "iss", "https://other.test"), problem.AuthenticationRefused, "", ""},
+		// Admission dimensions.
+		{"principal claim missing", "parcel", model.OpGet, "", tok(clerk, "sub", nil), problem.ResourceNotFound, "", ""},
+		{"principal claim not a string", "parcel", model.OpGet, "", tok(clerk, "sub", 12), problem.ResourceNotFound, "", ""},
+		{"profile's own principal claim missing", "parcel", model.OpGet, "auditor", tok(auditor, "client_id", nil), problem.ResourceNotFound, "", ""},
+		{"required scope missing", "parcel", model.OpGet, "", tok(clerk, "scope", "parcels:read"), problem.ResourceNotFound, "", ""},
+		{"one of two required scopes missing", "parcel", model.OpGet, "auditor", tok(auditor, "scope", "parcels:read"), problem.ResourceNotFound, "", ""},
+		{"no scope claim", "parcel", model.OpGet, "", tok(clerk, "scope", nil), problem.ResourceNotFound, "", ""},
+		{"purpose among the required ones", "parcel", model.OpGet, "auditor", tok(auditor, "purpose", "inspection"), "", "auditor", "ref:c1"},
+		{"purpose not among the required ones", "parcel", model.OpGet, "auditor", tok(auditor, "purpose", "marketing"), problem.ResourceNotFound, "", ""},
+		{"purpose missing", "parcel", model.OpGet, "auditor", tok(auditor, "purpose", nil), problem.ResourceNotFound, "", ""},
+		{"operation not granted", "parcel", model.OpTombstone, "", tok(clerk), problem.ResourceNotFound, "", ""},
+		{"operation granted", "parcel", model.OpPatch, "", tok(clerk), "", "clerk", "ref:service:c1"},
+		// Row-boundary claims.
+		{"boundary claim missing", "parcel", model.OpGet, "", tok(clerk, "district", nil), problem.ResourceNotFound, "", ""},
+		{"boundary claim outside the field's values", "parcel", model.OpGet, "", tok(clerk, "district", "central"), problem.ResourceNotFound, "", ""},
+		{"equals boundary claim is an array", "parcel", model.OpGet, "", tok(clerk, "district", []string{"north"}), problem.ResourceNotFound, "", ""},
+		{"in boundary claim not an array", "parcel", model.OpGet, "auditor", tok(auditor, "districts", "north"), problem.ResourceNotFound, "", ""},
+		{"in boundary claim with an invalid member", "parcel", model.OpGet, "auditor", tok(auditor, "districts", []string{"north", "central"}), problem.ResourceNotFound, "", ""},
+		{"integer boundary claim as a string", "parcel", model.OpGet, "auditor", tok(auditor, "org", "7"), problem.ResourceNotFound, "", ""},
+		{"in boundary claim at its member bound", "parcel", model.OpGet, "auditor", tok(auditor, "districts", repeat("north", access.MaximumBoundaryValues)), "", "auditor", "ref:c1"},
+		{"in boundary claim over its member bound", "parcel", model.OpGet, "auditor", tok(auditor, "districts", repeat("north", access.MaximumBoundaryValues+1)), problem.ResourceNotFound, "", ""},
+	}
+	// why names, for the logs only, the step that refused.
+	why := map[string]string{
+		"unknown profile name":                               `no profile "nobody"`,
+		"profile that does not grant the route":              `no profile "inspector"`,
+		"several profiles and no default":                    "accessProfile is required",
+		"anonymous operation not granted":                    "does not grant create",
+		"missing token":                                      "needs a token",
+		"principal claim missing":                            `principal claim "sub"`,
+		"principal claim not a string":                       `principal claim "sub"`,
+		"profile's own principal claim missing":              `principal claim "client_id"`,
+		"required scope missing":                             "required scope",
+		"one of two required scopes missing":                 "required scope",
+		"no scope claim":                                     "required scope",
+		"purpose not among the required ones":                "purpose",
+		"purpose missing":                                    "purpose",
+		"operation not granted":                              "does not grant tombstone",
+		"boundary claim missing":                             `claim "district" missing`,
+		"boundary claim outside the field's values":          "not a valid value",
+		"equals boundary claim is an array":                  "not a single value",
+		"in boundary claim not an array":                     "not an array",
+		"in boundary claim with an invalid member":           "member 1",
+		"integer boundary claim as a string":                 `claim "org"`,
+		"in boundary claim over its member bound":            "more than",
+		"rejected token: expired":                            "expired",
+		"rejected token: garbage":                            "malformed",
+		"anonymous with a rejected token":                    "audience",
+		"rejected token on a route without a profile answer": "issuer",
+	}
+	notFound := problem.NotFound().Doc("https://problems.test", "trace")
+	var refusedDoc *problem.Document
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			g, err := f.d.Decide(context.Background(), access.Request{Operation: tc.op, Entity: f.entity(tc.entity), Bearer: tc.bearer, Profile: tc.profile})
+			if tc.want == "" {
+				if err != nil {
+					t.Fatalf("refused: %v", err)
+				}
+				if g.Profile != tc.grantBy || g.PrincipalReference != tc.ref || g.Anonymous != (tc.ref == "") {
+					t.Fatalf("grant by %q ref %q anonymous %v, want %q %q", g.Profile, g.PrincipalReference, g.Anonymous, tc.grantBy, tc.ref)
+				}
+				return
+			}
+			if got := code(err); got != tc.want {
+				t.Fatalf("err = %v, want %s", err, tc.want)
+			}
+			if w, ok := why[tc.name]; !ok || !strings.Contains(err.Error(), w) {
+				t.Fatalf("refused for another reason: %v (want %q)", err, w)
+			}
+			doc := problem.Wrap(err).Doc("https://problems.test", "trace")
+			switch tc.want {
+			case problem.ResourceNotFound:
+				// Every concealed refusal is the same document as an unknown path.
+				if !reflect.DeepEqual(doc, notFound) {
+					t.Fatalf("concealed refusal differs from the unknown-path one: %+v", doc)
+				}
+			case problem.AuthenticationRefused:
+				if doc.Status != 401 {
+					t.Fatalf("status %d", doc.Status)
+				}
+				if refusedDoc == nil {
+					refusedDoc = &doc
+				} else if !reflect.DeepEqual(doc, *refusedDoc) {
+					t.Fatalf("401 documents differ, so they tell why: %+v vs %+v", doc, *refusedDoc)
+				}
+			}
+			body, _ := json.Marshal(doc)
+			if tc.bearer != "" && strings.Contains(err.Error()+string(body), tc.bearer) {
+				t.Fatal("the refusal carries the token")
+			}
+		})
+	}
+}
+
+func TestGrantsNarrowFieldsPerProfile(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	parcel := f.entity("parcel")
+	clerk, err := f.d.Decide(ctx, access.Request{Operation: model.OpList, Entity: parcel, Bearer: f.token("scope", "parcels:write", "district", "north")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := struct{ r, w, fl, so map[string]bool }{set("parcel-code", "district", "org", "area", "note"), set("area", "note"), set("area"), set("area")}
+	if !reflect.DeepEqual(clerk.Readable, want.r) || !reflect.DeepEqual(clerk.Writable, want.w) || !reflect.DeepEqual(clerk.Filterable, want.fl) || !reflect.DeepEqual(clerk.Sortable, want.so) || !clerk.AllowCount {
+		t.Fatalf("clerk grant = %+v", clerk)
+	}
+	if clerk.Source == nil || clerk.Source.Entity != "parcel" {
+		t.Fatalf("source grant = %+v", clerk.Source)
+	}
+	auditor, err := f.d.Decide(ctx, access.Request{Operation: model.OpGet, Entity: parcel, Profile: "auditor",
+		Bearer: f.token("scope", "parcels:read audit:read", "purpose", "audit", "districts", []string{"north"}, "org", 7)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(auditor.Readable, set("parcel-code", "district")) || len(auditor.Writable) != 0 || len(auditor.Filterable) != 0 || auditor.AllowCount {
+		t.Fatalf("auditor grant = %+v", auditor)
+	}
+	public, err := f.d.Decide(ctx, access.Request{Operation: model.OpGet, Entity: parcel, Profile: "public"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(public.Readable, set("parcel-code")) || len(public.Writable) != 0 {
+		t.Fatalf("public grant = %+v", public)
+	}
+	// A caller changing its grant's sets does not change the next decision.
+	clerk.Readable["secret"] = true
+	again, _ := f.d.Decide(ctx, access.Request{Operation: model.OpList, Entity: parcel, Bearer: f.token("scope", "parcels:write", "district", "north")})
+	if again.Readable["secret"] {
+		t.Fatal("grants share their field sets")
+	}
+}
+
+func TestRowBoundariesEqualsAndIn(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	parcel := f.entity("parcel")
+	clerk, err := f.d.Decide(ctx, access.Request{Operation: model.OpGet, Entity: parcel, Bearer: f.token("scope", "parcels:write", "district", "north")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := clerk.Boundaries(); !reflect.DeepEqual(got, []access.Boundary{{Field: "district", Operator: model.BoundaryEquals, Claim: "district", Values: []any{"north"}}}) {
+		t.Fatalf("clerk boundaries = %#v", got)
+	}
+	auditor, err := f.d.Decide(ctx, access.Request{Operation: model.OpList, Entity: parcel, Profile: "auditor",
+		Bearer: f.token("scope", "parcels:read audit:read", "purpose", "audit", "districts", []string{"north", "east"}, "org", 7)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantB := []access.Boundary{
+		{Field: "district", Operator: model.BoundaryIn, Claim: "districts", Values: []any{"north", "east"}},
+		{Field: "org", Operator: model.BoundaryEquals, Claim: "org", Values: []any{int64(7)}},
+	}
+	if got := auditor.Boundaries(); !reflect.DeepEqual(got, wantB) {
+		t.Fatalf("auditor boundaries = %#v", got)
+	}
+	for _, tc := range []struct {
+		grant  *access.Grant
+		record map[string]any
+		want   bool
+	}{
+		{clerk, map[string]any{"district": "north", "area": int64(3)}, true},
+		{clerk, map[string]any{"district": "south"}, false},
+		{clerk, map[string]any{"district": nil}, false},
+		{clerk, map[string]any{}, false},
+		{auditor, map[string]any{"district": "north", "org": int64(7)}, true},
+		{auditor, map[string]any{"district": "east", "org": int64(7)}, true},
+		{auditor, map[string]any{"district": "south", "org": int64(7)}, false},
+		{auditor, map[string]any{"district": "north", "org": int64(8)}, false},
+		{auditor, map[string]any{"district": "north"}, false},
+		{auditor, map[string]any{"district": "north", "org": "7"}, false},
+	} {
+		if got := tc.grant.Admits(tc.record); got != tc.want {
+			t.Errorf("%s.Admits(%v) = %v, want %v", tc.grant.Profile, tc.record, got, tc.want)
+		}
+	}
+	// Boundaries returns a copy.
+	auditor.Boundaries()[0].Values[0] = "south"
+	if !auditor.Admits(map[string]any{"district": "north", "org": int64(7)}) {
+		t.Fatal("Boundaries exposes the grant's own values")
+	}
+	// An empty in-claim admits the profile but no record.
+	empty, err := f.d.Decide(ctx, access.Request{Operation: model.OpList, Entity: parcel, Profile: "auditor",
+		Bearer: f.token("scope", "parcels:read audit:read", "purpose", "audit", "districts", []string{}, "org", 7)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{"north", "south", "east", "west"} {
+		if empty.Admits(map[string]any{"district": d, "org": int64(7)}) {
+			t.Fatalf("an empty in-claim admitted %s", d)
+		}
+	}
+	// Unrestricted grants have no boundaries and admit every record.
+	public, _ := f.d.Decide(ctx, access.Request{Operation: model.OpGet, Entity: parcel, Profile: "public"})
+	if len(public.Boundaries()) != 0 || !public.Admits(map[string]any{}) {
+		t.Fatal("an unrestricted grant is bounded")
+	}
+}
+
+// TestBoundaryValuesTakeTheFieldsStorageForm checks claims of every type a
+// boundary may compare against records in storage form.
+func TestBoundaryValuesTakeTheFieldsStorageForm(t *testing.T) {
+	ip := func(v int) *int { return &v }
+	e := &model.Entity{ID: "thing", Route: "things", Fields: []*model.Field{
+		{ID: "when", APIName: "when", Type: model.TypeTimestamp},
+		{ID: "day", APIName: "day", Type: model.TypeDate},
+		{ID: "amount", APIName: "amount", Type: model.TypeDecimal, Precision: ip(6), Scale: ip(2)},
+		{ID: "uid", APIName: "uid", Type: model.TypeUUID},
+	}}
+	rules := []*model.RowRule{
+		{Field: "when", Claim: "when", Operator: model.BoundaryEquals},
+		{Field: "day", Claim: "days", Operator: model.BoundaryIn},
+		{Field: "amount", Claim: "amount", Operator: model.BoundaryEquals},
+		{Field: "uid", Claim: "uid", Operator: model.BoundaryEquals},
+	}
+	pkg := &model.Package{Entities: []*model.Entity{e}, Profiles: []*model.Profile{{
+		ID: "p", Default: true, RequiredScopes: []string{"s"}, PrincipalClaim: "sub",
+		Grants: []*model.Grant{{Entity: "thing", Operations: []string{model.OpGet}, RowBoundaries: model.RowBoundaries{Rules: rules}}},
+	}}}
+	key := authtest.NewKey(t, "k1")
+	v, err := auth.NewVerifier(authSettings(authtest.NewKeyServer(t, key).URL), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := access.NewProfiles(pkg, v, principalRef)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	claims := map[string]any{"iss": testIssuer, "aud": testAudience, "iat": now.Unix(), "exp": now.Add(time.Minute).Unix(), "jti": "j", "sub": "s1", "scope": "s",
+		"when": "2026-03-01T10:00:00+02:00", "days": []string{"2026-03-01", "2026-03-02"}, "amount": 12.5, "uid": "0b8f6a52-1d2c-4e7b-9a3e-2f1c5d6e7a8b"}
+	g, err := d.Decide(context.Background(), access.Request{Operation: model.OpGet, Entity: e, Bearer: key.Sign(t, "at+jwt", claims)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := map[string]any{"when": time.Date(2026, 3, 1, 8, 0, 0, 0, time.UTC), "day": "2026-03-02", "amount": "12.50", "uid": "0b8f6a52-1d2c-4e7b-9a3e-2f1c5d6e7a8b"}
+	if !g.Admits(rec) {
+		t.Fatalf("record in storage form not admitted; boundaries %#v", g.Boundaries())
+	}
+	for field, other := range map[string]any{"when": time.Date(2026, 3, 1, 8, 0, 1, 0, time.UTC), "day": "2026-03-03", "amount": "12.51", "uid": "1b8f6a52-1d2c-4e7b-9a3e-2f1c5d6e7a8b"} {
+		moved := map[string]any{}
+		for k, v := range rec {
+			moved[k] = v
+		}
+		moved[field] = other
+		if g.Admits(moved) {
+			t.Errorf("record with %s = %v admitted", field, other)
+		}
+	}
+	// A decimal claim with more digits than the field's scale cannot match: the profile is not satisfied.
+	claims["amount"] = 12.555
+	if _, err := d.Decide(context.Background(), access.Request{Operation: model.OpGet, Entity: e, Bearer: key.Sign(t, "at+jwt", claims)}); code(err) != problem.ResourceNotFound {
+		t.Fatalf("err = %v, want the concealed 404", err)
+	}
+}
