@@ -96,3 +96,19 @@ func BenchmarkProcessStart(b *testing.B) {
 		b.StartTimer()
 	}
 }
+
+// BenchmarkCheckBinary measures the digest check of the verifier binary that
+// precedes every process start.
+func BenchmarkCheckBinary(b *testing.B) {
+	path, digest := binary(b, "eicar-verifier")
+	info, err := os.Stat(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(info.Size())
+	for b.Loop() {
+		if err := verifier.CheckBinary(path, digest); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

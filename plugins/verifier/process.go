@@ -48,7 +48,8 @@ type ProcessConfig struct {
 // Process is a verifier binary run through go-plugin. It starts the process
 // on first use, restarts it after a crash, and kills it when a call outlives
 // its deadline. The binary's digest is checked against the pinned one when
-// the Process is created and again before every start. Calls are served one
+// the Process is created, and go-plugin's SecureConfig checks it again before
+// every start. Calls are served one
 // at a time; a waiting call gives up at its own deadline.
 type Process struct {
 	cfg      ProcessConfig
@@ -142,8 +143,8 @@ func CheckBinary(path, pinned string) error {
 	return nil
 }
 
-// Starts returns how many times the verifier process was started, for
-// metrics and tests.
+// Starts returns how many times a verifier process was started and
+// completed the handshake, for metrics and tests.
 func (p *Process) Starts() int64 { return p.starts.Load() }
 
 // Verify sends the attachment's bytes to the verifier process and returns
@@ -182,15 +183,31 @@ func (p *Process) session(ctx context.Context, inst *instance, att Attachment, c
 	if dl, ok := ctx.Deadline(); ok {
 		timeout = max(time.Until(dl).Milliseconds(), 1)
 	}
-	var begun wire.BeginReply
-	if cause, err := p.call(ctx, inst, wire.MethodBegin, wire.BeginArgs{
+	begin := wire.BeginArgs{
 		SlotID: att.SlotID, MediaType: att.MediaType, DeclaredSize: att.DeclaredSize,
 		SHA256: att.SHA256, TimeoutMillis: timeout,
-	}, &begun); cause != "" {
-		return Verdict{}, cause, err
 	}
 	src := newExactReader(content, att)
-	buf := make([]byte, min(int64(wire.MaxChunk), att.DeclaredSize))
+	var fin wire.FinishReply
+	if att.DeclaredSize <= wire.MaxChunk {
+		// Small content: read and check it whole, then one call.
+		buf := make([]byte, att.DeclaredSize)
+		if _, err := io.ReadFull(src, buf); err != nil {
+			return Verdict{}, causeOr(src.cause(), CauseShorterThanDeclared), nil
+		}
+		if _, err := src.Read(nil); err != io.EOF {
+			return Verdict{}, causeOr(src.cause(), CauseReadError), nil
+		}
+		if cause, err := p.call(ctx, inst, wire.MethodVerify, wire.VerifyArgs{BeginArgs: begin, Data: buf}, &fin); cause != "" {
+			return Verdict{}, cause, err
+		}
+		return p.verdict(inst, fin)
+	}
+	var begun wire.BeginReply
+	if cause, err := p.call(ctx, inst, wire.MethodBegin, begin, &begun); cause != "" {
+		return Verdict{}, cause, err
+	}
+	buf := make([]byte, wire.MaxChunk)
 	for {
 		n, rerr := io.ReadFull(src, buf)
 		if n > 0 && src.cause() == "" {
@@ -210,10 +227,23 @@ func (p *Process) session(ctx context.Context, inst *instance, att Attachment, c
 		}
 		break // io.EOF or io.ErrUnexpectedEOF after a verified end
 	}
-	var fin wire.FinishReply
 	if cause, err := p.call(ctx, inst, wire.MethodFinish, wire.SessionArgs{Session: begun.Session}, &fin); cause != "" {
 		return Verdict{}, cause, err
 	}
+	return p.verdict(inst, fin)
+}
+
+// causeOr returns c, or def when c is empty.
+func causeOr(c, def Cause) Cause {
+	if c != "" {
+		return c
+	}
+	return def
+}
+
+// verdict checks the plugin's reply; a reply outside the protocol discards
+// the process.
+func (p *Process) verdict(inst *instance, fin wire.FinishReply) (Verdict, Cause, error) {
 	v := Verdict{Outcome: Outcome(fin.Outcome), Reason: Reason(fin.Reason)}
 	if !v.Valid() {
 		p.discard(inst)
@@ -280,10 +310,11 @@ type started struct {
 // start launches the binary and completes the go-plugin handshake, giving up
 // at ctx's deadline (the abandoned start is cleaned up in the background).
 func (p *Process) start(ctx context.Context) (*instance, Cause, error) {
-	// A file changed since it was reviewed is refused before go-plugin's own
-	// checksum check, so the cause is precise.
-	if err := CheckBinary(p.cfg.Path, p.cfg.SHA256); err != nil {
-		p.logger.Warn("verifier binary refused", "verifier", p.cfg.ID, "error", err.Error())
+	// go-plugin's SecureConfig hashes the file before it runs it, so a
+	// binary changed since it was reviewed is never started; a missing file
+	// is reported the same way.
+	if info, err := os.Stat(p.cfg.Path); err != nil || !info.Mode().IsRegular() {
+		p.logger.Warn("verifier binary missing", "verifier", p.cfg.ID)
 		return nil, CauseBinaryChanged, nil
 	}
 	cmd := exec.Command(p.cfg.Path)
@@ -298,7 +329,6 @@ func (p *Process) start(ctx context.Context) (*instance, Cause, error) {
 		StartTimeout:     p.cfg.StartTimeout,
 		Logger:           p.logger,
 	})
-	p.starts.Add(1)
 	done := make(chan started, 1)
 	go func() {
 		done <- p.handshake(client, cmd)
@@ -329,6 +359,11 @@ func (p *Process) start(ctx context.Context) (*instance, Cause, error) {
 // handshake waits for the plugin to start and dispenses the verifier.
 func (p *Process) handshake(client *plugin.Client, cmd *exec.Cmd) started {
 	proto, err := client.Client()
+	if errors.Is(err, plugin.ErrChecksumsDoNotMatch) {
+		p.logger.Warn("verifier binary no longer matches its pinned digest; not started", "verifier", p.cfg.ID)
+		client.Kill()
+		return started{cause: CauseBinaryChanged}
+	}
 	if err != nil {
 		// go-plugin's error may quote the plugin's stdout: log only that it failed.
 		p.logger.Warn("verifier process failed to start or complete the handshake", "verifier", p.cfg.ID)
@@ -345,6 +380,7 @@ func (p *Process) handshake(client *plugin.Client, cmd *exec.Cmd) started {
 		client.Kill()
 		return started{cause: CauseStartFailed}
 	}
+	p.starts.Add(1)
 	return started{inst: &instance{client: client, cmd: cmd, rpc: rc}}
 }
 

@@ -182,8 +182,11 @@ func TestPluginSideFailuresAreValueFreeRetries(t *testing.T) {
 		"unknownCause":   verifier.CauseProtocol,
 		"rpcError":       verifier.CauseProtocol,
 	}
+	big := filler(200 << 10)
 	for slot, cause := range cases {
 		v, err := verify(t, p, 10*time.Second, attachment(slot, []byte("x")), strings.NewReader("x"))
+		wantRetry(t, v, err, cause)
+		v, err = verify(t, p, 10*time.Second, attachment(slot, big), bytes.NewReader(big))
 		wantRetry(t, v, err, cause)
 	}
 	v, err := verify(t, p, 10*time.Second, attachment("rejects", []byte("x")), strings.NewReader("x"))
@@ -194,24 +197,30 @@ func TestPluginSideFailuresAreValueFreeRetries(t *testing.T) {
 
 func TestHostSendsOnlyExactlyTheDeclaredBytes(t *testing.T) {
 	p := newProcess(t, "hostile")
-	content := filler(200 << 10)
-	att := attachment("rejects", content) // the plugin would reject anything it got to judge
-	cases := map[string]struct {
-		att     verifier.Attachment
-		content io.Reader
-		cause   verifier.Cause
-	}{
-		"longer than declared":  {att, io.MultiReader(bytes.NewReader(content), strings.NewReader("!")), verifier.CauseLongerThanDeclared},
-		"shorter than declared": {att, bytes.NewReader(content[:len(content)-1]), verifier.CauseShorterThanDeclared},
-		"digest mismatch":       {att, bytes.NewReader(append(filler(200<<10-1), '!')), verifier.CauseDigestMismatch},
-		"read error":            {att, io.MultiReader(bytes.NewReader(content[:1000]), errReader{}), verifier.CauseReadError},
-	}
-	for name, tc := range cases {
-		v, err := verify(t, p, 10*time.Second, tc.att, tc.content)
-		if verifier.CauseOf(err) != tc.cause {
-			t.Fatalf("%s: %+v, %v; want cause %s", name, v, err, tc.cause)
+	// 100 bytes go in one call, 200 KiB in a Begin/Write/Finish session.
+	for _, size := range []int{100, 200 << 10} {
+		content := filler(size)
+		att := attachment("rejects", content) // the plugin would reject anything it got to judge
+		cases := map[string]struct {
+			content io.Reader
+			cause   verifier.Cause
+		}{
+			"longer than declared":  {io.MultiReader(bytes.NewReader(content), strings.NewReader("!")), verifier.CauseLongerThanDeclared},
+			"shorter than declared": {bytes.NewReader(content[:len(content)-1]), verifier.CauseShorterThanDeclared},
+			"digest mismatch":       {bytes.NewReader(append(filler(size-1), '!')), verifier.CauseDigestMismatch},
+			"read error":            {io.MultiReader(bytes.NewReader(content[:50]), errReader{}), verifier.CauseReadError},
 		}
-		wantRetry(t, v, err, tc.cause)
+		for name, tc := range cases {
+			v, err := verify(t, p, 10*time.Second, att, tc.content)
+			if verifier.CauseOf(err) != tc.cause {
+				t.Fatalf("%d bytes, %s: %+v, %v; want cause %s", size, name, v, err, tc.cause)
+			}
+			wantRetry(t, v, err, tc.cause)
+		}
+		v, err := verify(t, p, 10*time.Second, att, bytes.NewReader(content))
+		if err != nil || v.Outcome != verifier.Rejected {
+			t.Fatalf("%d bytes, exact content: %+v, %v", size, v, err)
+		}
 	}
 	if p.Starts() != 1 {
 		t.Fatalf("content errors restarted the process: %d starts", p.Starts())

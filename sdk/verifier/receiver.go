@@ -115,6 +115,20 @@ func (r *Receiver) Finish(args wire.SessionArgs, reply *wire.FinishReply) error 
 	return nil
 }
 
+// Verify runs a whole verification of at most wire.MaxChunk bytes in one
+// call: Begin, Write and Finish.
+func (r *Receiver) Verify(args wire.VerifyArgs, reply *wire.FinishReply) error {
+	var begun wire.BeginReply
+	if err := r.Begin(args.BeginArgs, &begun); err != nil {
+		return err
+	}
+	if err := r.Write(wire.WriteArgs{Session: begun.Session, Data: args.Data}, &wire.Empty{}); err != nil {
+		r.take(begun.Session)
+		return err
+	}
+	return r.Finish(wire.SessionArgs{Session: begun.Session}, reply)
+}
+
 // verify calls the author's code, turning an error, a panic, a retry or a
 // malformed verdict into a cause.
 func (r *Receiver) verify(ctx context.Context, s *session) (v Verdict, cause hostverifier.Cause) {

@@ -170,3 +170,26 @@ func TestReceiverLimits(t *testing.T) {
 		t.Fatal("finish of an aborted session accepted")
 	}
 }
+
+func TestOneCallVerify(t *testing.T) {
+	author := &recorder{verdict: verifier.Approve()}
+	rcv := verifier.NewReceiver(author)
+	sum := sha256.Sum256([]byte("hello"))
+	args := wire.VerifyArgs{BeginArgs: wire.BeginArgs{SlotID: "s", MediaType: "text/plain", DeclaredSize: 5, SHA256: hex.EncodeToString(sum[:])}, Data: []byte("hello")}
+	var reply wire.FinishReply
+	if err := rcv.Verify(args, &reply); err != nil || reply.Outcome != "approved" || string(author.got) != "hello" {
+		t.Fatalf("%+v, %v, author saw %q", reply, err, author.got)
+	}
+	args.Data = []byte("hellO")
+	if err := rcv.Verify(args, &reply); err != nil || reply.Cause != string(hostverifier.CausePluginContentMismatch) || author.calls != 1 {
+		t.Fatalf("altered: %+v, %v, %d calls", reply, err, author.calls)
+	}
+	args.Data = make([]byte, wire.MaxChunk+1)
+	if err := rcv.Verify(args, &reply); err == nil {
+		t.Fatal("oversized one-call data accepted")
+	}
+	// A refused call leaves no session behind.
+	for range wire.MaxSessions {
+		begin(t, rcv, "x", 0)
+	}
+}

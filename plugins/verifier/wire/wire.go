@@ -8,6 +8,10 @@
 //	Write(WriteArgs{Session, ≤ MaxChunk bytes}) … until DeclaredSize bytes were sent
 //	Finish(SessionArgs) → FinishReply (the verdict), or Abort(SessionArgs)
 //
+// An attachment of at most MaxChunk bytes is sent in one call instead:
+//
+//	Verify(VerifyArgs{BeginArgs, Data}) → FinishReply
+//
 // Authors do not use this package: sdk/verifier speaks it for them. It has no
 // dependency on either side so that both can import it.
 package wire
@@ -42,6 +46,7 @@ const (
 	MethodWrite  = "Plugin.Write"
 	MethodFinish = "Plugin.Finish"
 	MethodAbort  = "Plugin.Abort"
+	MethodVerify = "Plugin.Verify"
 )
 
 // BeginArgs opens a verification session.
@@ -64,6 +69,12 @@ type BeginReply struct {
 type WriteArgs struct {
 	Session uint64
 	Data    []byte
+}
+
+// VerifyArgs carries a whole attachment of at most MaxChunk bytes.
+type VerifyArgs struct {
+	BeginArgs
+	Data []byte
 }
 
 // SessionArgs names a session to finish or abort.

@@ -90,6 +90,18 @@ func (r *receiver) Finish(args wire.SessionArgs, reply *wire.FinishReply) error 
 	return r.Receiver.Finish(args, reply)
 }
 
+// Verify routes the one-call form through the misbehaving methods above.
+func (r *receiver) Verify(args wire.VerifyArgs, reply *wire.FinishReply) error {
+	var begun wire.BeginReply
+	if err := r.Begin(args.BeginArgs, &begun); err != nil {
+		return err
+	}
+	if err := r.Write(wire.WriteArgs{Session: begun.Session, Data: args.Data}, &wire.Empty{}); err != nil {
+		return err
+	}
+	return r.Finish(wire.SessionArgs{Session: begun.Session}, reply)
+}
+
 func main() {
 	rcv := &receiver{Receiver: verifier.NewReceiver(author{}), slot: map[uint64]string{}, chunks: map[uint64]int{}}
 	plugin.Serve(&plugin.ServeConfig{
