@@ -1,0 +1,122 @@
+package config
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+const valid = `version: 1
+listener: {address: 127.0.0.1, port: 8080}
+metrics: {address: 127.0.0.1, port: 9090}
+database: {url: "host=/run/postgresql dbname=registrum"}
+package: package
+secrets: {root: secrets}
+hostKeyRef: secret:file/host-key
+`
+
+func write(t *testing.T, doc string) string {
+	t.Helper()
+	dir := t.TempDir()
+	p := filepath.Join(dir, "registrum.yaml")
+	if err := os.WriteFile(p, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestLoadResolvesPathsAgainstTheFile(t *testing.T) {
+	p := write(t, valid)
+	c, err := Load(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Dir(p)
+	if c.Package != filepath.Join(dir, "package") || c.Secrets.Root != filepath.Join(dir, "secrets") {
+		t.Fatalf("paths not resolved: %s %s", c.Package, c.Secrets.Root)
+	}
+	if c.Listener.Addr() != "127.0.0.1:8080" || c.Metrics.Addr() != "127.0.0.1:9090" {
+		t.Fatalf("listeners %s %s", c.Listener.Addr(), c.Metrics.Addr())
+	}
+}
+
+func TestLoadRefusalsNameFileKeyAndRule(t *testing.T) {
+	cases := []struct {
+		name, doc, key, rule string
+	}{
+		{"unknown key", valid + "extra: 1\n", "", "unknown field"},
+		{"nested unknown key", strings.Replace(valid, "port: 8080}", "port: 8080, tls: true}", 1), "", "unknown field"},
+		{"version", strings.Replace(valid, "version: 1", "version: 2", 1), "version", "must equal 1"},
+		{"address", strings.Replace(valid, "address: 127.0.0.1, port: 8080", "address: localhost, port: 8080", 1), "listener.address", "IP address"},
+		{"port", strings.Replace(valid, "port: 8080", "port: 70000", 1), "listener.port", "between 0 and 65535"},
+		{"metrics on the public listener", strings.Replace(valid, "port: 9090", "port: 8080", 1), "metrics", "must differ"},
+		{"password in url", strings.Replace(valid, `host=/run/postgresql dbname=registrum`, `postgres://u:secret@db/registrum`, 1), "database.url", "password"},
+		{"password member", strings.Replace(valid, `dbname=registrum`, `dbname=registrum password=x`, 1), "database.url", "password"},
+		{"no database", strings.Replace(valid, `database: {url: "host=/run/postgresql dbname=registrum"}`+"\n", "", 1), "database", "url or urlRef"},
+		{"both database forms", strings.Replace(valid, `database: {url: "host=/run/postgresql dbname=registrum"}`, `database: {url: "host=x", urlRef: "secret:file/db"}`, 1), "database", "not both"},
+		{"bad database ref", strings.Replace(valid, `database: {url: "host=/run/postgresql dbname=registrum"}`, `database: {urlRef: "file:/etc/passwd"}`, 1), "database.urlRef", ""},
+		{"no package", strings.Replace(valid, "package: package\n", "", 1), "package", "required"},
+		{"no secrets root", strings.Replace(valid, "secrets: {root: secrets}\n", "", 1), "secrets.root", "required"},
+		{"bad host key ref", strings.Replace(valid, "secret:file/host-key", "host-key", 1), "hostKeyRef", ""},
+		{"auth without jwks", valid + "authentication: {issuer: https://i, audience: a, scopeClaim: scope, scopeSeparator: ' '}\n", "authentication.jwksUrl", "URL"},
+		{"auth skew too large", valid + "authentication: {issuer: https://i, jwksUrl: https://i/jwks, audience: a, scopeClaim: scope, scopeSeparator: ' ', clockSkewSeconds: 301}\n", "authentication.clockSkewSeconds", "0 to 300"},
+		{"auth algorithm", valid + "authentication: {issuer: https://i, jwksUrl: https://i/jwks, audience: a, algorithm: RS256, scopeClaim: scope, scopeSeparator: ' '}\n", "authentication.algorithm", "ES256"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			p := write(t, c.doc)
+			_, err := Load(p)
+			var ce *Error
+			if !errors.As(err, &ce) {
+				t.Fatalf("err = %v, want a config Error", err)
+			}
+			if ce.File != p || ce.Path != c.key || !strings.Contains(ce.Rule, c.rule) {
+				t.Fatalf("got %q (file %s, key %q), want key %q and rule containing %q", err, ce.File, ce.Path, c.key, c.rule)
+			}
+		})
+	}
+}
+
+func TestAuthenticationDefaults(t *testing.T) {
+	c, err := Load(write(t, valid+"authentication: {issuer: https://i, jwksUrl: https://i/jwks, audience: a, scopeClaim: scope, scopeSeparator: ' '}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := c.Authentication
+	if a.Algorithm != "ES256" || a.AuthorityClaims.Principal != "sub" || a.ClockSkew().Seconds() != DefaultClockSkewSeconds ||
+		a.KeySetRefresh().Seconds() != DefaultKeySetRefreshSeconds || a.KeySetAllowance().Seconds() != DefaultKeySetAllowanceSeconds {
+		t.Fatalf("defaults: %+v", a)
+	}
+}
+
+func TestSecretsAreResolvedUnderTheRoot(t *testing.T) {
+	p := write(t, valid)
+	dir := filepath.Dir(p)
+	os.Mkdir(filepath.Join(dir, "secrets"), 0o700)
+	c, err := Load(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.HostKey(); err == nil {
+		t.Fatal("a missing host key was accepted")
+	}
+	os.WriteFile(filepath.Join(dir, "secrets", "host-key"), []byte(strings.Repeat("k", 31)), 0o600)
+	if _, err := c.HostKey(); err == nil || !strings.Contains(err.Error(), "at least 32 bytes") {
+		t.Fatalf("short key: err = %v", err)
+	}
+	os.WriteFile(filepath.Join(dir, "secrets", "host-key"), []byte(strings.Repeat("k", 32)), 0o600)
+	os.Chmod(filepath.Join(dir, "secrets", "host-key"), 0o640)
+	if _, err := c.HostKey(); err == nil {
+		t.Fatal("a group-readable host key was accepted")
+	}
+	os.Chmod(filepath.Join(dir, "secrets", "host-key"), 0o600)
+	if k, err := c.HostKey(); err != nil || len(k) != 32 {
+		t.Fatalf("key: %v", err)
+	}
+	url, err := c.DatabaseURL()
+	if err != nil || !strings.Contains(url, "dbname=registrum") {
+		t.Fatalf("database url %q %v", url, err)
+	}
+}
