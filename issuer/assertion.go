@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-jose/go-jose/v4"
@@ -62,6 +63,9 @@ type authenticator struct {
 	algs   []jose.SignatureAlgorithm
 	dummy  map[jose.SignatureAlgorithm]any // verification keys used when no registered key applies
 	replay *replay.Cache
+	// verifications counts signature verifications, so tests can check that
+	// an unknown client costs the same work as a known one.
+	verifications atomic.Int64
 }
 
 func newAuthenticator(cfg *Config) (*authenticator, error) {
@@ -148,6 +152,7 @@ func (a *authenticator) authenticate(reg *Registry, assertion string, now time.T
 	}
 	if len(candidates) == 0 {
 		// Spend a comparable verification so timing does not reveal registration.
+		a.verifications.Add(1)
 		_, _ = jws.Verify(a.dummy[alg])
 		if !known {
 			return nil, nil, authFail("unknown client")
@@ -156,6 +161,7 @@ func (a *authenticator) authenticate(reg *Registry, assertion string, now time.T
 	}
 	verified := false
 	for _, k := range candidates {
+		a.verifications.Add(1)
 		if _, err := jws.Verify(k); err == nil {
 			verified = true
 			break

@@ -22,7 +22,7 @@ import (
 
 // deployment is a dev setup on disk with a running server.
 type deployment struct {
-	t       *testing.T
+	t       testing.TB
 	dir     string
 	setup   *DevSetup
 	cfg     *Config
@@ -34,7 +34,7 @@ type deployment struct {
 }
 
 // newSetup writes a dev deployment for a listener it opens, without starting.
-func newSetup(t *testing.T) (*DevSetup, net.Listener) {
+func newSetup(t testing.TB) (*DevSetup, net.Listener) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -50,7 +50,7 @@ func newSetup(t *testing.T) (*DevSetup, net.Listener) {
 }
 
 // startDeployment writes a dev setup, lets edit change files, then loads and serves it.
-func startDeployment(t *testing.T, edit func(dir string), opts ...Option) *deployment {
+func startDeployment(t testing.TB, edit func(dir string), opts ...Option) *deployment {
 	t.Helper()
 	setup, ln := newSetup(t)
 	dir := filepath.Dir(setup.ConfigPath)
@@ -79,7 +79,7 @@ func startDeployment(t *testing.T, edit func(dir string), opts ...Option) *deplo
 	return d
 }
 
-func readPrivateKey(t *testing.T, path string) *jose.JSONWebKey {
+func readPrivateKey(t testing.TB, path string) *jose.JSONWebKey {
 	t.Helper()
 	raw, err := os.ReadFile(path)
 	if err != nil {
@@ -111,7 +111,7 @@ func (d *deployment) assertion(clientID string, key *jose.JSONWebKey, override m
 	return signAssertion(d.t, key, claims, nil)
 }
 
-func signAssertion(t *testing.T, key *jose.JSONWebKey, claims map[string]any, headers map[jose.HeaderKey]any) string {
+func signAssertion(t testing.TB, key *jose.JSONWebKey, claims map[string]any, headers map[jose.HeaderKey]any) string {
 	t.Helper()
 	alg, err := keys.AlgorithmFor(key)
 	if err != nil {
@@ -154,7 +154,7 @@ type response struct {
 	body   []byte
 }
 
-func (r response) json(t *testing.T) map[string]any {
+func (r response) json(t testing.TB) map[string]any {
 	t.Helper()
 	var m map[string]any
 	if err := json.Unmarshal(r.body, &m); err != nil {
@@ -205,7 +205,7 @@ func (d *deployment) issue(clientID string, override map[string]any) (map[string
 	return body, header, claims
 }
 
-func decodeJWT(t *testing.T, tok string) (map[string]any, map[string]any) {
+func decodeJWT(t testing.TB, tok string) (map[string]any, map[string]any) {
 	t.Helper()
 	parts := strings.Split(tok, ".")
 	if len(parts) != 3 {
@@ -246,7 +246,7 @@ func expectError(t *testing.T, r response, status int, code string) {
 }
 
 // writeFile writes content to dir/name.
-func writeFile(t *testing.T, dir, name, content string, mode os.FileMode) string {
+func writeFile(t testing.TB, dir, name, content string, mode os.FileMode) string {
 	t.Helper()
 	p := filepath.Join(dir, name)
 	if err := os.WriteFile(p, []byte(content), mode); err != nil {
