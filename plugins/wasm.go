@@ -16,16 +16,20 @@ import (
 
 // The guest ABI, version 1. A module exports its linear memory and:
 //
-//	registrum_abi_version() -> i32             returns 1
-//	registrum_kinds() -> i32                   handlers registered: 1 planner, 2 hook handler, 4 action handler
-//	registrum_alloc(size i32) -> i32           a buffer the host writes the input into
-//	registrum_free(ptr i32)                    releases an output buffer
-//	registrum_plan(ptr, len i32) -> i64        planner
+//	registrum_abi_version() -> i32                returns 1
+//	registrum_kinds() -> i32                      handlers registered: 1 planner, 2 hook handler, 4 action handler
+//	registrum_alloc(size i32) -> i32              an input buffer of size bytes, kept by the guest until freed
+//	registrum_free(ptr i32)                       releases an input buffer
+//	registrum_plan(ptr, len i32) -> i64           planner
 //	registrum_handle_event(ptr, len i32) -> i64   hook handler
 //	registrum_compute_action(ptr, len i32) -> i64 action handler
 //
-// The entry point owns the input buffer and returns outPtr<<32 | outLen; the
-// host copies the output, then frees it. Package sdk/guest implements this.
+// The host allocates one input buffer per instance and reuses it for every
+// call, allocating a larger one (and freeing the old) only when an input does
+// not fit. An entry point reads its input from the buffer and returns
+// outPtr<<32 | outLen; the output stays valid until the next call into the
+// instance, and the host copies it. A call is thus a single guest call in
+// the steady state. Package sdk/guest implements this.
 const (
 	abiVersion       = 1
 	exportABIVersion = "registrum_abi_version"
@@ -73,7 +77,13 @@ type wasmInstance struct {
 	alloc, free, entry api.Function
 	stderr             *limitedBuffer
 	stack              []uint64
+	// buf and bufCap locate the guest's input buffer.
+	buf, bufCap uint32
 }
+
+// initialInputBuffer is the size of the input buffer allocated with each
+// instance; most inputs fit in it.
+const initialInputBuffer = 64 << 10
 
 func (r *Runtime) loadWASM(ctx context.Context, m Module, src []byte) (program, error) {
 	compiled, err := r.wasm.CompileModule(ctx, src)
@@ -158,6 +168,14 @@ func (p *wasmProgram) instantiate(ctx context.Context) (*wasmInstance, error) {
 		_ = mod.Close(context.Background())
 		return nil, fmt.Errorf("the module registers no %s handler", p.kind)
 	}
+	if err := inst.grow(ctx, initialInputBuffer); err != nil {
+		_ = mod.Close(context.Background())
+		var f *Failure
+		if errors.As(err, &f) {
+			return nil, f
+		}
+		return nil, classifyWASM(ctx, err, mod, stderr, p.rt.limits)
+	}
 	return inst, nil
 }
 
@@ -205,21 +223,42 @@ func (p *wasmProgram) call(ctx context.Context, _ contract.Kind, input []byte, _
 	return out, nil
 }
 
+// grow gives the instance an input buffer of at least size bytes.
+func (inst *wasmInstance) grow(ctx context.Context, size uint32) error {
+	st := inst.stack
+	st[0] = uint64(size)
+	if err := inst.alloc.CallWithStack(ctx, st); err != nil {
+		return err
+	}
+	ptr := uint32(st[0])
+	if _, ok := inst.mod.Memory().Read(ptr, size); !ok {
+		return fail(FailureInvalidOutput, fmt.Errorf("alloc returned %#x, outside memory for %d bytes", ptr, size))
+	}
+	if inst.bufCap > 0 {
+		st[0] = uint64(inst.buf)
+		if err := inst.free.CallWithStack(ctx, st); err != nil {
+			return err
+		}
+	}
+	inst.buf, inst.bufCap = ptr, size
+	return nil
+}
+
 // invoke passes input through the guest's memory and returns a copy of its
 // output.
 func (inst *wasmInstance) invoke(ctx context.Context, input []byte, maxOut int) ([]byte, error) {
 	inst.stderr.Reset()
-	st := inst.stack
-	st[0] = uint64(len(input))
-	if err := inst.alloc.CallWithStack(ctx, st); err != nil {
-		return nil, err
+	if uint64(len(input)) > uint64(inst.bufCap) {
+		if err := inst.grow(ctx, uint32(len(input))); err != nil {
+			return nil, err
+		}
 	}
-	ptr := uint32(st[0])
 	mem := inst.mod.Memory()
-	if !mem.Write(ptr, input) {
-		return nil, fail(FailureInvalidOutput, fmt.Errorf("alloc returned %#x, outside memory for %d bytes", ptr, len(input)))
+	if !mem.Write(inst.buf, input) {
+		return nil, fail(FailureInvalidOutput, fmt.Errorf("input buffer %#x is outside memory for %d bytes", inst.buf, len(input)))
 	}
-	st[0], st[1] = uint64(ptr), uint64(len(input))
+	st := inst.stack
+	st[0], st[1] = uint64(inst.buf), uint64(len(input))
 	if err := inst.entry.CallWithStack(ctx, st); err != nil {
 		return nil, err
 	}
@@ -232,12 +271,7 @@ func (inst *wasmInstance) invoke(ctx context.Context, input []byte, maxOut int) 
 		return nil, fail(FailureInvalidOutput, fmt.Errorf("output at %#x+%d is outside memory", outPtr, outLen))
 	}
 	// The view is only valid until the next memory.grow: copy it.
-	out := bytes.Clone(view)
-	st[0] = uint64(outPtr)
-	if err := inst.free.CallWithStack(ctx, st); err != nil {
-		return nil, err
-	}
-	return out, nil
+	return bytes.Clone(view), nil
 }
 
 // classifyWASM turns an instantiation or call error into a Failure. A Go

@@ -192,3 +192,34 @@ func FuzzParseValue(f *testing.F) {
 		}
 	})
 }
+
+// FuzzAppendString checks AppendString against encoding/json on any string.
+func FuzzAppendString(f *testing.F) {
+	for _, s := range []string{"plain ascii text longer than 8", "tab\there", "quote\"and\\back", "é😀", "\xff\xfe bad", "0123456\x1f89"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		got := contract.AppendString(nil, s)
+		var back string
+		if err := json.Unmarshal(got, &back); err != nil {
+			t.Fatalf("%q encoded to invalid JSON %s: %v", s, got, err)
+		}
+		want := strings.ToValidUTF8(s, "\ufffd")
+		if utf8Equal := back == want; !utf8Equal {
+			// encoding/json replaces each invalid byte; so does AppendString.
+			var ref string
+			_ = json.Unmarshal(mustMarshal(t, s), &ref)
+			if back != ref {
+				t.Fatalf("%q round-tripped to %q, encoding/json gives %q", s, back, ref)
+			}
+		}
+	})
+}
+
+func mustMarshal(t *testing.T, v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}

@@ -4,23 +4,18 @@ package guest
 
 import "unsafe"
 
-// pinned keeps buffers shared with the host reachable, so the garbage
-// collector does not reclaim them while the host holds their address.
-var pinned = map[uint32][]byte{}
+// buffers keeps the input buffers the host allocated reachable, so the
+// garbage collector does not reclaim them while the host holds their address.
+var buffers = map[uint32][]byte{}
 
-func pin(b []byte) uint32 {
-	if len(b) == 0 {
-		b = make([]byte, 1)[:0]
-	}
-	ptr := uint32(uintptr(unsafe.Pointer(unsafe.SliceData(b))))
-	pinned[ptr] = b
-	return ptr
-}
+// lastOutput keeps the latest output reachable until the next call.
+var lastOutput []byte
 
-// take returns the pinned input buffer at ptr and unpins it.
-func take(ptr, size uint32) []byte {
-	b := pinned[ptr]
-	delete(pinned, ptr)
+func addr(b []byte) uint32 { return uint32(uintptr(unsafe.Pointer(unsafe.SliceData(b)))) }
+
+// input returns the size bytes at the start of the buffer at ptr.
+func input(ptr, size uint32) []byte {
+	b := buffers[ptr]
 	if uint32(len(b)) < size {
 		return nil
 	}
@@ -28,7 +23,11 @@ func take(ptr, size uint32) []byte {
 }
 
 func reply(out []byte) uint64 {
-	return uint64(pin(out))<<32 | uint64(len(out))
+	lastOutput = out
+	if len(out) == 0 {
+		return 0
+	}
+	return uint64(addr(out))<<32 | uint64(len(out))
 }
 
 //go:wasmexport registrum_abi_version
@@ -50,16 +49,20 @@ func kinds() uint32 {
 }
 
 //go:wasmexport registrum_alloc
-func alloc(size uint32) uint32 { return pin(make([]byte, size)) }
+func alloc(size uint32) uint32 {
+	b := make([]byte, max(size, 1))
+	buffers[addr(b)] = b
+	return addr(b)
+}
 
 //go:wasmexport registrum_free
-func free(ptr uint32) { delete(pinned, ptr) }
+func free(ptr uint32) { delete(buffers, ptr) }
 
 //go:wasmexport registrum_plan
-func plan(ptr, size uint32) uint64 { return reply(RunPlan(take(ptr, size))) }
+func plan(ptr, size uint32) uint64 { return reply(RunPlan(input(ptr, size))) }
 
 //go:wasmexport registrum_handle_event
-func handleEvent(ptr, size uint32) uint64 { return reply(RunEvent(take(ptr, size))) }
+func handleEvent(ptr, size uint32) uint64 { return reply(RunEvent(input(ptr, size))) }
 
 //go:wasmexport registrum_compute_action
-func computeAction(ptr, size uint32) uint64 { return reply(RunAction(take(ptr, size))) }
+func computeAction(ptr, size uint32) uint64 { return reply(RunAction(input(ptr, size))) }

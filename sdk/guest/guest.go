@@ -21,6 +21,7 @@
 package guest
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 
@@ -154,7 +155,9 @@ func RunPlan(input []byte) []byte {
 	if planner == nil {
 		return []byte(`{"error":"no planner registered"}`)
 	}
-	req, err := contract.ParseObjectMember(input, "request")
+	// Parsed strings share the input's memory: give them a private copy,
+	// as the host reuses its input buffer.
+	req, err := contract.ParseObjectMember(bytes.Clone(input), "request")
 	if err != nil {
 		return []byte(`{"error":"bad input"}`)
 	}
@@ -167,12 +170,13 @@ func RunEvent(input []byte) []byte {
 	if hookHandler == nil {
 		return []byte(`{"error":"no hook handler registered"}`)
 	}
-	v, err := contract.ParseValue(input)
+	raw := bytes.Clone(input)
+	v, err := contract.ParseCheckedValue(raw)
 	body, ok := v.(map[string]any)
 	if err != nil || !ok {
 		return []byte(`{"error":"bad input"}`)
 	}
-	return hookHandler(Event{Raw: input, Body: body}).AppendJSON(nil)
+	return hookHandler(Event{Raw: raw, Body: body}).AppendJSON(nil)
 }
 
 // RunAction runs the registered action handler on an input document and
@@ -181,7 +185,7 @@ func RunAction(input []byte) []byte {
 	if actionHandler == nil {
 		return []byte(`{"error":"no action handler registered"}`)
 	}
-	in, err := contract.ParseObjectMember(input, "inputs")
+	in, err := contract.ParseObjectMember(bytes.Clone(input), "inputs")
 	if err != nil {
 		return []byte(`{"error":"bad input"}`)
 	}

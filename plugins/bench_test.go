@@ -1,0 +1,120 @@
+package plugins_test
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/registrum/registrum/examples/plugins/planner/plan"
+	"github.com/registrum/registrum/plugins"
+	"github.com/registrum/registrum/plugins/contract"
+	"github.com/registrum/registrum/sdk/guest"
+)
+
+// benchInput is a 2 KiB planner input for the example planner.
+func benchInput(tb testing.TB) []byte {
+	head := `{"request":{"child_id":"c-0001","guardian":{"name":"Ama Mensah","relationship":"aunt"},"address":{"line1":"4 Rue Haute","city":"Lomé","postcode":"BP 1234"},"phone":"+228 90-12-34-56","notes":"`
+	tail := `"}}`
+	in := head + strings.Repeat("n", 2048-len(head)-len(tail)) + tail
+	if len(in) != 2048 {
+		tb.Fatalf("input is %d bytes", len(in))
+	}
+	return []byte(in)
+}
+
+// BenchmarkPlanner compares, in one run, the per-call cost of the example
+// planner: the same logic as a plain Go function (the baseline, with and
+// without its JSON), Go compiled to WebAssembly (pooled warm instance, and a
+// fresh instance per call), and tengo. "engine" sub-benchmarks time the
+// sandbox alone; "call" ones add the host's input check and output
+// validation and canonicalisation.
+func BenchmarkPlanner(b *testing.B) {
+	ctx := context.Background()
+	input := benchInput(b)
+	req, err := contract.ParseObjectMember(input, "request")
+	if err != nil {
+		b.Fatal(err)
+	}
+	guest.HandlePlan(plan.Plan)
+
+	b.Run("go-func", func(b *testing.B) {
+		for b.Loop() {
+			_ = plan.Plan(req)
+		}
+	})
+	b.Run("go-func+json", func(b *testing.B) {
+		for b.Loop() {
+			_ = guest.RunPlan(input)
+		}
+	})
+
+	load := func(b *testing.B, cfg plugins.Config, engine plugins.Engine, file string) *plugins.Set {
+		m, dir := pinned(b, "p", engine, contract.KindPlanner, file)
+		m.Writes = plannerWrites
+		return loadOne(b, newRuntime(b, cfg), m, dir)
+	}
+	sets := []struct {
+		name string
+		set  *plugins.Set
+	}{
+		{"wasm-pooled", load(b, plugins.Config{PoolSize: 1}, plugins.EngineWASM, filepath.Join(wasmDir, "planner.wasm"))},
+		{"wasm-per-call", load(b, plugins.Config{InstancePerCall: true}, plugins.EngineWASM, filepath.Join(wasmDir, "planner.wasm"))},
+		{"tengo", load(b, plugins.Config{}, plugins.EngineTengo, examplePath("planner/planner.tengo"))},
+	}
+	for _, s := range sets {
+		b.Run(s.name+"/engine", func(b *testing.B) {
+			for b.Loop() {
+				if _, err := s.set.CallEngine(ctx, "p", input); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(s.name+"/call", func(b *testing.B) {
+			for b.Loop() {
+				if _, err := s.set.Call(ctx, "p", input); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkLoad measures loading (reading, hashing and compiling) the
+// example planner: WebAssembly without a compilation cache, with a warm
+// on-disk cache, and tengo.
+func BenchmarkLoad(b *testing.B) {
+	ctx := context.Background()
+	cases := []struct {
+		name   string
+		engine plugins.Engine
+		file   string
+		cache  func(b *testing.B) string
+	}{
+		{"wasm-cold", plugins.EngineWASM, filepath.Join(wasmDir, "planner.wasm"), func(*testing.B) string { return "" }},
+		{"wasm-disk-cache", plugins.EngineWASM, filepath.Join(wasmDir, "planner.wasm"), func(*testing.B) string { return cacheDir }},
+		{"tengo", plugins.EngineTengo, examplePath("planner/planner.tengo"), func(*testing.B) string { return "" }},
+	}
+	for _, tc := range cases {
+		b.Run(tc.name, func(b *testing.B) {
+			m, dir := pinned(b, "p", tc.engine, contract.KindPlanner, tc.file)
+			var total time.Duration
+			for b.Loop() {
+				rt, err := plugins.NewRuntime(ctx, plugins.Config{CacheDir: tc.cache(b)})
+				if err != nil {
+					b.Fatal(err)
+				}
+				start := time.Now()
+				set, err := rt.Load(ctx, []plugins.Module{m}, dir)
+				total += time.Since(start)
+				if err != nil {
+					b.Fatal(err)
+				}
+				_ = set.Close(ctx)
+				_ = rt.Close(ctx)
+			}
+			b.ReportMetric(float64(total.Milliseconds())/float64(b.N), "ms/load")
+		})
+	}
+}
