@@ -110,12 +110,12 @@ func (c *compiler) grant(pr *Profile, g *Grant, gp string) *model.Grant {
 	out.SortableFields = c.grantFields(e, g.SortableFields, gp+".sortableFields", "sortable field", false)
 	for i, n := range g.FilterableFields {
 		if f := e.Field(n); f != nil && (f.Type == model.TypeText || f.Type == model.TypeStructured || f.Type == model.TypeCRS84Point) {
-			c.add(fmt.Sprintf("%s.filterableFields[%d]", gp, i), "grant.fields", "a %s field cannot be filtered; use bbox for points", f.Type)
+			c.add(fmt.Sprintf("%s.filterableFields[%d]", gp, i), "grant.fields", "%s field cannot be filtered; use bbox for points", an(f.Type))
 		}
 	}
 	for i, n := range g.SortableFields {
 		if f := e.Field(n); f != nil && (f.Type == model.TypeText || f.Type == model.TypeStructured || f.Type == model.TypeCRS84Point || f.Type == model.TypeBoolean) {
-			c.add(fmt.Sprintf("%s.sortableFields[%d]", gp, i), "grant.fields", "a %s field cannot be sorted", f.Type)
+			c.add(fmt.Sprintf("%s.sortableFields[%d]", gp, i), "grant.fields", "%s field cannot be sorted", an(f.Type))
 		}
 	}
 	if len(g.WritableFields) > 0 && !containsAny(g.Operations, model.OpCreate, model.OpPatch, model.OpBatch) {
@@ -192,7 +192,7 @@ func (c *compiler) rowBoundaries(e *model.Entity, rb *RowBoundaries, p string, a
 		op := or(r.Operator, model.BoundaryEquals)
 		if f := c.fieldRef(e, r.Field, rp+".field", "boundary field"); f != nil {
 			if f.Type == model.TypeText || f.Type == model.TypeStructured || f.Type == model.TypeCRS84Point || f.Type == model.TypeBoolean {
-				c.add(rp+".field", "grant.row-boundaries", "a %s field cannot bound rows", f.Type)
+				c.add(rp+".field", "grant.row-boundaries", "%s field cannot bound rows", an(f.Type))
 			}
 		}
 		out.Rules = append(out.Rules, &model.RowRule{Field: r.Field, Claim: r.Claim, Operator: op})

@@ -52,7 +52,7 @@ func (c *compiler) action(a *Action, ap string) *model.Action {
 			case in == nil:
 				c.add(pp+".equalsInput", "action.precondition", "equalsInput %q is not an input of action %q", pc.EqualsInput, a.ID)
 			case in.Type != f.Type || in.Target != f.Target:
-				c.add(pp+".equalsInput", "action.precondition", "input %q is a %s; field %q is a %s", in.ID, typeDesc(in), f.ID, typeDesc(f))
+				c.add(pp+".equalsInput", "action.precondition", "input %q is %s; field %q is %s", in.ID, an(typeDesc(in)), f.ID, an(typeDesc(f)))
 			}
 		} else if err := CheckValue(f, pc.Equals); err != nil {
 			c.add(pp+".equals", "action.precondition", "value does not fit field %q: %v", f.ID, err)

@@ -130,7 +130,7 @@ func readTree(t *testing.T, dir string) map[string][]byte {
 }
 
 func TestCompilingTwiceGivesIdenticalBytes(t *testing.T) {
-	for _, dir := range []string{"testdata/minimal", "testdata/full", "../../examples/childsupport"} {
+	for _, dir := range []string{"testdata/minimal", "testdata/request", "testdata/full", "../../examples/childsupport"} {
 		t.Run(dir, func(t *testing.T) {
 			if _, err := os.Stat(dir); err != nil {
 				t.Fatalf("project %s: %v", dir, err)

@@ -33,9 +33,9 @@ func (c *compiler) entityRules(e *model.Entity, es *EntitySpec, path string) {
 			case start.ID == end.ID:
 				c.add(tp+".endField", "temporal.fields", "startField and endField must be two different fields")
 			case start.Type != model.TypeDate && start.Type != model.TypeTimestamp:
-				c.add(tp+".startField", "temporal.fields", "startField %q is a %s field; it must be date or timestamp", start.ID, start.Type)
+				c.add(tp+".startField", "temporal.fields", "startField %q is %s field; it must be date or timestamp", start.ID, an(start.Type))
 			case end.Type != start.Type:
-				c.add(tp+".endField", "temporal.fields", "endField %q is a %s field; it must have the startField's type %s", end.ID, end.Type, start.Type)
+				c.add(tp+".endField", "temporal.fields", "endField %q is %s field; it must have the startField's type %s", end.ID, an(end.Type), start.Type)
 			case !start.Required:
 				c.add(tp+".startField", "temporal.fields", "startField %q must be required (only the end of an interval may be open)", start.ID)
 			case end.Required:
@@ -49,7 +49,7 @@ func (c *compiler) entityRules(e *model.Entity, es *EntitySpec, path string) {
 		gp := path + ".geojson.geometryField"
 		if f := c.fieldRef(e, es.GeoJSON.GeometryField, gp, "geometryField"); f != nil {
 			if f.Type != model.TypeCRS84Point {
-				c.add(gp, "geojson.geometry-type", "geometryField %q is a %s field; it must be a crs84-point field", f.ID, f.Type)
+				c.add(gp, "geojson.geometry-type", "geometryField %q is %s field; it must be a crs84-point field", f.ID, an(f.Type))
 			} else {
 				e.GeoJSON = &model.GeoJSON{GeometryField: f.ID}
 			}
@@ -144,7 +144,7 @@ func (c *compiler) constraint(e *model.Entity, cs *Constraint, cp string) *model
 			return nil
 		}
 		if f.Type != model.TypeReference {
-			c.add(cp+".field", "constraint.fields", "field %q is a %s field; a reference constraint needs a reference field", f.ID, f.Type)
+			c.add(cp+".field", "constraint.fields", "field %q is %s field; a reference constraint needs a reference field", f.ID, an(f.Type))
 			return nil
 		}
 		con.Field, con.Target = f.ID, f.Target
@@ -173,11 +173,11 @@ func (c *compiler) constraint(e *model.Entity, cs *Constraint, cp string) *model
 		}
 		ordered := map[model.FieldType]bool{model.TypeInteger: true, model.TypeDecimal: true, model.TypeDate: true, model.TypeTimestamp: true, model.TypeString: true}
 		if !ordered[f.Type] && cs.Operator != model.CheckEq && cs.Operator != model.CheckNe {
-			c.add(cp+".operator", "constraint.check", "operator %s needs an ordered field; %q is a %s field", cs.Operator, f.ID, f.Type)
+			c.add(cp+".operator", "constraint.check", "operator %s needs an ordered field; %q is %s field", cs.Operator, f.ID, an(f.Type))
 		}
 		if cs.OtherField != "" {
 			if o := c.fieldRef(e, cs.OtherField, cp+".otherField", "otherField"); o != nil && o.Type != f.Type {
-				c.add(cp+".otherField", "constraint.check", "otherField %q is a %s field; it must have the type of %q (%s)", o.ID, o.Type, f.ID, f.Type)
+				c.add(cp+".otherField", "constraint.check", "otherField %q is %s field; it must have the type of %q (%s)", o.ID, an(o.Type), f.ID, f.Type)
 			}
 		} else if err := CheckValue(f, cs.Value); err != nil {
 			c.add(cp+".value", "constraint.check", "value does not fit field %q: %v", f.ID, err)
@@ -262,7 +262,7 @@ func CheckValue(f *model.Field, v any) error {
 			return fmt.Errorf("want one of the codes %v", f.Values)
 		}
 	default:
-		return fmt.Errorf("a %s field cannot be compared with a literal", f.Type)
+		return fmt.Errorf("%s field cannot be compared with a literal", an(f.Type))
 	}
 	return nil
 }

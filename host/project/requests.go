@@ -1,7 +1,9 @@
 package project
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"path"
 	"path/filepath"
 	"strings"
@@ -170,7 +172,7 @@ func (c *compiler) effects(src *model.Entity, inputs []*model.Field, list []*Eff
 			case s.FromField != "":
 				f := srcField(s.FromField, sp+".fromField", "fromField")
 				if f != nil && tf != nil && (f.Type != tf.Type || f.Target != tf.Target) {
-					c.add(sp+".fromField", "effect.set", "fromField %q is a %s field; target field %q is a %s field", f.ID, typeDesc(f), tf.ID, typeDesc(tf))
+					c.add(sp+".fromField", "effect.set", "fromField %q is %s field; target field %q is %s field", f.ID, an(typeDesc(f)), tf.ID, an(typeDesc(tf)))
 				}
 			case s.FromEffect != "":
 				prev, ok := byID[s.FromEffect]
@@ -252,7 +254,7 @@ func (c *compiler) effectTarget(op string, t EffectTarget, tp string, earlier ma
 				return nil
 			}
 			if f.Type != model.TypeReference {
-				c.add(tp+".fromField", "effect.target", "fromField %q is a %s field; it must be a reference field", f.ID, f.Type)
+				c.add(tp+".fromField", "effect.target", "fromField %q is %s field; it must be a reference field", f.ID, an(f.Type))
 				return nil
 			}
 			entityID = f.Target
@@ -355,6 +357,10 @@ func (c *compiler) moduleFile(rel, pin, pathKey, pinKey string) (string, string)
 	}
 	b, err := readBounded(filepath.Join(c.dir, filepath.FromSlash(clean)), MaxModuleBytes)
 	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err // the message names the file already, relative to the project
+		}
 		c.add(pathKey, "module.missing", "cannot read %q: %v", rel, err)
 		return "", ""
 	}

@@ -3,6 +3,7 @@ package project
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/url"
 	"regexp"
@@ -325,7 +326,7 @@ func (c *compiler) field(fs *FieldSpec, fp, defClass, what string) *model.Field 
 	}
 	for _, k := range sortedKeys(set) {
 		if set[k] && !typeIn(f.Type, allowed[k]) {
-			c.add(fp+"."+k, "field.member", "%s is not a member of a %s %s; it applies to %s", k, f.Type, what, typeList(allowed[k]))
+			c.add(fp+"."+k, "field.member", "%s is not a member of %s %s; it applies to %s", k, an(f.Type), what, typeList(allowed[k]))
 		}
 	}
 	switch f.Type {
@@ -392,7 +393,7 @@ func (c *compiler) field(fs *FieldSpec, fp, defClass, what string) *model.Field 
 				err = checkInlineSchema(raw)
 			}
 			if err != nil {
-				c.add(fp+".schema", "field.schema", "schema is not a valid JSON Schema 2020-12: %v", err)
+				c.add(fp+".schema", "field.schema", "schema is not a valid JSON Schema 2020-12: %s", schemaErrorText(err))
 			}
 			f.Schema = raw
 		}
@@ -419,6 +420,24 @@ func checkInlineSchema(raw []byte) error {
 	}
 	_, err = c.Compile(id)
 	return err
+}
+
+// schemaErrorText renders a schema compilation error on one line.
+func schemaErrorText(err error) string {
+	var sve *jsonschema.SchemaValidationError
+	if errors.As(err, &sve) {
+		var ve *jsonschema.ValidationError
+		if errors.As(sve.Err, &ve) {
+			var leaves []structuralIssue
+			collect(ve, &leaves)
+			msgs := make([]string, len(leaves))
+			for i, l := range leaves {
+				msgs[i] = "at /" + strings.ReplaceAll(l.path, ".", "/") + ": " + l.message
+			}
+			return strings.Join(msgs, "; ")
+		}
+	}
+	return strings.Join(strings.Fields(err.Error()), " ")
 }
 
 // noLoader refuses to fetch remote schemas: inline schemas are self-contained.
@@ -468,4 +487,13 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// an prefixes a type name with its indefinite article.
+func an(t any) string {
+	s := fmt.Sprint(t)
+	if s != "" && strings.ContainsRune("aeiou", rune(s[0])) {
+		return "an " + s
+	}
+	return "a " + s
 }

@@ -117,13 +117,49 @@ func collect(ve *jsonschema.ValidationError, out *[]structuralIssue) {
 		return
 	}
 	if len(ve.Causes) == 0 {
-		*out = append(*out, structuralIssue{path: keyPath(ve.InstanceLocation), message: ve.ErrorKind.LocalizedString(printer)})
+		*out = append(*out, structuralIssue{path: keyPath(ve.InstanceLocation), message: kindMessage(ve.ErrorKind)})
 		return
 	}
 	for _, c := range ve.Causes {
 		collect(c, out)
 	}
 }
+
+// kindMessage words the common schema errors plainly.
+func kindMessage(k jsonschema.ErrorKind) string {
+	switch k := k.(type) {
+	case *kind.Minimum:
+		return fmt.Sprintf("must be at least %s, not %s", k.Want.RatString(), k.Got.RatString())
+	case *kind.Maximum:
+		return fmt.Sprintf("must be at most %s, not %s", k.Want.RatString(), k.Got.RatString())
+	case *kind.MinItems:
+		return fmt.Sprintf("needs at least %d item(s), has %d", k.Want, k.Got)
+	case *kind.MaxItems:
+		return fmt.Sprintf("takes at most %d item(s), has %d", k.Want, k.Got)
+	case *kind.MinLength:
+		return fmt.Sprintf("needs at least %d character(s), has %d", k.Want, k.Got)
+	case *kind.MaxLength:
+		return fmt.Sprintf("takes at most %d character(s), has %d", k.Want, k.Got)
+	case *kind.Pattern:
+		if k.Want == schemagenIdent {
+			return fmt.Sprintf("%q is not an identifier: lowercase letter first, then up to 63 lowercase letters, digits, '-' or '_'", k.Got)
+		}
+		return fmt.Sprintf("%q does not match %s", k.Got, k.Want)
+	case *kind.Enum:
+		want := make([]string, len(k.Want))
+		for i, w := range k.Want {
+			want[i] = fmt.Sprint(w)
+		}
+		return fmt.Sprintf("%v is not one of %s", k.Got, strings.Join(want, ", "))
+	case *kind.Const:
+		return fmt.Sprintf("must be %v", k.Want)
+	case *kind.Type:
+		return fmt.Sprintf("must be %s, not %s", strings.Join(k.Want, " or "), k.Got)
+	}
+	return k.LocalizedString(printer)
+}
+
+const schemagenIdent = schemagen.IdentPattern
 
 func oneLine(ve *jsonschema.ValidationError) string {
 	var msgs []string
