@@ -532,8 +532,8 @@ func plainPrefix(s string) int {
 	return i
 }
 
-// AppendJSON appends the JSON encoding of r to buf. Object members are in
-// no particular order (the host canonicalises every output).
+// AppendJSON appends the JSON encoding of r to buf, map members in sorted
+// key order.
 func (r PlanResult) AppendJSON(buf []byte) []byte {
 	if r.Refusal != nil {
 		buf = append(buf, `{"refusal":`...)
@@ -567,14 +567,12 @@ func (e Effect) appendJSON(buf []byte) []byte {
 	buf = append(buf, '}')
 	if len(e.Set) > 0 {
 		buf = append(buf, `,"set":{`...)
-		sep := false
-		for k, src := range e.Set {
-			if sep {
+		for i, k := range sortedKeys(e.Set) {
+			if i > 0 {
 				buf = append(buf, ',')
 			}
-			sep = true
 			buf = append(AppendString(buf, k), ':')
-			buf = src.appendJSON(buf)
+			buf = e.Set[k].appendJSON(buf)
 		}
 		buf = append(buf, '}')
 	}
@@ -634,8 +632,8 @@ func (r HookResult) AppendJSON(buf []byte) []byte {
 	return append(buf, '}')
 }
 
-// AppendJSON appends the JSON encoding of r to buf. Object members are in
-// no particular order (the host canonicalises every output).
+// AppendJSON appends the JSON encoding of r to buf, map members in sorted
+// key order.
 func (r ActionResult) AppendJSON(buf []byte) []byte {
 	if r.Refusal != nil {
 		buf = append(buf, `{"refusal":`...)
@@ -648,13 +646,11 @@ func (r ActionResult) AppendJSON(buf []byte) []byte {
 		}
 		buf = AppendString(append(buf, `{"id":`...), w.ID)
 		buf = append(buf, `,"set":{`...)
-		sep := false
-		for k, v := range w.Set {
-			if sep {
+		for j, k := range sortedKeys(w.Set) {
+			if j > 0 {
 				buf = append(buf, ',')
 			}
-			sep = true
-			buf = append(append(AppendString(buf, k), ':'), v...)
+			buf = append(append(AppendString(buf, k), ':'), w.Set[k]...)
 		}
 		buf = append(buf, "}}"...)
 	}

@@ -111,6 +111,16 @@ func Value(v any) FieldSource {
 	return FieldSource{Value: json.RawMessage(b)}
 }
 
+// Write gives the values of the action's declared write id. Values take the
+// same types as Value, and it panics on another type.
+func Write(id string, values map[string]any) ActionWrite {
+	set := make(map[string]json.RawMessage, len(values))
+	for field, v := range values {
+		set[field] = Value(v).Value
+	}
+	return ActionWrite{ID: id, Set: set}
+}
+
 // FromField is a set source taking the value of request field name.
 func FromField(name string) FieldSource { return FieldSource{FromField: name} }
 
