@@ -5,6 +5,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/registrum/registrum/host/model"
+	"github.com/registrum/registrum/store/layout"
 )
 
 // Bounds of a $filter expression.
@@ -130,6 +131,10 @@ type node struct {
 	kids  []*node // and, or: two or more; not: one
 	op    string  // comparison operator or function name
 	field *model.Field
+	// col is the SQL expression compared: the field's column, or the
+	// expression of a pseudo field.
+	col    string
+	pseudo bool
 	// vals holds literals in storage form (nil = null); lits their text as written.
 	vals []any
 	lits []string
@@ -292,17 +297,25 @@ func (p *parser) parsePrimary(depth int) (*node, error) {
 	return nil, p.unexpected("a field name, not, startswith, contains or an opening parenthesis")
 }
 
-// fieldRef resolves a field name; unknown and withheld fields get the same answer.
-func (p *parser) fieldRef() (*model.Field, error) {
+// fieldRef resolves a field name to an entity field or a pseudo field, and
+// the SQL expression it compiles to; unknown and withheld fields get the
+// same answer.
+func (p *parser) fieldRef() (*model.Field, string, bool, error) {
 	if p.tok.kind != tWord || keywords[p.tok.text] {
-		return nil, p.unexpected("a field name")
+		return nil, "", false, p.unexpected("a field name")
 	}
 	name := p.tok.text
+	for _, ps := range p.a.Pseudo {
+		if ps.Name == name {
+			f := &model.Field{APIName: name, Type: model.TypeCode, Required: true, Values: ps.Values}
+			return f, "(" + ps.Expr + ")", true, p.advance()
+		}
+	}
 	f := p.e.FieldByAPIName(name)
 	if f == nil || !has(p.a.Filterable, f.ID) {
-		return nil, invalid("%s: %s is not a filterable field of this entity for this access profile.", OptFilter, echo(name))
+		return nil, "", false, invalid("%s: %s is not a filterable field of this entity for this access profile.", OptFilter, echo(name))
 	}
-	return f, p.advance()
+	return f, layout.Column(f), false, p.advance()
 }
 
 func (p *parser) parseFunction() (*node, error) {
@@ -316,9 +329,12 @@ func (p *parser) parseFunction() (*node, error) {
 	if err := p.expect(tLParen, "an opening parenthesis after "+fn); err != nil {
 		return nil, err
 	}
-	f, err := p.fieldRef()
+	f, col, pseudo, err := p.fieldRef()
 	if err != nil {
 		return nil, err
+	}
+	if pseudo {
+		return nil, invalid("%s: %s compares only with eq and in.", OptFilter, echo(f.APIName))
 	}
 	if err := p.expect(tComma, "a comma after the field of "+fn); err != nil {
 		return nil, err
@@ -336,14 +352,14 @@ func (p *parser) parseFunction() (*node, error) {
 	if err := checkFunction(f, fn, text); err != nil {
 		return nil, err
 	}
-	return &node{kind: nFunction, op: fn, field: f, vals: []any{text}, lits: []string{quote(text)}}, nil
+	return &node{kind: nFunction, op: fn, field: f, col: col, vals: []any{text}, lits: []string{quote(text)}}, nil
 }
 
 func (p *parser) parseComparison() (*node, error) {
 	if err := p.count(); err != nil {
 		return nil, err
 	}
-	f, err := p.fieldRef()
+	f, col, pseudo, err := p.fieldRef()
 	if err != nil {
 		return nil, err
 	}
@@ -354,7 +370,7 @@ func (p *parser) parseComparison() (*node, error) {
 		if err := p.expect(tLParen, "an opening parenthesis after in"); err != nil {
 			return nil, err
 		}
-		n := &node{kind: nIn, op: "in", field: f}
+		n := &node{kind: nIn, op: "in", field: f, col: col, pseudo: pseudo}
 		for {
 			if len(n.vals) == MaxInList {
 				return nil, invalid("%s: the in list of %s has more than %d members.", OptFilter, echo(f.APIName), MaxInList)
@@ -377,6 +393,9 @@ func (p *parser) parseComparison() (*node, error) {
 		return nil, p.unexpected("a comparison operator (eq, ne, gt, ge, lt, le) or in")
 	}
 	op := p.tok.text
+	if pseudo && op != "eq" {
+		return nil, invalid("%s: %s compares only with eq and in.", OptFilter, echo(f.APIName))
+	}
 	if err := p.advance(); err != nil {
 		return nil, err
 	}
@@ -384,7 +403,10 @@ func (p *parser) parseComparison() (*node, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &node{kind: nCompare, op: op, field: f, vals: []any{v}, lits: []string{lit}}, nil
+	if pseudo && v == nil {
+		return nil, invalid("%s: %s compares only with its codes, never with null.", OptFilter, echo(f.APIName))
+	}
+	return &node{kind: nCompare, op: op, field: f, col: col, pseudo: pseudo, vals: []any{v}, lits: []string{lit}}, nil
 }
 
 // literal reads one literal for a comparison of f with op and returns its

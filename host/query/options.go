@@ -46,6 +46,31 @@ type Allowed struct {
 	Filterable []string
 	Sortable   []string
 	AllowCount bool
+	// Pseudo are filter names that are not entity fields, such as
+	// reviewOutcome on the request lists of a profile disclosing
+	// review_state. Absent, the name is refused like any unknown field.
+	Pseudo []Pseudo
+}
+
+// Pseudo is a filter-only name compared with eq or in against a closed list
+// of codes, never with null, and compiled to an SQL expression the store
+// provides (never caller input).
+type Pseudo struct {
+	// Name is the name used in $filter.
+	Name string
+	// Values are the codes it may be compared with.
+	Values []string
+	// Expr is the SQL expression (of type text) compared.
+	Expr string
+}
+
+// ReviewOutcome is the pseudo field name of a request's review outcome.
+const ReviewOutcome = "reviewOutcome"
+
+// ReviewOutcomeValues returns the outcome values usable in the
+// reviewOutcome filter.
+func ReviewOutcomeValues() []string {
+	return []string{"pending", "approved", "approvedExpired", "rejected", "changesRequested", "answered", "cancelled", "superseded"}
 }
 
 // AllowedFromGrant returns what a grant allows for queries.

@@ -95,7 +95,7 @@ func compile(b *strings.Builder, a *argBuilder, n *node) {
 		compile(b, a, n.kids[0])
 		b.WriteString("), FALSE)")
 	case nCompare:
-		col := layout.Column(n.field)
+		col := n.col
 		v := n.vals[0]
 		switch {
 		case v == nil && n.op == "eq":
@@ -108,7 +108,7 @@ func compile(b *strings.Builder, a *argBuilder, n *node) {
 			b.WriteString(col + " " + compareOps[n.op] + " " + a.add(v, castType(n.field)))
 		}
 	case nIn:
-		b.WriteString(layout.Column(n.field) + " IN (")
+		b.WriteString(n.col + " IN (")
 		for i, v := range n.vals {
 			if i > 0 {
 				b.WriteString(", ")
@@ -123,7 +123,7 @@ func compile(b *strings.Builder, a *argBuilder, n *node) {
 		} else {
 			pattern = "%" + pattern + "%"
 		}
-		b.WriteString(layout.Column(n.field) + " LIKE " + a.add(pattern, "text") + ` ESCAPE '\'`)
+		b.WriteString(n.col + " LIKE " + a.add(pattern, "text") + ` ESCAPE '\'`)
 	}
 }
 

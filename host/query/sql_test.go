@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/registrum/registrum/host/problem"
 	"github.com/registrum/registrum/host/query"
 	"github.com/registrum/registrum/store/layout"
 )
@@ -254,4 +255,44 @@ func explain(t *testing.T, pool *pgxpool.Pool, stmt query.Fragment) string {
 		b.WriteString(line + "\n")
 	}
 	return b.String()
+}
+
+func TestReviewOutcomePseudoField(t *testing.T) {
+	pool, _ := loadSemantic(t)
+	e := personEntity()
+	a := fullAllowed()
+	// Without the pseudo field (a profile not disclosing review_state) the
+	// name is refused like any unknown field.
+	_, err := query.Parse(e, a, opts("$filter", "reviewOutcome eq 'approved'"))
+	wantProblem(t, err, problem.QueryInvalid, "$filter", `"reviewOutcome"`, "not a filterable field")
+
+	a.Pseudo = []query.Pseudo{{Name: query.ReviewOutcome, Values: query.ReviewOutcomeValues(),
+		Expr: `CASE WHEN "f_flag" THEN 'approved' ELSE 'pending' END`}}
+	for f, want := range map[string][]string{
+		"reviewOutcome eq 'approved'":                            {"Ann", "'; drop table x; --", "Annabel"},
+		"reviewOutcome in ('pending','rejected')":                {"Bob", "O'Brien", "a_c", "abc"},
+		"reviewOutcome eq 'approved' and startswith(name,'Ann')": {"Ann", "Annabel"},
+	} {
+		q, err := query.Parse(e, a, opts("$filter", f))
+		if err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		got, n := run(t, pool, q)
+		sort.Strings(got)
+		sort.Strings(want)
+		if strings.Join(got, "|") != strings.Join(want, "|") || n != len(want) {
+			t.Errorf("%s: got %q (%d)", f, got, n)
+		}
+	}
+	for f, frag := range map[string]string{
+		"reviewOutcome ne 'approved'":        "only with eq and in",
+		"reviewOutcome gt 'approved'":        "only with eq and in",
+		"startswith(reviewOutcome,'a')":      "only with eq and in",
+		"reviewOutcome eq null":              "never with null",
+		"reviewOutcome in ('approved',null)": "null compares only",
+		"reviewOutcome eq 'maybe'":           "vocabulary",
+	} {
+		_, err := query.Parse(e, a, opts("$filter", f))
+		wantProblem(t, err, problem.QueryInvalid, "$filter", frag)
+	}
 }
