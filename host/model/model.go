@@ -217,6 +217,8 @@ type Field struct {
 	Type           FieldType `json:"type"`
 	Required       bool      `json:"required,omitempty"`
 	Classification string    `json:"classification,omitempty"`
+	// Description is the author's description of the field, for schemas and docs.
+	Description string `json:"description,omitempty"`
 	// String and text bounds, counted in Unicode characters.
 	MinLength *int   `json:"minLength,omitempty"`
 	MaxLength *int   `json:"maxLength,omitempty"`

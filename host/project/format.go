@@ -33,7 +33,7 @@ type RegistrySpec struct {
 	ID               string  `json:"id" schema:"required,ident" doc:"Registry identifier, used in URNs and metadata."`
 	Version          string  `json:"version" schema:"required,minLength=1,maxLength=64" doc:"Version of the registry definition."`
 	Language         string  `json:"language" schema:"required,pattern=^[a-z]{2,3}(-[A-Za-z0-9]{2,8})*$" doc:"Default language, a BCP 47 tag such as en or fr-BE."`
-	CanonicalBaseIRI string  `json:"canonicalBaseIri" schema:"required,format=uri" doc:"Absolute https base IRI of the registry; URL bases default under it."`
+	CanonicalBaseIRI string  `json:"canonicalBaseIri" schema:"required,format=uri" doc:"Absolute http(s) base IRI of the registry; URL bases default under it."`
 	URLs             URLSpec `json:"urls,omitzero" doc:"Published URL bases; each defaults under canonicalBaseIri."`
 }
 

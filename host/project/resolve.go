@@ -300,7 +300,7 @@ func DeriveAPIName(id string) string {
 func (c *compiler) field(fs *FieldSpec, fp, defClass, what string) *model.Field {
 	f := &model.Field{
 		ID: fs.ID, APIName: or(fs.APIName, DeriveAPIName(fs.ID)), Type: model.FieldType(fs.Type),
-		Required: fs.Required, Classification: or(fs.Classification, defClass),
+		Required: fs.Required, Classification: or(fs.Classification, defClass), Description: fs.Description,
 		MinLength: fs.MinLength, MaxLength: fs.MaxLength, Pattern: fs.Pattern,
 		Minimum: fs.Minimum, Maximum: fs.Maximum, Precision: fs.Precision, Scale: fs.Scale,
 		Vocabulary: fs.Vocabulary, Target: fs.Target,
