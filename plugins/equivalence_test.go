@@ -128,9 +128,8 @@ func TestHookEquivalence(t *testing.T) {
 	w, wdir := pinned(t, "hook", plugins.EngineWASM, contract.KindHookHandler, filepath.Join(wasmDir, "hook.wasm"))
 	g, gdir := pinned(t, "hook", plugins.EngineTengo, contract.KindHookHandler, examplePath("hook/hook.tengo"))
 	ws, gs := loadOne(t, rt, w, wdir), loadOne(t, rt, g, gdir)
-	good := `{"causation":{"hop":0,"root":"0b9d3a3e-8c1e-4f7a-9f59-7a1f7f0b8a10"},"data":{"entity":"child","packageRevision":"sha256:` + zeros + `","recordId":"c-1","revision":3,"trigger":"patched","values":{"phone":"1"}},"dataschema":"urn:engine:event-schema:csr:child:phone_changed:sha256:` + zeros + `","id":"0b9d3a3e-8c1e-4f7a-9f59-7a1f7f0b8a10","source":"urn:engine:registry:csr:instance:a","subject":{"recordReference":"hmac-sha256:` + zeros + `","recordRevision":3},"time":"2026-11-22T00:00:00.000Z","type":"child.phone_changed"}`
 	cases := map[string]struct{ body, want string }{
-		"acknowledged":     {good, `{"outcome":"acknowledged"}`},
+		"acknowledged":     {capturedBody, `{"outcome":"acknowledged"}`},
 		"no data":          {`{"subject":{"recordRevision":1}}`, `{"kind":"unexpected_envelope","outcome":"retry"}`},
 		"revision zero":    {`{"data":{"entity":"e","packageRevision":"sha256:x"},"subject":{"recordRevision":0}}`, `{"kind":"unexpected_envelope","outcome":"retry"}`},
 		"revision float":   {`{"data":{"entity":"e","packageRevision":"sha256:x"},"subject":{"recordRevision":1.5}}`, `{"kind":"unexpected_envelope","outcome":"retry"}`},
@@ -151,11 +150,14 @@ func TestHookEquivalence(t *testing.T) {
 			}
 		})
 	}
-	res, err := ws.HandleEvent(ctx, "hook", []byte(good))
+	res, err := ws.HandleEvent(ctx, "hook", []byte(capturedBody))
 	if err != nil || res.Outcome != contract.HookAcknowledged {
 		t.Fatalf("HandleEvent: %+v, %v", res, err)
 	}
 }
+
+// capturedBody is a captured event body (the webhook body envelope).
+var capturedBody = `{"causation":{"hop":0,"root":"0b9d3a3e-8c1e-4f7a-9f59-7a1f7f0b8a10"},"data":{"entity":"child","packageRevision":"sha256:` + zeros + `","recordId":"c-1","revision":3,"trigger":"patched","values":{"phone":"1"}},"dataschema":"urn:engine:event-schema:csr:child:phone_changed:sha256:` + zeros + `","id":"0b9d3a3e-8c1e-4f7a-9f59-7a1f7f0b8a10","source":"urn:engine:registry:csr:instance:a","subject":{"recordReference":"hmac-sha256:` + zeros + `","recordRevision":3},"time":"2026-11-22T00:00:00.000Z","type":"child.phone_changed"}`
 
 const zeros = "0000000000000000000000000000000000000000000000000000000000000000"
 
