@@ -262,5 +262,8 @@ func (d *deployment) auditLines() []string {
 	if err != nil {
 		d.t.Fatal(err)
 	}
+	if len(raw) == 0 {
+		return nil
+	}
 	return strings.Split(strings.TrimSuffix(string(raw), "\n"), "\n")
 }

@@ -1,0 +1,150 @@
+package issuer
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-jose/go-jose/v4"
+
+	"github.com/registrum/registrum/issuer/signer"
+)
+
+// TestThroughputReport measures the issuer over loopback HTTP with durable
+// audit against the crypto-only ceiling of one request, in one run. It runs
+// only with REGISTRUM_ISSUER_BENCH=1; figures go to docs/performance/issuer.md.
+func TestThroughputReport(t *testing.T) {
+	if os.Getenv("REGISTRUM_ISSUER_BENCH") != "1" {
+		t.Log("set REGISTRUM_ISSUER_BENCH=1 to run the throughput report")
+		return
+	}
+	d := startDeployment(t, func(dir string) {
+		p := filepath.Join(dir, "issuer.yaml")
+		raw, _ := os.ReadFile(p)
+		os.WriteFile(p, []byte(strings.Replace(string(raw), "clientAssertion:\n", "clientAssertion:\n  replayCacheEntries: 1000000\n", 1)), 0o644)
+	})
+	key := d.keys[DevStandardClientID]
+
+	// Baseline: the cryptography of one request (verify an ES256 assertion,
+	// sign an ES256 token) in a loop on every core.
+	sample := d.assertion(DevStandardClientID, key, nil)
+	pubKey := key.Public()
+	priv, err := os.ReadFile(filepath.Join(d.dir, "secrets", "signing-key.jwk"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	local, err := signer.NewLocalJWK(priv, d.cfg.Signing.Active)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, _ := d.srv.Registry().Client(DevStandardClientID)
+	input, _ := signingInput(d.cfg.Signing.Active.KeyID, tokenClaims(d.cfg, &mintRequest{client: c, now: time.Now(), jti: newTokenID(), kid: d.cfg.Signing.Active.KeyID}))
+	cryptoOnce := func() {
+		jws, err := jose.ParseSigned(sample, []jose.SignatureAlgorithm{jose.ES256})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := jws.Verify(pubKey.Key); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := local.Sign(context.Background(), input); err != nil {
+			t.Fatal(err)
+		}
+	}
+	workers := runtime.GOMAXPROCS(0)
+	// measureCeiling runs the crypto of one request on every core for d.
+	measureCeiling := func(d time.Duration) float64 {
+		var ops atomic.Int64
+		stop := time.Now().Add(d)
+		start := time.Now()
+		var wg sync.WaitGroup
+		for range workers {
+			wg.Go(func() {
+				for time.Now().Before(stop) {
+					cryptoOnce()
+					ops.Add(1)
+				}
+			})
+		}
+		wg.Wait()
+		return float64(ops.Load()) / time.Since(start).Seconds()
+	}
+
+	transport := &http.Transport{MaxIdleConnsPerHost: 128, MaxConnsPerHost: 128}
+	client := &http.Client{Transport: transport}
+	defer transport.CloseIdleConnections()
+	auditBefore := len(d.auditLines())
+	total := 0
+	var rows []string
+	for _, conc := range []int{1, 16, 64} {
+		n := 600 * conc
+		if n > 6000 {
+			n = 6000
+		}
+		if conc == 1 {
+			n = 1000
+		}
+		// Assertions are signed before the clock starts: the client's own
+		// signing would otherwise compete for the same two cores.
+		bodies := make([]string, n)
+		for i := range bodies {
+			bodies[i] = formBody(d.assertion(DevStandardClientID, key, map[string]any{"exp": time.Now().Add(4 * time.Minute).Unix()}))
+		}
+		// The baseline is measured right before each level, in the same run,
+		// so load from elsewhere on the machine affects both alike.
+		ceiling := measureCeiling(2 * time.Second)
+		lat := make([]time.Duration, n)
+		var next atomic.Int64
+		var failures atomic.Int64
+		begin := time.Now()
+		var wg sync.WaitGroup
+		for range conc {
+			wg.Go(func() {
+				for {
+					i := int(next.Add(1)) - 1
+					if i >= n {
+						return
+					}
+					t0 := time.Now()
+					resp, err := client.Post(d.baseURL+"/token", "application/x-www-form-urlencoded", strings.NewReader(bodies[i]))
+					if err != nil {
+						failures.Add(1)
+						continue
+					}
+					io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+					if resp.StatusCode != 200 {
+						failures.Add(1)
+					}
+					lat[i] = time.Since(t0)
+				}
+			})
+		}
+		wg.Wait()
+		elapsed := time.Since(begin)
+		if failures.Load() > 0 {
+			t.Fatalf("%d failed requests at concurrency %d", failures.Load(), conc)
+		}
+		total += n
+		slices.Sort(lat)
+		rate := float64(n) / elapsed.Seconds()
+		rows = append(rows, fmt.Sprintf("| %d | %d | %.0f | %.2f ms | %.2f ms | %.0f | %.0f%% |", conc, n, rate,
+			float64(lat[n/2].Microseconds())/1000, float64(lat[n*99/100].Microseconds())/1000, ceiling, 100*rate/ceiling))
+	}
+	fmt.Fprintf(os.Stderr, "\n%d cores (GOMAXPROCS), durable audit (fsync per group commit), loopback HTTP/1.1 keep-alive\n\n", workers)
+	fmt.Fprintf(os.Stderr, "| concurrent clients | requests | tokens/s | p50 | p99 | crypto-only ceiling (req/s) | ratio |\n| --- | --- | --- | --- | --- | --- | --- |\n%s\n", strings.Join(rows, "\n"))
+	// Every token has its durable audit record.
+	if got := len(d.auditLines()) - auditBefore; got != total {
+		t.Fatalf("%d audit records for %d tokens", got, total)
+	}
+}
