@@ -161,8 +161,26 @@ func TestHungVerifierIsRetryAtTheDeadlineAndKilled(t *testing.T) {
 
 func TestCallWaitingBehindAHungCallGivesUpAtItsDeadline(t *testing.T) {
 	p := newProcess(t, "hostile")
-	go func() { _, _ = verify(t, p, 2*time.Second, attachment("hang", []byte("x")), strings.NewReader("x")) }()
-	time.Sleep(50 * time.Millisecond)
+	pidFile := filepath.Join(bins, "hostile.pid")
+	_ = os.Remove(pidFile)
+	hung := make(chan struct{})
+	go func() {
+		defer close(hung)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_, _ = p.Verify(ctx, attachment("hang", []byte("x")), strings.NewReader("x"))
+	}()
+	defer func() { <-hung }()
+	// Wait until the first call is inside the plugin's Verify.
+	for waited := time.Duration(0); ; waited += 10 * time.Millisecond {
+		if _, err := os.Stat(pidFile); err == nil {
+			break
+		}
+		if waited > 5*time.Second {
+			t.Fatal("the hanging call never reached the plugin")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	start := time.Now()
 	v, err := verify(t, p, 200*time.Millisecond, attachment("ok", []byte("x")), strings.NewReader("x"))
 	wantRetry(t, v, err, verifier.CauseDeadline)
