@@ -169,3 +169,40 @@ func detail(err error) error {
 	}
 	return nil
 }
+
+// TestConcurrentCalls runs the example planner from many goroutines at once
+// in both engines: every call gets the same plan.
+func TestConcurrentCalls(t *testing.T) {
+	ctx := context.Background()
+	runWASM, runTengo := planners(t, plugins.Config{PoolSize: 2})
+	input := []byte(`{"request":` + plannerCases[0].request + `}`)
+	want, err := canonjson.Transform([]byte(plannerCases[0].want))
+	if err != nil {
+		t.Fatal(err)
+	}
+	errs := make(chan error, 16)
+	for g := range 8 {
+		run := runWASM
+		if g%2 == 1 {
+			run = runTengo
+		}
+		go func() {
+			for range 10 {
+				got, err := run(ctx, input)
+				if err == nil && !bytes.Equal(got, want) {
+					err = errors.New("plan differs: " + string(got))
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range 8 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -40,7 +40,8 @@ type Limits struct {
 	// MemoryPages caps a WebAssembly module's linear memory in 64 KiB pages.
 	// Default 512 (32 MiB). A Go guest needs at least 128.
 	MemoryPages uint32
-	// WallTime bounds one call, instantiation included. Default 500 ms.
+	// WallTime bounds one call; a fresh instance's initialisation is
+	// bounded by the same duration on its own. Default 500 ms.
 	WallTime time.Duration
 	// MaxInputBytes bounds the input document. Default 1 MiB.
 	MaxInputBytes int
