@@ -41,19 +41,19 @@ func checkText(f *model.Field, s string) error {
 // ("eq", "ne", "gt", "ge", "lt", "le" or "in") and returns its storage form
 // (nil for null).
 func checkLiteral(f *model.Field, op string, t token) (any, error) {
-	name := echo(f.APIName)
+	name := f.APIName // quoted below, only when refusing
 	if t.kind == tWord && t.text == "null" {
 		if op != "eq" && op != "ne" {
-			return nil, invalid("%s: null compares only with eq and ne (field %s).", OptFilter, name)
+			return nil, invalid("%s: null compares only with eq and ne (field %s).", OptFilter, echo(name))
 		}
 		return nil, nil
 	}
 	switch f.Type {
 	case model.TypeStructured, model.TypeCRS84Point:
-		return nil, invalid("%s: %s is a %s field: it compares only with eq null and ne null.", OptFilter, name, f.Type)
+		return nil, invalid("%s: %s is a %s field: it compares only with eq null and ne null.", OptFilter, echo(name), f.Type)
 	case model.TypeBoolean:
 		if isOrdering(op) {
-			return nil, invalid("%s: %s is a boolean field: it compares only with eq, ne and in.", OptFilter, name)
+			return nil, invalid("%s: %s is a boolean field: it compares only with eq, ne and in.", OptFilter, echo(name))
 		}
 	}
 	wantQuoted := false
@@ -63,9 +63,9 @@ func checkLiteral(f *model.Field, op string, t token) (any, error) {
 	}
 	switch {
 	case wantQuoted && t.kind != tString:
-		return nil, invalid("%s: %s is a %s field: its literals are single-quoted strings.", OptFilter, name, f.Type)
+		return nil, invalid("%s: %s is a %s field: its literals are single-quoted strings.", OptFilter, echo(name), f.Type)
 	case !wantQuoted && t.kind == tString:
-		return nil, invalid("%s: %s is a %s field: its literals are written bare, without quotes.", OptFilter, name, f.Type)
+		return nil, invalid("%s: %s is a %s field: its literals are written bare, without quotes.", OptFilter, echo(name), f.Type)
 	}
 	switch f.Type {
 	case model.TypeString, model.TypeText:
@@ -76,17 +76,17 @@ func checkLiteral(f *model.Field, op string, t token) (any, error) {
 	case model.TypeInteger:
 		n, ok := parseInteger(t.text)
 		if !ok {
-			return nil, invalid("%s: %s is an integer field: %s is not an integer within the 64-bit range.", OptFilter, name, echo(t.text))
+			return nil, invalid("%s: %s is an integer field: %s is not an integer within the 64-bit range.", OptFilter, echo(name), echo(t.text))
 		}
 		return n, nil
 	case model.TypeBoolean:
 		if t.kind != tWord || (t.text != "true" && t.text != "false") {
-			return nil, invalid("%s: %s is a boolean field: its literals are true and false.", OptFilter, name)
+			return nil, invalid("%s: %s is a boolean field: its literals are true and false.", OptFilter, echo(name))
 		}
 		return t.text == "true", nil
 	case model.TypeDecimal, model.TypeDate, model.TypeTimestamp:
 		if t.kind != tBare {
-			return nil, invalid("%s: %s is a %s field: %s is not one of its literals.", OptFilter, name, f.Type, echo(t.text))
+			return nil, invalid("%s: %s is a %s field: %s is not one of its literals.", OptFilter, echo(name), f.Type, echo(t.text))
 		}
 	}
 	v, err := codec.Decode(f, t.text)
@@ -95,7 +95,7 @@ func checkLiteral(f *model.Field, op string, t token) (any, error) {
 		if errors.As(err, &fault) {
 			return nil, invalid("%s: %s.", OptFilter, strings.TrimSuffix(fault.Msg, "."))
 		}
-		return nil, invalid("%s: %s cannot be compared with %s.", OptFilter, name, echo(t.text))
+		return nil, invalid("%s: %s cannot be compared with %s.", OptFilter, echo(name), echo(t.text))
 	}
 	return v, nil
 }

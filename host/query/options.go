@@ -250,19 +250,15 @@ func build(e *model.Entity, a Allowed, raw rawQuery) (*Query, error) {
 }
 
 func parseTop(s string) (int, error) {
-	bad := invalid("%s must be an integer from 1 to %d.", OptTop, MaxTop)
-	if s == "" || len(s) > 3 || s[0] == '0' {
-		return 0, bad
-	}
 	n := 0
-	for _, c := range []byte(s) {
-		if c < '0' || c > '9' {
-			return 0, bad
-		}
+	ok := s != "" && len(s) <= 3 && s[0] != '0'
+	for i := 0; ok && i < len(s); i++ {
+		c := s[i]
+		ok = c >= '0' && c <= '9'
 		n = n*10 + int(c-'0')
 	}
-	if n > MaxTop {
-		return 0, bad
+	if !ok || n > MaxTop {
+		return 0, invalid("%s must be an integer from 1 to %d.", OptTop, MaxTop)
 	}
 	return n, nil
 }

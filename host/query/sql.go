@@ -31,8 +31,18 @@ type argBuilder struct {
 
 // add appends an argument and returns its placeholder cast to typ.
 func (a *argBuilder) add(v any, typ string) string {
+	var b strings.Builder
+	a.write(&b, v, typ)
+	return b.String()
+}
+
+// write appends an argument and writes its placeholder cast to typ.
+func (a *argBuilder) write(b *strings.Builder, v any, typ string) {
 	a.args = append(a.args, v)
-	return "$" + strconv.Itoa(a.offset+len(a.args)) + "::" + typ
+	b.WriteByte('$')
+	b.WriteString(strconv.Itoa(a.offset + len(a.args)))
+	b.WriteString("::")
+	b.WriteString(typ)
 }
 
 // castType is the SQL type a literal of f is cast to: the column's type
@@ -71,6 +81,7 @@ func (q *Query) Where(argOffset int) Fragment {
 	}
 	a := &argBuilder{offset: argOffset}
 	var b strings.Builder
+	b.Grow(256)
 	compile(&b, a, q.filter)
 	return Fragment{SQL: b.String(), Args: a.args}
 }
@@ -103,17 +114,24 @@ func compile(b *strings.Builder, a *argBuilder, n *node) {
 		case v == nil:
 			b.WriteString(col + " IS NOT NULL")
 		case n.op == "ne":
-			b.WriteString(col + " IS DISTINCT FROM " + a.add(v, castType(n.field)))
+			b.WriteString(col)
+			b.WriteString(" IS DISTINCT FROM ")
+			a.write(b, v, castType(n.field))
 		default:
-			b.WriteString(col + " " + compareOps[n.op] + " " + a.add(v, castType(n.field)))
+			b.WriteString(col)
+			b.WriteByte(' ')
+			b.WriteString(compareOps[n.op])
+			b.WriteByte(' ')
+			a.write(b, v, castType(n.field))
 		}
 	case nIn:
-		b.WriteString(n.col + " IN (")
+		b.WriteString(n.col)
+		b.WriteString(" IN (")
 		for i, v := range n.vals {
 			if i > 0 {
 				b.WriteString(", ")
 			}
-			b.WriteString(a.add(v, castType(n.field)))
+			a.write(b, v, castType(n.field))
 		}
 		b.WriteByte(')')
 	case nFunction:
@@ -123,7 +141,10 @@ func compile(b *strings.Builder, a *argBuilder, n *node) {
 		} else {
 			pattern = "%" + pattern + "%"
 		}
-		b.WriteString(n.col + " LIKE " + a.add(pattern, "text") + ` ESCAPE '\'`)
+		b.WriteString(n.col)
+		b.WriteString(" LIKE ")
+		a.write(b, pattern, "text")
+		b.WriteString(` ESCAPE '\'`)
 	}
 }
 
