@@ -19,7 +19,9 @@
 // [*Failure] whose [Cause] is a fixed, value-free word that is safe to log.
 // Plugin- or scanner-controlled text never appears in an error.
 //
-// [LoadPackage] reads the "verifiers" member of a compiled registry package and
-// checks the pinned digests of its binaries; [Open] turns one entry into a
-// running verifier.
+// [ReadPackage] reads the "verifiers" member of a compiled registry package,
+// [CheckPackage] also checks the pinned digests of its binaries (and its http
+// credentials), [OpenPackage] opens them all for a starting host, refusing
+// start-up on any mismatch, and [Open] turns one entry into a verifier.
+// docs/verifiers.md is the guide for authors and operators.
 package verifier
