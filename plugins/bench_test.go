@@ -50,6 +50,9 @@ func BenchmarkPlanner(b *testing.B) {
 		}
 	})
 
+	// A generous wall time: the benchmark measures cost, and a loaded CI
+	// machine must not turn a slow instantiation into a timeout.
+	slack := plugins.Limits{WallTime: 10 * time.Second}
 	load := func(b *testing.B, cfg plugins.Config, engine plugins.Engine, file string) *plugins.Set {
 		m, dir := pinned(b, "p", engine, contract.KindPlanner, file)
 		m.Writes = plannerWrites
@@ -59,9 +62,9 @@ func BenchmarkPlanner(b *testing.B) {
 		name string
 		set  *plugins.Set
 	}{
-		{"wasm-pooled", load(b, plugins.Config{PoolSize: 1}, plugins.EngineWASM, filepath.Join(wasmDir, "planner.wasm"))},
-		{"wasm-per-call", load(b, plugins.Config{InstancePerCall: true}, plugins.EngineWASM, filepath.Join(wasmDir, "planner.wasm"))},
-		{"tengo", load(b, plugins.Config{}, plugins.EngineTengo, examplePath("planner/planner.tengo"))},
+		{"wasm-pooled", load(b, plugins.Config{PoolSize: 1, Limits: slack}, plugins.EngineWASM, filepath.Join(wasmDir, "planner.wasm"))},
+		{"wasm-per-call", load(b, plugins.Config{InstancePerCall: true, Limits: slack}, plugins.EngineWASM, filepath.Join(wasmDir, "planner.wasm"))},
+		{"tengo", load(b, plugins.Config{Limits: slack}, plugins.EngineTengo, examplePath("planner/planner.tengo"))},
 	}
 	for _, s := range sets {
 		b.Run(s.name+"/engine", func(b *testing.B) {

@@ -23,12 +23,14 @@ const maxPackageBytes = 64 << 20
 // top-level "modules" member of its package.json. Other members are ignored.
 // It returns the modules and the folder their paths are relative to.
 func ReadPackageModules(packageFile string) ([]Module, string, error) {
+	if info, err := os.Stat(packageFile); err != nil {
+		return nil, "", fmt.Errorf("plugins: read package: %w", err)
+	} else if info.Size() > maxPackageBytes {
+		return nil, "", fmt.Errorf("plugins: package %s: %d bytes is over the %d-byte limit", packageFile, info.Size(), maxPackageBytes)
+	}
 	b, err := os.ReadFile(packageFile)
 	if err != nil {
 		return nil, "", fmt.Errorf("plugins: read package: %w", err)
-	}
-	if len(b) > maxPackageBytes {
-		return nil, "", fmt.Errorf("plugins: package %s: %d bytes is over the %d-byte limit", packageFile, len(b), maxPackageBytes)
 	}
 	var doc struct {
 		Modules json.RawMessage `json:"modules"`

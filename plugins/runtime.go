@@ -69,7 +69,7 @@ func NewRuntime(ctx context.Context, cfg Config) (*Runtime, error) {
 		_ = wr.Close(ctx)
 		return nil, fmt.Errorf("plugins: instantiate WASI: %w", err)
 	}
-	capTengoStrings(limits.MaxOutputBytes)
+	capTengoStrings()
 	return &Runtime{cfg: cfg, limits: limits, wasm: wr, cache: cache}, nil
 }
 

@@ -25,15 +25,18 @@ var tengoModules = []string{"math", "text", "json", "base64", "hex", "enum"}
 // maxScriptBytes bounds a script's source.
 const maxScriptBytes = 256 << 10
 
+// MaxScriptStringBytes caps every string and byte slice a tengo script
+// makes. MaxAllocs counts objects, not bytes, so without it a script could
+// build one enormous string. tengo keeps this ceiling in process-wide
+// variables, set when the first Runtime is made.
+const MaxScriptStringBytes = 1 << 20
+
 var tengoCapOnce sync.Once
 
-// capTengoStrings sets tengo's process-wide string and bytes size ceilings
-// the first time a Runtime is made. MaxAllocs counts objects, not bytes, so
-// without this a script could build one enormous string.
-func capTengoStrings(n int) {
+func capTengoStrings() {
 	tengoCapOnce.Do(func() {
-		tengo.MaxStringLen = n
-		tengo.MaxBytesLen = n
+		tengo.MaxStringLen = MaxScriptStringBytes
+		tengo.MaxBytesLen = MaxScriptStringBytes
 	})
 }
 

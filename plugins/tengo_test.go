@@ -160,3 +160,26 @@ if input.inputs.amount > 100 {
 	_, err = set.ComputeAction(ctx, "a", contract.ActionInput{Inputs: map[string]any{"amount": 500, "code": "undeclared"}})
 	requireFailure(t, err, plugins.FailureInvalidOutput)
 }
+
+// TestTengoStringCapEdge checks the string size cap: a string of exactly
+// MaxScriptStringBytes is allowed, one byte more is a memory failure.
+func TestTengoStringCapEdge(t *testing.T) {
+	for n, want := range map[int]plugins.FailureKind{
+		plugins.MaxScriptStringBytes:     "",
+		plugins.MaxScriptStringBytes + 1: plugins.FailureMemory,
+	} {
+		src := `text := import("text"); s := text.repeat("x", ` + itoa(n) + `); ` + okPlan
+		set, err := script(t, plugins.Config{}, contract.KindPlanner, src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = set.Call(context.Background(), "m", []byte(`{"request":{}}`))
+		if want == "" {
+			if err != nil {
+				t.Fatalf("%d bytes: %v (%v)", n, err, detail(err))
+			}
+			continue
+		}
+		requireFailure(t, err, want)
+	}
+}
