@@ -2,12 +2,14 @@ package plugins
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
 	"strconv"
 	"sync"
+	"time"
 	"unicode/utf8"
 
 	"github.com/d5/tengo/v2"
@@ -48,7 +50,7 @@ type tengoProgram struct {
 // loadTengo compiles a script once. The script reads the global `input` (the
 // input document) and assigns the global `output`; `has(map, key)` tells an
 // explicit null member from an absent one.
-func (r *Runtime) loadTengo(_ Module, src []byte) (program, error) {
+func (r *Runtime) loadTengo(m Module, src []byte) (program, error) {
 	if len(src) > maxScriptBytes {
 		return nil, fmt.Errorf("script of %d bytes is over the %d-byte limit", len(src), maxScriptBytes)
 	}
@@ -56,7 +58,14 @@ func (r *Runtime) loadTengo(_ Module, src []byte) (program, error) {
 		return nil, errors.New("script is not UTF-8")
 	}
 	s := tengo.NewScript(src)
-	s.SetImports(stdlib.GetModuleMap(tengoModules...))
+	imports := stdlib.GetModuleMap(tengoModules...)
+	if m.has(CapabilityClock) {
+		imports.AddBuiltinModule("clock", map[string]tengo.Object{"now_unix_ms": tengoNowUnixMS})
+	}
+	if m.has(CapabilityRandom) {
+		imports.AddBuiltinModule("random", map[string]tengo.Object{"bytes": tengoRandomBytes})
+	}
+	s.SetImports(imports)
 	s.SetMaxAllocs(r.limits.MaxAllocs)
 	for name, v := range map[string]any{"input": nil, "output": nil, "has": tengoHas} {
 		if err := s.Add(name, v); err != nil {
@@ -69,6 +78,31 @@ func (r *Runtime) loadTengo(_ Module, src []byte) (program, error) {
 	}
 	return &tengoProgram{rt: r, compiled: compiled}, nil
 }
+
+var tengoNowUnixMS = &tengo.UserFunction{Name: "now_unix_ms", Value: func(args ...tengo.Object) (tengo.Object, error) {
+	if len(args) != 0 {
+		return nil, tengo.ErrWrongNumArguments
+	}
+	return &tengo.Int{Value: time.Now().UnixMilli()}, nil
+}}
+
+// maxRandomBytes bounds one random.bytes(n) call.
+const maxRandomBytes = 1024
+
+var tengoRandomBytes = &tengo.UserFunction{Name: "bytes", Value: func(args ...tengo.Object) (tengo.Object, error) {
+	if len(args) != 1 {
+		return nil, tengo.ErrWrongNumArguments
+	}
+	n, ok := tengo.ToInt(args[0])
+	if !ok || n < 0 || n > maxRandomBytes {
+		return nil, tengo.ErrInvalidArgumentType{Name: "n", Expected: "int from 0 to 1024", Found: args[0].TypeName()}
+	}
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		return nil, err
+	}
+	return &tengo.Bytes{Value: b}, nil
+}}
 
 var tengoHas = &tengo.UserFunction{Name: "has", Value: func(args ...tengo.Object) (tengo.Object, error) {
 	if len(args) != 2 {

@@ -2,6 +2,7 @@ package plugins
 
 import (
 	"bytes"
+	"crypto/rand"
 	"context"
 	"errors"
 	"fmt"
@@ -68,6 +69,7 @@ type wasmProgram struct {
 	compiled wazero.CompiledModule
 	entry    string
 	kind     contract.Kind
+	module   Module
 	pool     chan *wasmInstance
 	closed   sync.Once
 }
@@ -90,7 +92,7 @@ func (r *Runtime) loadWASM(ctx context.Context, m Module, src []byte) (program, 
 	if err != nil {
 		return nil, fmt.Errorf("compile WebAssembly: %w", err)
 	}
-	p := &wasmProgram{rt: r, compiled: compiled, entry: entryPoint(m.Kind), kind: m.Kind}
+	p := &wasmProgram{rt: r, compiled: compiled, entry: entryPoint(m.Kind), kind: m.Kind, module: m}
 	if err := p.checkInterface(); err != nil {
 		_ = compiled.Close(ctx)
 		return nil, err
@@ -133,11 +135,18 @@ func (p *wasmProgram) instantiate(ctx context.Context) (*wasmInstance, error) {
 	defer cancel()
 	stderr := &limitedBuffer{max: 4096}
 	// No filesystem, environment, arguments, network or real clocks: the
-	// module config grants nothing beyond the deterministic defaults.
+	// module config grants nothing beyond the deterministic defaults and the
+	// module's capabilities. Sleep stays a no-op in every case.
 	cfg := wazero.NewModuleConfig().
 		WithName("").
 		WithStartFunctions("_initialize").
 		WithStderr(stderr)
+	if p.module.has(CapabilityClock) {
+		cfg = cfg.WithSysWalltime().WithSysNanotime()
+	}
+	if p.module.has(CapabilityRandom) {
+		cfg = cfg.WithRandSource(rand.Reader)
+	}
 	mod, err := p.rt.wasm.InstantiateModule(ctx, p.compiled, cfg)
 	if err != nil {
 		return nil, classifyWASM(ctx, err, nil, stderr, p.rt.limits)

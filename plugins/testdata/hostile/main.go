@@ -33,7 +33,19 @@ func pin(b []byte) uint32 {
 func abiVersion() uint32 { return 1 }
 
 //go:wasmexport registrum_kinds
-func kinds() uint32 { return 1 }
+func kinds() uint32 { return 1 | 2 }
+
+// handleEvent reports the clock year and eight random bytes as a retry
+// kind, so tests can see whether capabilities were granted.
+//
+//go:wasmexport registrum_handle_event
+func handleEvent(ptr, size uint32) uint64 {
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	out := []byte(fmt.Sprintf(`{"outcome":"retry","kind":"y%d_%x"}`, time.Now().Year(), b))
+	last = out
+	return uint64(uintptr(unsafe.Pointer(unsafe.SliceData(out))))<<32 | uint64(len(out))
+}
 
 //go:wasmexport registrum_alloc
 func alloc(size uint32) uint32 { return pin(make([]byte, size)) }
