@@ -95,8 +95,7 @@ func parameters() obj {
 		"revision":                           path("revision", "Revision number.", obj{"type": "string", "pattern": RevisionPattern}),
 		"runId":                              path("runId", "Ingestion run identifier.", str),
 		"chunkIndex":                         path("chunkIndex", "Chunk index.", obj{"type": "integer", "minimum": 0}),
-		"ifMatch":                            header("If-Match", "ETag of the current revision.", true, etag),
-		"ifMatchRequired":                    header("If-Match", "ETag (or action ifMatch) of the current revision.", true, etag),
+		"ifMatch":                            header("If-Match", "Required: the ETag (or an action's ifMatch) of the current revision.", true, etag),
 		"idempotencyKey":                     header("Idempotency-Key", "Replays of the same request return the stored response.", false, key),
 		"idempotencyKeyRequired":             header("Idempotency-Key", "Required: replays of the same request return the stored response.", true, key),
 	}

@@ -192,6 +192,9 @@ func typeSchema(f *model.Field) (obj, error) {
 		if !ok {
 			return nil, fmt.Errorf("field %s: inline schema is not a JSON object", f.ID)
 		}
+		// The inline schema is embedded as a subschema of the entity's
+		// 2020-12 schema, where $schema may not appear.
+		delete(s, "$schema")
 		return s, nil
 	}
 	return nil, fmt.Errorf("field %s: unknown type %q", f.ID, f.Type)

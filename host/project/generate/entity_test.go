@@ -240,3 +240,23 @@ func TestAttachmentSlotsCarryTheExtension(t *testing.T) {
 		}
 	}
 }
+
+func TestStructuredSchemaIsEmbeddedWithoutItsDialect(t *testing.T) {
+	p := minimalPackage(plainEntity("thing", "things"))
+	p.Entities[0].Fields = append(p.Entities[0].Fields, &model.Field{ID: "doc", APIName: "doc", Type: model.TypeStructured,
+		Schema: json.RawMessage(`{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"array","maxItems":2}`)})
+	b, err := EntitySchema(p, p.Entities[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Count(string(b), `"$schema"`) != 1 {
+		t.Fatalf("the inline schema keeps its $schema:\n%s", b)
+	}
+	s := compileSchema(t, b)
+	if err := validates(t, s, `{"name":"a","doc":[1,2]}`); err != nil {
+		t.Error(err)
+	}
+	if err := validates(t, s, `{"name":"a","doc":[1,2,3]}`); err == nil {
+		t.Error("inline schema bound not enforced")
+	}
+}

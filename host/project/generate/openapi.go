@@ -409,7 +409,7 @@ func requestOperations(e *model.Entity, ap obj) []operation {
 	for _, a := range requestActions {
 		ops = append(ops, operation{method: "post", path: "/v1/records/" + e.Route + "/{recordId}/actions/" + a.name,
 			id: e.ID + ".request." + a.name, tag: e.ID, summary: a.summary,
-			params: []any{paramRef("recordId"), ap, paramRef("ifMatchRequired"), paramRef("idempotencyKeyRequired")},
+			params: []any{paramRef("recordId"), ap, paramRef("ifMatch"), paramRef("idempotencyKeyRequired")},
 			body:   jsonBody(schemaRef(a.body)),
 			responses: withProblems(obj{"200": response("The request after the action.", schemaRef("RequestActionResponse"), false, nil)},
 				400, 401, 404, 409, 412, 428, 503)})
@@ -432,11 +432,11 @@ func attachmentOperations(e *model.Entity, ap obj) []operation {
 		mutation := response("The request record after the change.", schemaRef(cEnvelope(e)), true, recordHeaders(false))
 		ops = append(ops,
 			operation{method: "patch", path: path, id: e.ID + ".attachments." + s.ID + ".upload", tag: e.ID, summary: "Upload the content of slot " + s.ID + ".",
-				params:    []any{paramRef("recordId"), ap, paramRef("ifMatchRequired"), paramRef("idempotencyKeyRequired")},
+				params:    []any{paramRef("recordId"), ap, paramRef("ifMatch"), paramRef("idempotencyKeyRequired")},
 				body:      obj{"required": true, "content": upload},
 				responses: withProblems(obj{"200": mutation}, 400, 401, 404, 409, 412, 428)},
 			operation{method: "delete", path: path, id: e.ID + ".attachments." + s.ID + ".remove", tag: e.ID, summary: "Remove the content of slot " + s.ID + ".",
-				params:    []any{paramRef("recordId"), ap, paramRef("ifMatchRequired"), paramRef("idempotencyKeyRequired")},
+				params:    []any{paramRef("recordId"), ap, paramRef("ifMatch"), paramRef("idempotencyKeyRequired")},
 				responses: withProblems(obj{"200": mutation}, 400, 401, 404, 409, 412, 428)},
 			operation{method: "get", path: path, id: e.ID + ".attachments." + s.ID + ".download", tag: e.ID, summary: "Download the verified content of slot " + s.ID + ".",
 				params: []any{paramRef("recordId"), ap, paramRef("proposalVersion")},

