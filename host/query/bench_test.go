@@ -70,3 +70,46 @@ func BenchmarkParseAndWhere(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkParseAndWhereInterleaved runs, in every iteration, one parse of
+// the typical read with its page and count statements, one net/url decoding
+// of the same query string and one pgx SELECT 1 round trip, timing each, so
+// that a busy machine slows all three alike; it reports each cost and the
+// ratios of the query layer to the two baselines.
+func BenchmarkParseAndWhereInterleaved(b *testing.B) {
+	e := personEntity()
+	a := fullAllowed()
+	o := opts("$filter", benchFilter, "$orderby", "age desc,name", "$select", "name,age,status", "$top", "50")
+	raw := url.Values(o).Encode()
+	pool := openDB(b, e)
+	ctx := context.Background()
+	scope := query.Fragment{SQL: "lifecycle = $1", Args: []any{"active"}}
+	var tq, tu, tp time.Duration
+	n := 0
+	for b.Loop() {
+		t0 := time.Now()
+		q, err := query.Parse(e, a, o)
+		if err != nil {
+			b.Fatal(err)
+		}
+		_ = q.PageStatement("record_id", scope)
+		_ = q.CountStatement(scope)
+		t1 := time.Now()
+		if _, err := url.ParseQuery(raw); err != nil {
+			b.Fatal(err)
+		}
+		t2 := time.Now()
+		var one int
+		if err := pool.QueryRow(ctx, "SELECT 1").Scan(&one); err != nil {
+			b.Fatal(err)
+		}
+		t3 := time.Now()
+		tq, tu, tp = tq+t1.Sub(t0), tu+t2.Sub(t1), tp+t3.Sub(t2)
+		n++
+	}
+	b.ReportMetric(float64(tq.Nanoseconds())/float64(n), "query-ns/op")
+	b.ReportMetric(float64(tu.Nanoseconds())/float64(n), "url-ns/op")
+	b.ReportMetric(float64(tp.Nanoseconds())/float64(n), "pgx-select1-ns/op")
+	b.ReportMetric(float64(tq)/float64(tu), "query/url")
+	b.ReportMetric(float64(tq)/float64(tp), "query/pgx-select1")
+}

@@ -418,3 +418,38 @@ func firstDiff(a, b []string) int {
 	}
 	return len(a)
 }
+
+func TestSealRefusesWhatItCannotCarry(t *testing.T) {
+	s := newSealer(t)
+	e := personEntity()
+	now := time.Unix(1_800_000_000, 0)
+	q, err := query.Parse(e, fullAllowed(), opts("$orderby", "note,age"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A sort value that would make the cursor longer than MaxCursorBytes.
+	_, err = s.Seal(q, staff, query.Row{ID: uuidA, Values: map[string]any{"note": strings.Repeat("x", query.MaxCursorBytes)}}, now)
+	if err == nil || !strings.Contains(err.Error(), "more than 16384") {
+		t.Fatalf("oversized cursor: %v", err)
+	}
+	// A long but fitting sort value round-trips.
+	long := strings.Repeat("é", 4000)
+	tok, err := s.Seal(q, staff, query.Row{ID: uuidA, Values: map[string]any{"note": long, "age": int64(3)}}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Open(tok, e, fullAllowed(), staff, now)
+	if err != nil || got.Position.Values["note"] != long || got.Position.Values["age"] != int64(3) {
+		t.Fatalf("long sort value: %v", err)
+	}
+	// A value of the wrong storage form for its field.
+	_, err = s.Seal(q, staff, query.Row{ID: uuidA, Values: map[string]any{"age": "3"}}, now)
+	if err == nil || !strings.Contains(err.Error(), "sort key age") {
+		t.Fatalf("wrong form: %v", err)
+	}
+	// An unopened cursor cannot be sealed again.
+	pending, _ := query.Parse(e, fullAllowed(), opts("$skiptoken", tok))
+	if _, err := s.Seal(pending, staff, query.Row{ID: uuidA}, now); err == nil {
+		t.Fatal("sealed an unopened cursor")
+	}
+}

@@ -149,3 +149,21 @@ func TestCursorComesAlone(t *testing.T) {
 	_, err = query.Parse(e, fullAllowed(), opts("$skiptoken", ""))
 	wantProblem(t, err, problem.QueryCursorInvalid)
 }
+
+func TestOptionTextBounds(t *testing.T) {
+	e := personEntity()
+	for _, opt := range []string{query.OptSelect, query.OptOrderBy} {
+		at := "age" + strings.Repeat(" ", query.MaxOptionBytes-3)
+		if _, err := query.Parse(e, fullAllowed(), opts(opt, at)); err != nil {
+			t.Fatalf("%s of %d bytes: %v", opt, len(at), err)
+		}
+		_, err := query.Parse(e, fullAllowed(), opts(opt, at+" "))
+		wantProblem(t, err, problem.QueryInvalid, opt, "longer than 2048 bytes")
+	}
+	eight := "name,note,status,age,amount,born,seen,flag"
+	if _, err := query.Parse(e, fullAllowed(), opts("$orderby", eight)); err != nil {
+		t.Fatalf("8 keys: %v", err)
+	}
+	_, err := query.Parse(e, fullAllowed(), opts("$orderby", eight+",ext"))
+	wantProblem(t, err, problem.QueryInvalid, "more than 8 keys")
+}
