@@ -84,6 +84,24 @@ func BenchmarkPlanner(b *testing.B) {
 	}
 }
 
+// warmCache returns a compilation cache folder holding the example planner.
+func warmCache(b *testing.B) string {
+	dir := b.TempDir()
+	ctx := context.Background()
+	rt, err := plugins.NewRuntime(ctx, plugins.Config{CacheDir: dir})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer rt.Close(ctx)
+	m, mdir := pinned(b, "p", plugins.EngineWASM, contract.KindPlanner, filepath.Join(wasmDir, "planner.wasm"))
+	set, err := rt.Load(ctx, []plugins.Module{m}, mdir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	_ = set.Close(ctx)
+	return dir
+}
+
 // BenchmarkLoad measures loading (reading, hashing and compiling) the
 // example planner: WebAssembly without a compilation cache, with a warm
 // on-disk cache, and tengo.
@@ -96,15 +114,16 @@ func BenchmarkLoad(b *testing.B) {
 		cache  func(b *testing.B) string
 	}{
 		{"wasm-cold", plugins.EngineWASM, filepath.Join(wasmDir, "planner.wasm"), func(*testing.B) string { return "" }},
-		{"wasm-disk-cache", plugins.EngineWASM, filepath.Join(wasmDir, "planner.wasm"), func(*testing.B) string { return cacheDir }},
+		{"wasm-disk-cache", plugins.EngineWASM, filepath.Join(wasmDir, "planner.wasm"), func(b *testing.B) string { return warmCache(b) }},
 		{"tengo", plugins.EngineTengo, examplePath("planner/planner.tengo"), func(*testing.B) string { return "" }},
 	}
 	for _, tc := range cases {
 		b.Run(tc.name, func(b *testing.B) {
 			m, dir := pinned(b, "p", tc.engine, contract.KindPlanner, tc.file)
+			cache := tc.cache(b)
 			var total time.Duration
 			for b.Loop() {
-				rt, err := plugins.NewRuntime(ctx, plugins.Config{CacheDir: tc.cache(b)})
+				rt, err := plugins.NewRuntime(ctx, plugins.Config{CacheDir: cache})
 				if err != nil {
 					b.Fatal(err)
 				}
