@@ -1,6 +1,7 @@
 package query
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 
@@ -161,18 +162,24 @@ func echo(s string) string {
 // A $skiptoken must come alone (accessProfile aside); Parse then returns a
 // Query holding only Cursor, to be opened with Sealer.Open.
 func Parse(e *model.Entity, a Allowed, opts RawOptions) (*Query, error) {
-	for name, vals := range opts {
+	// Options in name order, so that a refusal names the same option every time.
+	names := make([]string, 0, len(opts))
+	for name := range opts {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
 		switch name {
 		case OptAccessProfile, OptSelect, OptFilter, OptOrderBy, OptCount, OptTop, OptSkipToken:
 		default:
 			return nil, invalid("%s is not a query option of this read.", echo(name))
 		}
-		if len(vals) != 1 {
+		if len(opts[name]) != 1 {
 			return nil, invalid("%s must be given exactly once.", name)
 		}
 	}
 	if tok, ok := opts[OptSkipToken]; ok {
-		for name := range opts {
+		for _, name := range names {
 			if name != OptSkipToken && name != OptAccessProfile {
 				return nil, invalid("%s cannot be combined with %s: a cursor carries the whole query and is sent alone, with only accessProfile.", OptSkipToken, name)
 			}

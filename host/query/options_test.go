@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/registrum/registrum/host/model"
 	"github.com/registrum/registrum/host/problem"
 	"github.com/registrum/registrum/host/query"
 )
@@ -124,6 +125,23 @@ func TestParseRefusesWhatTheGrantDoesNotAllow(t *testing.T) {
 	only = query.Allowed{Readable: []string{"age"}, Filterable: []string{"age"}}
 	_, err = query.Parse(e, only, opts("$orderby", "age"))
 	wantProblem(t, err, problem.QueryInvalid, `"age"`)
+}
+
+func TestAllowedFromGrant(t *testing.T) {
+	g := &model.Grant{ReadableFields: []string{"a", "b"}, FilterableFields: []string{"a"}, SortableFields: []string{"b"}, AllowCount: true}
+	a := query.AllowedFromGrant(g)
+	if len(a.Readable) != 2 || a.Filterable[0] != "a" || a.Sortable[0] != "b" || !a.AllowCount || a.Pseudo != nil {
+		t.Fatalf("%+v", a)
+	}
+}
+
+func TestRefusalsNameTheSameOptionEveryTime(t *testing.T) {
+	for range 20 {
+		_, err := query.Parse(personEntity(), fullAllowed(), opts("zeta", "1", "$expand", "x", "alpha", "2"))
+		wantProblem(t, err, problem.QueryInvalid, `"$expand"`)
+		_, err = query.Parse(personEntity(), fullAllowed(), opts("$skiptoken", "x", "$top", "5", "$filter", "age eq 1"))
+		wantProblem(t, err, problem.QueryInvalid, "with $filter")
+	}
 }
 
 func TestParseEchoesLongNamesShortened(t *testing.T) {
