@@ -79,6 +79,7 @@ func parameters() obj {
 		"filter":                             q("$filter", "Filter expression over the grant's filterable fields.", str),
 		"orderby":                            q("$orderby", "Sort fields from the grant's sortable fields.", str),
 		"count":                              q("$count", "Adds the matching total beside the page; needs allowCount.", obj{"type": "boolean"}),
+		"top":                                q("$top", "Page size, 1 to 100 (default 25).", obj{"type": "integer", "minimum": 1, "maximum": 100, "default": 25}),
 		"skiptoken":                          q("$skiptoken", "Cursor of the next page; sent alone with only accessProfile.", str),
 		"bbox":                               q("bbox", "Four CRS84 degrees: west, south, east, north.", obj{"type": "string", "pattern": `^-?[0-9]+(\.[0-9]+)?(,-?[0-9]+(\.[0-9]+)?){3}$`}),
 		"asOf":                               obj{"name": "asOf", "in": "query", "required": true, "description": "UTC RFC 3339 timestamp the intervals must contain.", "schema": obj{"type": "string", "format": "date-time", "pattern": TimestampPattern}},

@@ -16,8 +16,8 @@ const (
 	// DatePattern is a calendar date, YYYY-MM-DD.
 	DatePattern = `^[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])$`
 	// TimestampPattern is an RFC 3339 timestamp in UTC ("Z"), with an
-	// optional fraction of one to nine digits.
-	TimestampPattern = `^[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])T([01][0-9]|2[0-3]):[0-5][0-9]:([0-5][0-9]|60)(\.[0-9]{1,9})?Z$`
+	// optional fraction of one to six digits (microseconds, the store's precision).
+	TimestampPattern = `^[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])T([01][0-9]|2[0-3]):[0-5][0-9]:([0-5][0-9]|60)(\.[0-9]{1,6})?Z$`
 )
 
 // EntitySchemaID returns the $id of an entity's JSON Schema:

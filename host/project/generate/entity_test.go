@@ -129,6 +129,7 @@ func TestEntitySchemaValidatesInstances(t *testing.T) {
 		"date bad month":            `{` + base + `,"birthDate":"2020-13-01"}`,
 		"timestamp with offset":     `{` + base + `,"registeredAt":"2026-11-22T01:02:03+02:00"}`,
 		"timestamp without zone":    `{` + base + `,"registeredAt":"2026-11-22T01:02:03"}`,
+		"timestamp nanoseconds":     `{` + base + `,"registeredAt":"2026-11-22T01:02:03.123456789Z"}`,
 		"uuid upper case":           `{` + base + `,"externalId":"0B6D7C8E-1F2A-4B3C-8D4E-5F6A7B8C9D0E"}`,
 		"uuid without hyphens":      `{` + base + `,"externalId":"0b6d7c8e1f2a4b3c8d4e5f6a7b8c9d0e"}`,
 		"code outside vocabulary":   `{"nationalId":"AB123","active":true,"status":"pending"}`,

@@ -2,6 +2,7 @@ package generate
 
 import (
 	"fmt"
+	"net/url"
 	"regexp"
 	"sort"
 	"strings"
@@ -294,7 +295,7 @@ func entityOperations(p *model.Package, e *model.Entity) []operation {
 	item := base + "/{recordId}"
 	tag := e.ID
 	ap := accessProfileParam(entityProfiles(p, e.ID))
-	collection := []any{ap, paramRef("select"), paramRef("filter"), paramRef("orderby"), paramRef("count"), paramRef("skiptoken")}
+	collection := []any{ap, paramRef("select"), paramRef("filter"), paramRef("orderby"), paramRef("count"), paramRef("top"), paramRef("skiptoken")}
 	if e.GeoJSON != nil {
 		collection = append(collection, paramRef("bbox"))
 	}
@@ -314,7 +315,7 @@ func entityOperations(p *model.Package, e *model.Entity) []operation {
 		{method: "get", path: item, id: e.ID + ".read", tag: tag, summary: "Read a " + e.ID + " record.",
 			params: readParams, responses: withProblems(obj{"200": envelope}, 400, 401, 404)},
 		{method: "get", path: item + "/revisions", id: e.ID + ".revisions.list", tag: tag, summary: "List the revisions of a " + e.ID + " record (at most 100 per read).",
-			params: []any{paramRef("recordId"), ap, paramRef("skiptoken")}, responses: withProblems(obj{"200": list}, 400, 401, 404)},
+			params: []any{paramRef("recordId"), ap, paramRef("top"), paramRef("skiptoken")}, responses: withProblems(obj{"200": list}, 400, 401, 404)},
 		{method: "get", path: item + "/revisions/{revision}", id: e.ID + ".revisions.read", tag: tag, summary: "Read one revision of a " + e.ID + " record.",
 			params: []any{paramRef("recordId"), paramRef("revision"), ap}, responses: withProblems(obj{"200": envelope}, 400, 401, 404)},
 	}
@@ -505,7 +506,14 @@ func metadataOperations(p *model.Package) []operation {
 		{method: "get", path: "/v1/registry", id: "registry.read", tag: "metadata", summary: "Registry metadata, filtered per caller profile.",
 			params: []any{accessProfileParam(nil)}, responses: withProblems(obj{"200": response("The registry metadata.", obj{"type": "object"}, false, nil)}, 400, 401, 404)},
 		{method: "get", path: "/openapi.json", id: "openapi.read", tag: "metadata", summary: "This OpenAPI document.", noAuth: true,
-			responses: obj{"200": response("The OpenAPI document of the compiled package.", obj{"type": "object"}, false, nil)}},
+			responses: obj{"200": obj{"description": "The OpenAPI document of the compiled package.",
+				"content": obj{"application/vnd.oai.openapi+json": obj{"schema": obj{"type": "object"}}}}}},
+	}
+	for _, f := range p.Forms {
+		ops = append(ops, operation{method: "get", path: FormRoutePath(p, f.ID), id: "forms." + f.ID + ".read", tag: "metadata",
+			summary: "JSON Schema of form " + f.ID + ".", noAuth: true,
+			responses: withProblems(obj{"200": obj{"description": "The form's JSON Schema.",
+				"content": obj{"application/schema+json": obj{"schema": obj{"type": "object"}}}}}, 404)})
 	}
 	for _, e := range p.Entities {
 		ops = append(ops, operation{method: "get", path: "/v1/schemas/" + e.ID, id: "schemas." + e.ID + ".read", tag: "metadata",
@@ -514,6 +522,18 @@ func metadataOperations(p *model.Package) []operation {
 				"content": obj{"application/schema+json": obj{"schema": obj{"type": "object"}}}}}, 404)})
 	}
 	return ops
+}
+
+// FormRoutePath returns the path at which the record host serves a form's
+// schema: the path of {metadata_base}, then /forms/<form-id>/schema.json, so
+// that the schema's $id resolves to the host when the metadata base is the
+// host's own address.
+func FormRoutePath(p *model.Package, formID string) string {
+	prefix := ""
+	if u, err := url.Parse(p.Registry.URLs.MetadataBase); err == nil {
+		prefix = strings.TrimRight(u.Path, "/")
+	}
+	return prefix + "/" + FormSchemaPath(formID)
 }
 
 // patchPathPattern matches JSON Patch paths that name a field of the entity:

@@ -224,6 +224,7 @@ func TestOpenAPISnapshotRouteFollowsGrants(t *testing.T) {
 
 func TestOpenAPIFullPackage(t *testing.T) {
 	p := testPackage()
+	p.Forms = []*model.Form{applicationForm()}
 	doc := openAPIOf(t, p)
 	got := pathSet(t, doc)
 	for _, want := range []string{
@@ -239,6 +240,7 @@ func TestOpenAPIFullPackage(t *testing.T) {
 		"POST /v1/actions/close-person/target-conditions",
 		"GET /v1/gis/collections/districts/items",
 		"GET /v1/schemas/application",
+		"GET /metadata/forms/child-support-application/schema.json",
 	} {
 		if !slices.Contains(got, want) {
 			t.Errorf("route %s missing", want)
@@ -307,7 +309,7 @@ func TestOpenAPIDescribesRequestsAndResponses(t *testing.T) {
 		}
 	}
 	list, _ := json.Marshal(d.Paths["/v1/records/persons"]["get"]["parameters"])
-	for _, p := range []string{"select", "filter", "orderby", "count", "skiptoken", "accessProfile"} {
+	for _, p := range []string{"select", "filter", "orderby", "count", "top", "skiptoken", "accessProfile"} {
 		if !strings.Contains(string(list), p) {
 			t.Errorf("list parameters %s lack %s", list, p)
 		}
@@ -321,6 +323,17 @@ func TestOpenAPIDescribesRequestsAndResponses(t *testing.T) {
 	}
 	if _, ok := d.Components.Schemas["application.BatchBody"]; ok {
 		t.Error("batch body schema for an entity without batch")
+	}
+}
+
+func TestFormRoutePath(t *testing.T) {
+	p := testPackage()
+	if got := FormRoutePath(p, "f"); got != "/metadata/forms/f/schema.json" {
+		t.Errorf("FormRoutePath = %s", got)
+	}
+	p.Registry.URLs.MetadataBase = "https://registry.example.test"
+	if got := FormRoutePath(p, "f"); got != "/forms/f/schema.json" {
+		t.Errorf("FormRoutePath without a base path = %s", got)
 	}
 }
 
