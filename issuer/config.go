@@ -55,6 +55,7 @@ const (
 	MaximumAssertionLifetimeSeconds = 600
 	DefaultReplayCacheEntries       = 8192
 	MinimumReplayCacheEntries       = 256
+	MaximumReplayCacheEntries       = 1 << 24
 	MaximumAudiences                = 16
 	MaximumAudienceBytes            = 512
 	DefaultTransitTimeoutMillis     = 5000
@@ -329,6 +330,14 @@ func (d *yamlDoc) lineOf(field string) int {
 	return 0
 }
 
+// inRange refuses v outside lo..hi.
+func (d *yamlDoc) inRange(field string, v, lo, hi uint64) error {
+	if v < lo || v > hi {
+		return d.fail(field, fmt.Sprintf("must be between %d and %d", lo, hi), nil)
+	}
+	return nil
+}
+
 func (d *yamlDoc) fail(field, rule string, err error) *ConfigError {
 	return &ConfigError{File: d.file, Field: field, Line: d.lineOf(field), Rule: rule, Err: err}
 }
@@ -440,17 +449,17 @@ func validateConfig(d *yamlDoc, fc *fileConfig) (*Config, error) {
 	c.Listener.Port = *l.Port
 	c.Listener.MaximumRequestBytes = DefaultMaximumRequestBytes
 	if l.MaximumRequestBytes != nil {
-		v := int64(*l.MaximumRequestBytes)
-		if v < MinimumRequestBytes || v > MaximumRequestBytes {
-			return nil, d.fail("listener.maximumRequestBytes", fmt.Sprintf("must be between %d and %d", MinimumRequestBytes, MaximumRequestBytes), nil)
+		v := uint64(*l.MaximumRequestBytes)
+		if err := d.inRange("listener.maximumRequestBytes", v, MinimumRequestBytes, MaximumRequestBytes); err != nil {
+			return nil, err
 		}
-		c.Listener.MaximumRequestBytes = v
+		c.Listener.MaximumRequestBytes = int64(v)
 	}
 	c.Listener.RequestTimeout = DefaultRequestTimeoutMillis * time.Millisecond
 	if l.RequestTimeoutMilliseconds != nil {
 		v := *l.RequestTimeoutMilliseconds
-		if v < 1 || v > MaximumRequestTimeoutMillis {
-			return nil, d.fail("listener.requestTimeoutMilliseconds", fmt.Sprintf("must be between 1 and %d", MaximumRequestTimeoutMillis), nil)
+		if err := d.inRange("listener.requestTimeoutMilliseconds", v, 1, MaximumRequestTimeoutMillis); err != nil {
+			return nil, err
 		}
 		c.Listener.RequestTimeout = time.Duration(v) * time.Millisecond
 	}
@@ -566,8 +575,8 @@ func validateConfig(d *yamlDoc, fc *fileConfig) (*Config, error) {
 	if a.MaximumFileBytes == nil {
 		return nil, d.fail("audit.maximumFileBytes", "is required", nil)
 	}
-	if *a.MaximumFileBytes < MinimumAuditFileBytes || *a.MaximumFileBytes > MaximumAuditFileBytes {
-		return nil, d.fail("audit.maximumFileBytes", fmt.Sprintf("must be between %d and %d", MinimumAuditFileBytes, uint64(MaximumAuditFileBytes)), nil)
+	if err := d.inRange("audit.maximumFileBytes", *a.MaximumFileBytes, MinimumAuditFileBytes, MaximumAuditFileBytes); err != nil {
+		return nil, err
 	}
 	c.Audit.MaximumFileBytes = int64(*a.MaximumFileBytes)
 	if a.HashKeyVersion == nil {
@@ -626,8 +635,8 @@ func validateConfig(d *yamlDoc, fc *fileConfig) (*Config, error) {
 	if at.LifetimeSeconds == nil {
 		return nil, d.fail("accessTokens.lifetimeSeconds", "is required", nil)
 	}
-	if *at.LifetimeSeconds < MinimumTokenLifetimeSeconds || *at.LifetimeSeconds > MaximumTokenLifetimeSeconds {
-		return nil, d.fail("accessTokens.lifetimeSeconds", fmt.Sprintf("must be between %d and %d", MinimumTokenLifetimeSeconds, MaximumTokenLifetimeSeconds), nil)
+	if err := d.inRange("accessTokens.lifetimeSeconds", *at.LifetimeSeconds, MinimumTokenLifetimeSeconds, MaximumTokenLifetimeSeconds); err != nil {
+		return nil, err
 	}
 	c.AccessTokens.Lifetime = time.Duration(*at.LifetimeSeconds) * time.Second
 	if at.Claims != nil {
@@ -653,8 +662,8 @@ func validateConfig(d *yamlDoc, fc *fileConfig) (*Config, error) {
 	c.ClientAssertion.MaximumLifetime = DefaultAssertionLifetimeSeconds * time.Second
 	if ca.MaximumLifetimeSeconds != nil {
 		v := *ca.MaximumLifetimeSeconds
-		if v < MinimumAssertionLifetimeSeconds || v > MaximumAssertionLifetimeSeconds {
-			return nil, d.fail("clientAssertion.maximumLifetimeSeconds", fmt.Sprintf("must be between %d and %d", MinimumAssertionLifetimeSeconds, MaximumAssertionLifetimeSeconds), nil)
+		if err := d.inRange("clientAssertion.maximumLifetimeSeconds", v, MinimumAssertionLifetimeSeconds, MaximumAssertionLifetimeSeconds); err != nil {
+			return nil, err
 		}
 		c.ClientAssertion.MaximumLifetime = time.Duration(v) * time.Second
 	}
@@ -678,8 +687,8 @@ func validateConfig(d *yamlDoc, fc *fileConfig) (*Config, error) {
 	c.ClientAssertion.ReplayCacheEntries = DefaultReplayCacheEntries
 	if ca.ReplayCacheEntries != nil {
 		v := *ca.ReplayCacheEntries
-		if v < MinimumReplayCacheEntries || v > 1<<24 {
-			return nil, d.fail("clientAssertion.replayCacheEntries", fmt.Sprintf("must be between %d and %d", MinimumReplayCacheEntries, 1<<24), nil)
+		if err := d.inRange("clientAssertion.replayCacheEntries", v, MinimumReplayCacheEntries, MaximumReplayCacheEntries); err != nil {
+			return nil, err
 		}
 		c.ClientAssertion.ReplayCacheEntries = int(v)
 	}
@@ -733,8 +742,8 @@ func validateSigner(d *yamlDoc, fs *fileSigner, c *Config, resolve func(string) 
 		c.Signer.Timeout = DefaultTransitTimeoutMillis * time.Millisecond
 		if fs.TimeoutMilliseconds != nil {
 			v := *fs.TimeoutMilliseconds
-			if v < minimumTransitTimeoutMillis || v > maximumTransitTimeoutMillis {
-				return d.fail("signer.timeoutMilliseconds", fmt.Sprintf("must be between %d and %d", minimumTransitTimeoutMillis, maximumTransitTimeoutMillis), nil)
+			if err := d.inRange("signer.timeoutMilliseconds", v, minimumTransitTimeoutMillis, maximumTransitTimeoutMillis); err != nil {
+				return err
 			}
 			c.Signer.Timeout = time.Duration(v) * time.Millisecond
 		}
