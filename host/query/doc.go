@@ -12,11 +12,14 @@
 //
 // A typical read:
 //
-//	q, err := sealer.Parse(entity, allowed, query.RawOptions(r.URL.Query()), caller, now)
+//	q, err := sealer.Parse(entity, allowed, query.RawOptions(u.Query()), caller, now)
 //	if err != nil { /* render the problem */ }
-//	stmt := q.PageStatement(columns, scope)      // scope: the caller's row boundaries
-//	rows := store.Run(stmt)               // at most q.Limit() rows
-//	if len(rows) > q.Top {                // one more than a page: there is a next page
-//		next, err := sealer.Seal(q, caller, lastRowOfPage, now)
+//	stmt := q.PageStatement(columns, scope) // scope: row boundaries, lifecycle
+//	rows := store.Run(stmt)                 // at most q.Limit() rows
+//	if len(rows) > q.Top {                  // one more than a page: a next page exists
+//		next, err := sealer.Seal(q, caller, rows[q.Top-1], now)
 //	}
+//
+// Column references in the fragments are unqualified columns of the
+// entity's table (store/layout).
 package query

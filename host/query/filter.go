@@ -19,7 +19,8 @@ const (
 	MaxFilterDepth = 8
 	// MaxInList bounds the number of literals in one in (...) list.
 	MaxInList = 100
-	// MaxLiteralBytes bounds one literal, in bytes (as written, quotes excluded).
+	// MaxLiteralBytes bounds one literal, in bytes: the content of a string
+	// after unescaping '', or a bare literal as written.
 	MaxLiteralBytes = 512
 )
 
