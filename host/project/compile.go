@@ -52,6 +52,12 @@ func Compile(dir string, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	return compileDocument(dir, name, raw, opts)
+}
+
+// compileDocument compiles the project document raw, named name, whose
+// referenced files are read from dir.
+func compileDocument(dir, name string, raw []byte, opts Options) (*Result, error) {
 	c := &compiler{dir: dir, file: name, opts: opts, contents: map[string][]byte{}}
 	doc, err := source.Parse(raw)
 	if err != nil {
