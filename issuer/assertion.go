@@ -128,8 +128,12 @@ func (a *authenticator) authenticate(reg *Registry, assertion string, now time.T
 			return nil, nil, authFail("assertion typ not accepted")
 		}
 	}
+	payload := jws.UnsafePayloadWithoutVerification()
+	if err := checkNoDuplicateMembers(payload); err != nil {
+		return nil, nil, authFail("assertion payload: %v", err)
+	}
 	var claims assertionClaims
-	dec := json.NewDecoder(bytes.NewReader(jws.UnsafePayloadWithoutVerification()))
+	dec := json.NewDecoder(bytes.NewReader(payload))
 	dec.UseNumber()
 	if err := dec.Decode(&claims); err != nil {
 		return nil, nil, authFail("assertion payload is not a JSON object")
@@ -302,4 +306,52 @@ func checkDelegation(c *Client, raw json.RawMessage) (*onBehalfOf, error) {
 		out.Subject[field] = val
 	}
 	return out, nil
+}
+
+// checkNoDuplicateMembers refuses a JSON document in which an object repeats a
+// member name: readers that keep the first and the last occurrence would
+// disagree on what the client signed.
+func checkNoDuplicateMembers(doc []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(doc))
+	dec.UseNumber()
+	var walk func(depth int) error
+	walk = func(depth int) error {
+		if depth > 32 {
+			return errors.New("nested too deeply")
+		}
+		tok, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		switch tok {
+		case json.Delim('{'):
+			seen := map[string]bool{}
+			for dec.More() {
+				k, err := dec.Token()
+				if err != nil {
+					return err
+				}
+				name, _ := k.(string)
+				if seen[name] {
+					return fmt.Errorf("member %q repeated", name)
+				}
+				seen[name] = true
+				if err := walk(depth + 1); err != nil {
+					return err
+				}
+			}
+			_, err = dec.Token()
+			return err
+		case json.Delim('['):
+			for dec.More() {
+				if err := walk(depth + 1); err != nil {
+					return err
+				}
+			}
+			_, err = dec.Token()
+			return err
+		}
+		return nil
+	}
+	return walk(0)
 }

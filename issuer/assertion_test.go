@@ -1,6 +1,7 @@
 package issuer
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -100,4 +101,29 @@ func FuzzAuthenticate(f *testing.F) {
 			t.Fatalf("random assertion accepted: %q", assertion)
 		}
 	})
+}
+
+func TestDuplicateMembersRefused(t *testing.T) {
+	a, reg, d := testAuthenticator(t)
+	key := d.keys[DevStandardClientID]
+	now := time.Now().Unix()
+	payload := fmt.Sprintf(`{"iss":%q,"sub":%q,"aud":%q,"jti":"dup-1","iat":%d,"exp":%d,"sub":"x"}`,
+		DevStandardClientID, DevStandardClientID, d.cfg.ClientAssertion.Audience, now, now+60)
+	s, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.ES256, Key: key.Key}, (&jose.SignerOptions{}).WithHeader("kid", key.KeyID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	jws, _ := s.Sign([]byte(payload))
+	compact, _ := jws.CompactSerialize()
+	if _, _, err := a.authenticate(reg, compact, time.Now()); err == nil || !strings.Contains(err.Error(), "repeated") {
+		t.Fatalf("duplicate sub: %v", err)
+	}
+	for _, doc := range []string{`{"a":{"b":1,"b":2}}`, `{"a":[{"c":1,"c":1}]}`} {
+		if checkNoDuplicateMembers([]byte(doc)) == nil {
+			t.Errorf("%s accepted", doc)
+		}
+	}
+	if err := checkNoDuplicateMembers([]byte(`{"a":{"b":1},"b":[{"a":1}]}`)); err != nil {
+		t.Errorf("distinct members refused: %v", err)
+	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/go-jose/go-jose/v4"
 	"github.com/goccy/go-yaml"
 
+	"github.com/registrum/registrum/internal/canonjson"
 	"github.com/registrum/registrum/issuer/keys"
 )
 
@@ -75,6 +76,9 @@ type Client struct {
 	Claims []DirectClaim
 	// Keys are the client's public keys.
 	Keys []jose.JSONWebKey
+	// authority is the canonical JSON of the authority the registration
+	// grants; the audit chain records only its keyed pseudonym.
+	authority string
 }
 
 // Grant is the evidence grant of a registration.
@@ -245,7 +249,29 @@ func loadClient(cfg *Config, path string) (*Client, error) {
 		return nil, d.fail("keys", "must be public JWKs of an allowed type (private members are refused)", err)
 	}
 	c.Keys = set
+	if c.authority, err = authorityJSON(c); err != nil {
+		return nil, d.fail("", "cannot encode the registration's authority", err)
+	}
 	return c, nil
+}
+
+// authorityJSON is the RFC 8785 form of what the registration authorises.
+func authorityJSON(c *Client) (string, error) {
+	a := map[string]any{"principal": c.Principal}
+	if c.Profile == ProfileStandard {
+		claims := map[string]string{}
+		for _, dc := range c.Claims {
+			claims[dc.Name] = dc.Value
+		}
+		a["scopes"], a["claims"] = c.Scopes, claims
+	} else {
+		a["evidenceAudience"], a["requesterTags"] = c.EvidenceAudience, c.RequesterTags
+		if c.Grant != nil {
+			a["grant"] = map[string]string{"id": c.Grant.ID, "authority": c.Grant.Authority}
+		}
+	}
+	b, err := canonjson.Marshal(a)
+	return string(b), err
 }
 
 func loadEvidence(cfg *Config, d *yamlDoc, fr *fileRegistration, c *Client) error {

@@ -472,6 +472,7 @@ func (s *Server) decide(r *http.Request) decision {
 	pseudo := map[string]string{
 		audit.LabelClient:    s.audit.Pseudonym(audit.LabelClient, client.ID),
 		audit.LabelPrincipal: s.audit.Pseudonym(audit.LabelPrincipal, client.Principal),
+		audit.LabelAuthority: s.audit.Pseudonym(audit.LabelAuthority, client.authority),
 	}
 	if obo != nil {
 		pseudo[audit.LabelActor] = s.audit.Pseudonym(audit.LabelActor, obo.Actor)

@@ -416,3 +416,71 @@ func WithSignerWrapper(f *flakySigner) Option {
 		o.wrapSigner = func(s signer.Signer) signer.Signer { f.Signer = s; return f }
 	}
 }
+
+func TestAuditRecordsAreValueFree(t *testing.T) {
+	d := startDeployment(t, nil)
+	var tokens []map[string]any
+	for _, id := range []string{DevStandardClientID, DevStandardClientID, DevEvidenceClientID} {
+		body, _, claims := d.issue(id, nil)
+		claims["access_token"] = body["access_token"]
+		tokens = append(tokens, claims)
+	}
+	expectError(t, d.post("grant_type=password"), 400, ErrorInvalidRequest)
+	lines := d.auditLines()
+	if len(lines) != 4 {
+		t.Fatalf("%d records", len(lines))
+	}
+	type rec struct {
+		Record struct {
+			OperationID string            `json:"operationId"`
+			Outcome     string            `json:"outcome"`
+			Category    string            `json:"category"`
+			TokenID     string            `json:"tokenId"`
+			KeyID       string            `json:"keyId"`
+			ExpiresAt   int64             `json:"expiresAt"`
+			Pseudonyms  map[string]string `json:"pseudonyms"`
+		} `json:"record"`
+	}
+	var recs []rec
+	ops := map[string]bool{}
+	for _, l := range lines {
+		var r rec
+		if err := json.Unmarshal([]byte(l), &r); err != nil {
+			t.Fatal(err)
+		}
+		if ops[r.Record.OperationID] || len(r.Record.OperationID) < 16 {
+			t.Fatalf("operation id %q missing or repeated", r.Record.OperationID)
+		}
+		ops[r.Record.OperationID] = true
+		recs = append(recs, r)
+	}
+	for i, tok := range tokens {
+		r := recs[i].Record
+		if r.Outcome != "issued" || r.TokenID != tok["jti"] || r.KeyID != d.cfg.Signing.Active.KeyID || float64(r.ExpiresAt) != tok["exp"] {
+			t.Fatalf("record %d %+v for token %v", i, r, tok)
+		}
+		for _, label := range []string{"client", "principal", "authority"} {
+			if !strings.HasPrefix(r.Pseudonyms[label], "hmac-sha256:v1:") {
+				t.Fatalf("record %d pseudonym %s = %q", i, label, r.Pseudonyms[label])
+			}
+		}
+	}
+	// Same client, same pseudonyms (correlation); another client, different ones.
+	if recs[0].Record.Pseudonyms["client"] != recs[1].Record.Pseudonyms["client"] || recs[0].Record.Pseudonyms["client"] == recs[2].Record.Pseudonyms["client"] {
+		t.Fatal("client pseudonyms do not correlate")
+	}
+	if r := recs[3].Record; r.Outcome != "denied" || r.Category != ErrorInvalidRequest || r.TokenID != "" || len(r.Pseudonyms) != 0 {
+		t.Fatalf("denial record %+v", r)
+	}
+	all := strings.Join(lines, "\n")
+	raws := []string{DevStandardClientID, DevEvidenceClientID, "service:demo", "records:read", "local-development", "grant-dev-1"}
+	for _, tok := range tokens {
+		parts := strings.Split(tok["access_token"].(string), ".")
+		raws = append(raws, parts[1], parts[2])
+	}
+	for _, raw := range raws {
+		if strings.Contains(all, raw) {
+			t.Fatalf("audit chain holds the raw value %q", raw)
+		}
+	}
+}
