@@ -518,11 +518,7 @@ func actionComponents(a *model.Action, schemas obj) error {
 			required = append(required, in.APIName)
 		}
 	}
-	input := obj{"type": "object", "additionalProperties": false, "properties": props}
-	if len(required) > 0 {
-		input["required"] = required
-	}
-	schemas[cActionIn(a)] = input
+	schemas[cActionIn(a)] = closedObject(props, required)
 	pre := obj{}
 	for _, ef := range a.Effects {
 		pre[ef.ID] = obj{

@@ -95,15 +95,7 @@ func domainDataSchema(e *model.Entity, view dataView) (obj, error) {
 			props[s.name] = s.schema
 		}
 	}
-	out := obj{
-		"type":                 "object",
-		"additionalProperties": false,
-		"properties":           props,
-	}
-	if len(required) > 0 {
-		out["required"] = required
-	}
-	return out, nil
+	return closedObject(props, required), nil
 }
 
 // FieldSchema returns the JSON Schema of one field's wire value: the type's

@@ -74,15 +74,7 @@ func formObject(fields []*model.FormField, where string) (obj, error) {
 			required = append(required, ff.Name)
 		}
 	}
-	out := obj{
-		"type":                 "object",
-		"additionalProperties": false,
-		"properties":           props,
-	}
-	if len(required) > 0 {
-		out["required"] = required
-	}
-	return out, nil
+	return closedObject(props, required), nil
 }
 
 // formFieldSchema returns the schema of one form member.

@@ -103,6 +103,20 @@ func All(p *model.Package) (map[string][]byte, error) {
 // in sorted order, which makes every document deterministic.
 type obj = map[string]any
 
+// closedObject is an object schema with the given properties, no other
+// member, and the required members when there are any.
+func closedObject[T any](props obj, required []T) obj {
+	out := obj{
+		"type":                 "object",
+		"additionalProperties": false,
+		"properties":           props,
+	}
+	if len(required) > 0 {
+		out["required"] = required
+	}
+	return out
+}
+
 // encode writes v as indented JSON without HTML escaping, with a final newline.
 func encode(v any) ([]byte, error) {
 	var buf bytes.Buffer

@@ -206,21 +206,19 @@ func accessProfileParam(ids []string) obj {
 
 // entityProfiles returns the ids of the profiles that grant on the entity.
 func entityProfiles(p *model.Package, entityID string) []string {
-	var ids []string
-	for _, pr := range p.Profiles {
-		if pr.Grant(entityID) != nil {
-			ids = append(ids, pr.ID)
-		}
-	}
-	sort.Strings(ids)
-	return ids
+	return profilesWhere(p, func(pr *model.Profile) bool { return pr.Grant(entityID) != nil })
 }
 
 // actionProfiles returns the ids of the profiles that grant on the action.
 func actionProfiles(p *model.Package, actionID string) []string {
+	return profilesWhere(p, func(pr *model.Profile) bool { return pr.ActionGrant(actionID) != nil })
+}
+
+// profilesWhere returns the sorted ids of the profiles that satisfy keep.
+func profilesWhere(p *model.Package, keep func(*model.Profile) bool) []string {
 	var ids []string
 	for _, pr := range p.Profiles {
-		if pr.ActionGrant(actionID) != nil {
+		if keep(pr) {
 			ids = append(ids, pr.ID)
 		}
 	}
