@@ -1,0 +1,66 @@
+package issuer
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+func TestWriteDevSetupKeepsKeys(t *testing.T) {
+	dir := t.TempDir()
+	first, err := WriteDevSetup(dir, DevOptions{Port: 18443})
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := []string{"secrets/signing-key.jwk", "secrets/audit-hash-key", "keys/active.jwk.json", "client-keys/demo-standard.jwk", "client-keys/demo-evidence.jwk"}
+	before := map[string]string{}
+	for _, f := range files {
+		raw, err := os.ReadFile(filepath.Join(dir, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		before[f] = string(raw)
+	}
+	for _, f := range []string{"secrets/signing-key.jwk", "secrets/audit-hash-key", "client-keys/demo-standard.jwk"} {
+		st, _ := os.Stat(filepath.Join(dir, f))
+		if st.Mode().Perm() != 0o600 {
+			t.Errorf("%s mode %04o", f, st.Mode().Perm())
+		}
+	}
+	for _, f := range []string{"secrets", "audit", "client-keys"} {
+		st, _ := os.Stat(filepath.Join(dir, f))
+		if st.Mode().Perm() != 0o700 {
+			t.Errorf("%s mode %04o", f, st.Mode().Perm())
+		}
+	}
+	// Written again on another port: keys kept, configuration follows the port.
+	second, err := WriteDevSetup(dir, DevOptions{Port: 18444})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		raw, _ := os.ReadFile(filepath.Join(dir, f))
+		if string(raw) != before[f] {
+			t.Errorf("%s changed on the second run", f)
+		}
+	}
+	if first.ConfigPath != second.ConfigPath || second.TokenURL != "http://127.0.0.1:18444/token" || len(second.Clients) != 2 {
+		t.Fatalf("second setup %+v", second)
+	}
+	cfg, err := LoadConfig(second.ConfigPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Listener.Port != 18444 || cfg.ClientAssertion.Audience != second.TokenURL || cfg.ValidationMode != ModeSupervisedLocalDevelopment {
+		t.Fatalf("config %+v", cfg)
+	}
+	if _, err := LoadRegistry(cfg); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := WriteDevSetup(t.TempDir(), DevOptions{}); err == nil {
+		t.Fatal("port 0 accepted")
+	}
+	if _, err := WriteDevSetup(t.TempDir(), DevOptions{Port: 1, Address: "localhost"}); err == nil {
+		t.Fatal("non-IP address accepted")
+	}
+}
