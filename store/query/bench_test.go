@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/registrum/registrum/host/query"
+	"github.com/registrum/registrum/store/query"
 )
 
 const benchFilter = "status in ('active','paused') and age ge 18 and (startswith(name,'Jo') or born lt 2000-01-01) and not (flag eq false)"

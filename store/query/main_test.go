@@ -13,7 +13,7 @@ import (
 
 	"github.com/registrum/registrum/host/model"
 	"github.com/registrum/registrum/host/problem"
-	"github.com/registrum/registrum/host/query"
+	"github.com/registrum/registrum/store/query"
 	"github.com/registrum/registrum/store"
 	"github.com/registrum/registrum/store/layout"
 	"github.com/registrum/registrum/store/storetest"

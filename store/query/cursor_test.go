@@ -17,7 +17,7 @@ import (
 
 	"github.com/registrum/registrum/host/model"
 	"github.com/registrum/registrum/host/problem"
-	"github.com/registrum/registrum/host/query"
+	"github.com/registrum/registrum/store/query"
 )
 
 var testSecret = bytes.Repeat([]byte{7}, 32)

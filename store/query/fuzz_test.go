@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/registrum/registrum/host/problem"
-	"github.com/registrum/registrum/host/query"
+	"github.com/registrum/registrum/store/query"
 )
 
 var placeholder = regexp.MustCompile(`\$[0-9]+::`)

@@ -4,9 +4,9 @@
 // compiles them to parameterised SQL fragments that the store runs, and
 // seals and opens the encrypted, caller-bound cursors of keyset pagination.
 //
-// The package never executes SQL and knows nothing about HTTP: the edge
-// hands it the decoded query parameters, and the store runs the fragments it
-// produces. Every refusal is a *problem.Error with code query.invalid or
+// It lives in the store because it writes SQL; it never executes any and
+// knows nothing about HTTP: the core service hands it the decoded query
+// parameters, and the store runs the fragments it produces. Every refusal is a *problem.Error with code query.invalid or
 // query.cursor_invalid. The grammar, the literal rules per field type, every
 // bound and the cursor format are described in docs/query.md.
 //

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/registrum/registrum/host/model"
-	"github.com/registrum/registrum/host/query"
+	"github.com/registrum/registrum/store/query"
 )
 
 func exampleEntity() *model.Entity {

@@ -6,7 +6,7 @@ import (
 
 	"github.com/registrum/registrum/host/model"
 	"github.com/registrum/registrum/host/problem"
-	"github.com/registrum/registrum/host/query"
+	"github.com/registrum/registrum/store/query"
 )
 
 func TestParseDefaults(t *testing.T) {

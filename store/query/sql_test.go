@@ -11,7 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/registrum/registrum/host/problem"
-	"github.com/registrum/registrum/host/query"
+	"github.com/registrum/registrum/store/query"
 	"github.com/registrum/registrum/store/layout"
 )
 

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/registrum/registrum/host/problem"
-	"github.com/registrum/registrum/host/query"
+	"github.com/registrum/registrum/store/query"
 )
 
 func parseFilter(t *testing.T, f string) (*query.Query, error) {
