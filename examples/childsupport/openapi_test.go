@@ -1,0 +1,95 @@
+package childsupport_test
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/pb33f/libopenapi"
+	validator "github.com/pb33f/libopenapi-validator"
+
+	"github.com/registrum/registrum/host/project/generate"
+)
+
+// TestOpenAPIIsExactForTheExample reads the example's OpenAPI document with
+// an independent OpenAPI 3.1 library, checks it lists the routes the package
+// enables (and none a declaration rules out), and validates real requests.
+func TestOpenAPIIsExactForTheExample(t *testing.T) {
+	r, p := compile(t)
+	raw := r.Contents["openapi.json"]
+	doc, err := libopenapi.NewDocument(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := doc.BuildV3Model()
+	if err != nil {
+		t.Fatalf("not a valid OpenAPI 3.1 document: %v", err)
+	}
+	if v := m.Model.Version; !strings.HasPrefix(v, "3.1") {
+		t.Fatalf("openapi %s", v)
+	}
+	have := map[string]bool{}
+	for path, item := range m.Model.Paths.PathItems.FromOldest() {
+		for method := range item.GetOperations().FromOldest() {
+			have[strings.ToUpper(method)+" "+path] = true
+		}
+	}
+	routes, err := generate.Routes(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(routes) != len(have) {
+		t.Errorf("document has %d operations, the package enables %d", len(have), len(routes))
+	}
+	for _, rt := range routes {
+		if !have[rt.Method+" "+rt.Path] {
+			t.Errorf("route %s %s missing from the document", rt.Method, rt.Path)
+		}
+	}
+	for _, want := range []string{
+		"POST /v1/records/cases:batch",                                    // case declares batch and caseworker grants it
+		"GET /v1/records/decisions:as-of",                                 // decision is temporal
+		"GET /v1/gis/collections/service-offices/items",                   // geojson
+		"PATCH /v1/records/applications/{recordId}/attachments/medical-certificate",
+		"POST /v1/records/applications/{recordId}/actions/apply",
+		"POST /v1/actions/close-case",
+	} {
+		if !have[want] {
+			t.Errorf("%s missing", want)
+		}
+	}
+	for route := range have {
+		switch {
+		case strings.HasPrefix(route, "DELETE /v1/records/") && !strings.Contains(route, "/attachments/"):
+			t.Errorf("%s: no entity of the example declares tombstone", route)
+		case route == "PATCH /v1/records/decisions/{recordId}":
+			t.Errorf("%s: decisions are create-only", route)
+		case strings.Contains(route, "applications:batch"), strings.Contains(route, "children:batch"):
+			t.Errorf("%s: only cases declare batch", route)
+		}
+	}
+
+	v, errs := validator.NewValidator(doc)
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	const host = "https://childsupport.example.test"
+	application := `{"data":{"supportType":"maintenance","applicantNationalId":"P-1","healthDistrict":"north","children":[{"childNationalId":"C-1"}],"caseNumber":"CS-0001","openedOn":"2026-11-22"}}`
+	post := func(body string) *http.Request {
+		req, _ := http.NewRequest("POST", host+"/v1/records/applications", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		return req
+	}
+	if ok, errs := v.ValidateHttpRequestSync(post(application)); !ok {
+		t.Errorf("valid application refused: %v", errs)
+	}
+	for name, body := range map[string]string{
+		"unknown district": strings.Replace(application, `"north"`, `"central"`, 1),
+		"empty children":   strings.Replace(application, `[{"childNationalId":"C-1"}]`, `[]`, 1),
+		"authored id":      strings.Replace(application, `"caseNumber"`, `"case-number"`, 1),
+	} {
+		if ok, _ := v.ValidateHttpRequestSync(post(body)); ok {
+			t.Errorf("%s: invalid application accepted", name)
+		}
+	}
+}
