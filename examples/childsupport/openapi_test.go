@@ -47,9 +47,9 @@ func TestOpenAPIIsExactForTheExample(t *testing.T) {
 		}
 	}
 	for _, want := range []string{
-		"POST /v1/records/cases:batch",                                    // case declares batch and caseworker grants it
-		"GET /v1/records/decisions:as-of",                                 // decision is temporal
-		"GET /v1/gis/collections/service-offices/items",                   // geojson
+		"POST /v1/records/cases:batch",                  // case declares batch and caseworker grants it
+		"GET /v1/records/decisions:as-of",               // decision is temporal
+		"GET /v1/gis/collections/service-offices/items", // geojson
 		"PATCH /v1/records/applications/{recordId}/attachments/medical-certificate",
 		"POST /v1/records/applications/{recordId}/actions/apply",
 		"POST /v1/actions/close-case",
