@@ -27,6 +27,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	jose "github.com/go-jose/go-jose/v4"
@@ -146,6 +147,7 @@ type Verifier struct {
 	runMu   sync.Mutex
 	cancel  context.CancelFunc
 	stopped chan struct{}
+	running atomic.Bool // the background loop refreshes the set
 }
 
 // NewVerifier returns a verifier for the validated authentication settings.
@@ -203,13 +205,15 @@ func (v *Verifier) Start(ctx context.Context) error {
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	v.cancel, v.stopped = cancel, make(chan struct{})
-	ok := v.fetch(ctx, true) == nil
+	ok := v.fetch(ctx, true, true) == nil
+	v.running.Store(true)
 	go v.loop(ctx, ok)
 	return nil
 }
 
 func (v *Verifier) loop(ctx context.Context, lastOK bool) {
 	defer close(v.stopped)
+	defer v.running.Store(false)
 	for {
 		wait := v.refresh
 		if !lastOK {
@@ -222,7 +226,7 @@ func (v *Verifier) loop(ctx context.Context, lastOK bool) {
 			return
 		case <-t.C:
 		}
-		lastOK = v.fetch(ctx, true) == nil
+		lastOK = v.fetch(ctx, true, true) == nil
 	}
 }
 
@@ -239,13 +243,19 @@ func (v *Verifier) Close() {
 	<-stopped
 }
 
-// errRateLimited is returned by fetch when a fetch happened too recently.
+// errRateLimited is returned by fetch when a fetch happened too recently or,
+// for a caller that does not wait, is in flight.
 var errRateLimited = errors.New("auth: key set fetched too recently")
 
 // fetch retrieves the key set and installs it. Unless forced, it does
-// nothing when the previous attempt started less than minFetch ago.
-func (v *Verifier) fetch(ctx context.Context, forced bool) error {
-	v.fetchMu.Lock()
+// nothing when the previous attempt started less than minFetch ago. A
+// caller that does not wait returns at once when a fetch is in flight.
+func (v *Verifier) fetch(ctx context.Context, forced, wait bool) error {
+	if wait {
+		v.fetchMu.Lock()
+	} else if !v.fetchMu.TryLock() {
+		return errRateLimited
+	}
 	defer v.fetchMu.Unlock()
 	now := v.now()
 	if !forced && !v.lastAttempt.IsZero() && now.Sub(v.lastAttempt) < v.minFetch {
@@ -322,10 +332,15 @@ func (v *Verifier) verify(ctx context.Context, token string) (*Claims, error) {
 		return nil, refuse(ReasonKeyRevoked, "kid is revoked")
 	}
 	key, held, stale := v.key(h.KeyID)
-	if key == nil || stale {
-		// Unknown kid, stale or missing set: refetch, at most once per minFetch.
-		// Read again whatever the outcome: another call may have fetched.
-		_ = v.fetch(ctx, false)
+	switch {
+	case key == nil:
+		// Unknown kid or no set: wait for a fetch (at most one per minFetch),
+		// then read again whatever the outcome: another call may have fetched.
+		_ = v.fetch(ctx, false, true)
+		key, held, _ = v.key(h.KeyID)
+	case stale && !v.running.Load():
+		// Lazy refresh of a usable set: never wait behind a fetch in flight.
+		_ = v.fetch(ctx, false, false)
 		key, held, _ = v.key(h.KeyID)
 	}
 	if !held {

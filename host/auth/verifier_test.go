@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -472,4 +473,74 @@ func loopRunning() bool {
 	buf := make([]byte, 1<<20)
 	n := runtime.Stack(buf, true)
 	return strings.Contains(string(buf[:n]), "(*Verifier).loop")
+}
+
+func TestARefreshInFlightDoesNotHoldTokensWithAKnownKey(t *testing.T) {
+	clk := newClock()
+	a := newKey(t, "a")
+	ks := newKeyServer(t, a)
+	release := make(chan struct{})
+	var arrived atomic.Int64
+	good := ks.Config.Handler
+	ks.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if arrived.Add(1) > 1 { // every fetch after the first hangs until released
+			<-release
+		}
+		good.ServeHTTP(w, r)
+	})
+	cfg := settings(ks.URL)
+	v, _ := NewVerifier(cfg, nil, WithClock(clk.Now))
+	ctx := context.Background()
+	if _, err := v.Verify(ctx, a.Sign(t, "at+jwt", claimsAt(clk.Now()))); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(cfg.KeySetRefresh())
+	first := make(chan error, 1)
+	go func() {
+		_, err := v.Verify(ctx, a.Sign(t, "at+jwt", claimsAt(clk.Now())))
+		first <- err
+	}()
+	// Wait until the lazy refresh is in flight.
+	deadline := time.Now().Add(5 * time.Second)
+	for arrived.Load() < 2 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	second := make(chan error, 1)
+	tok := a.Sign(t, "at+jwt", claimsAt(clk.Now()))
+	go func() {
+		_, err := v.Verify(ctx, tok)
+		second <- err
+	}()
+	select {
+	case err := <-second:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(time.Second):
+		close(release)
+		t.Fatal("a known-key token waited behind a refresh in flight")
+	}
+	close(release)
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestAStartedVerifierLeavesRefreshToItsLoop(t *testing.T) {
+	clk := newClock()
+	a := newKey(t, "a")
+	ks := newKeyServer(t, a)
+	cfg := settings(ks.URL)
+	v, _ := NewVerifier(cfg, nil, WithClock(clk.Now))
+	if err := v.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer v.Close()
+	clk.Advance(cfg.KeySetRefresh() + time.Second)
+	if _, err := v.Verify(context.Background(), a.Sign(t, "at+jwt", claimsAt(clk.Now()))); err != nil {
+		t.Fatal(err)
+	}
+	if got := ks.Hits(); got != 1 {
+		t.Fatalf("fetches = %d, want 1: the request path refreshed a set the loop keeps", got)
+	}
 }
