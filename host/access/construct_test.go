@@ -1,6 +1,7 @@
 package access_test
 
 import (
+	"context"
 	"strings"
 	"testing"
 
@@ -8,6 +9,7 @@ import (
 	"github.com/registrum/registrum/host/auth"
 	"github.com/registrum/registrum/host/auth/authtest"
 	"github.com/registrum/registrum/host/model"
+	"github.com/registrum/registrum/host/problem"
 )
 
 func TestNewProfilesRefusesInconsistentProfiles(t *testing.T) {
@@ -81,8 +83,17 @@ func TestNewProfilesRefusesInconsistentProfiles(t *testing.T) {
 	t.Run("anonymous-only packages need no verifier", func(t *testing.T) {
 		p := copyPackage(t, base)
 		p.Profiles = []*model.Profile{prof(p, "public")}
-		if _, err := access.NewProfiles(p, nil, nil); err != nil {
+		d, err := access.NewProfiles(p, nil, nil)
+		if err != nil {
 			t.Fatal(err)
+		}
+		notice := p.EntityByID("notice")
+		if _, err := d.Decide(context.Background(), access.Request{Operation: model.OpGet, Entity: notice}); err != nil {
+			t.Fatal(err)
+		}
+		// With no issuer configured a presented token cannot be verified: refused, not ignored.
+		if _, err := d.Decide(context.Background(), access.Request{Operation: model.OpGet, Entity: notice, Bearer: "a.b.c"}); code(err) != problem.AuthenticationRefused {
+			t.Fatalf("err = %v, want 401", err)
 		}
 	})
 }
