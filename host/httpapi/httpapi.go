@@ -20,6 +20,7 @@ import (
 	"github.com/registrum/registrum/host/model"
 	"github.com/registrum/registrum/host/problem"
 	"github.com/registrum/registrum/host/records"
+	"github.com/registrum/registrum/store/query"
 )
 
 // DefaultMaximumBodyBytes bounds a write body when the entity sets no bound.
@@ -65,6 +66,7 @@ func New(o Options) *API {
 		r.Get("/v1/schemas/{entity}", a.entitySchema)
 		r.Get(a.docs.FormPathPrefix()+"{form}/schema.json", a.formSchema)
 	}
+	r.Get("/v1/records/{route}", a.listRecords)
 	r.Post("/v1/records/{route}", a.createRecord)
 	r.Post("/v1/records/{route}:batch", a.batch)
 	r.Get("/v1/records/{route}/{recordId}", a.getRecord)
@@ -234,6 +236,25 @@ func (a *API) batch(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Idempotent-Replayed", "true")
 	}
 	writeRaw(w, res.Status, "application/json", res.Body)
+}
+
+func (a *API) listRecords(w http.ResponseWriter, r *http.Request) {
+	e, err := a.records.EntityForRoute(chi.URLParam(r, "route"))
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	c := a.call(r)
+	opts := query.RawOptions(r.URL.Query())
+	delete(opts, "accessProfile")
+	res, err := a.records.List(r.Context(), c, e, opts)
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	w.Header().Set("Link", fmt.Sprintf(`<%s>; rel="profile", </v1/schemas/%s>; rel="describedby"`, a.pkg.Registry.URLs.Profile, e.ID))
+	w.Header().Set("Vary", "Accept")
+	writeRaw(w, res.Status, contentType(c.Representation), res.Body)
 }
 
 func (a *API) getRecord(w http.ResponseWriter, r *http.Request) {

@@ -14,9 +14,10 @@ import (
 type Keys struct {
 	etag      []byte
 	reference []byte
+	cursor    []byte
 }
 
-// DeriveKeys derives the ETag and reference keys from the host's root secret
+// DeriveKeys derives the ETag, reference and cursor keys from the host's root secret
 // with HKDF-SHA-256 under distinct labels.
 func DeriveKeys(root []byte) (Keys, error) {
 	etag, err := hkdf.Key(sha256.New, root, nil, "registrum etag v1", 32)
@@ -27,7 +28,11 @@ func DeriveKeys(root []byte) (Keys, error) {
 	if err != nil {
 		return Keys{}, fmt.Errorf("records: derive keys: %w", err)
 	}
-	return Keys{etag: etag, reference: ref}, nil
+	cursor, err := hkdf.Key(sha256.New, root, nil, "registrum cursor v1", 32)
+	if err != nil {
+		return Keys{}, fmt.Errorf("records: derive keys: %w", err)
+	}
+	return Keys{etag: etag, reference: ref, cursor: cursor}, nil
 }
 
 // keyed returns HMAC-SHA-256 of a domain label and length-prefixed parts.

@@ -25,6 +25,7 @@ import (
 	"github.com/registrum/registrum/internal/strictjson"
 	"github.com/registrum/registrum/store"
 	"github.com/registrum/registrum/store/layout"
+	"github.com/registrum/registrum/store/query"
 )
 
 // MaxIdempotencyKeyBytes bounds the Idempotency-Key.
@@ -37,6 +38,7 @@ type Service struct {
 	codec  *values.Codec
 	keys   Keys
 	access access.Decider
+	sealer *query.Sealer
 }
 
 // New returns the records service of the store's active package.
@@ -45,7 +47,11 @@ func New(st *store.Store, keys Keys, decider access.Decider) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Service{pkg: st.Package(), store: st, codec: codec, keys: keys, access: decider}, nil
+	sealer, err := query.NewSealer(keys.cursor)
+	if err != nil {
+		return nil, err
+	}
+	return &Service{pkg: st.Package(), store: st, codec: codec, keys: keys, access: decider, sealer: sealer}, nil
 }
 
 // Package returns the package the service serves.

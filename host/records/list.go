@@ -1,0 +1,125 @@
+package records
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/registrum/registrum/host/access"
+	"github.com/registrum/registrum/host/model"
+	"github.com/registrum/registrum/host/values"
+	"github.com/registrum/registrum/store"
+	"github.com/registrum/registrum/store/query"
+)
+
+// Collection is a page of a collection read.
+type Collection struct {
+	Context  string           `json:"@context,omitempty"`
+	Items    []CollectionItem `json:"items"`
+	PageInfo PageInfo         `json:"pageInfo"`
+	Meta     Meta             `json:"meta"`
+	// Count is the matching total, with $count.
+	Count *int64 `json:"count,omitempty"`
+}
+
+// CollectionItem is one record of a page, without the data wrapper.
+type CollectionItem struct {
+	RecordIdentifier   string         `json:"recordIdentifier"`
+	RevisionIdentifier string         `json:"revisionIdentifier"`
+	DomainData         map[string]any `json:"domainData"`
+}
+
+// PageInfo says where the next page starts.
+type PageInfo struct {
+	// NextCursor is null on the last page.
+	NextCursor *string `json:"nextCursor"`
+}
+
+// List reads one page of the live records of e that the caller may see.
+func (s *Service) List(ctx context.Context, c Call, e *model.Entity, opts query.RawOptions) (*Result, error) {
+	grant, err := s.decide(ctx, c, model.OpList, e)
+	if err != nil {
+		return nil, err
+	}
+	allowed := query.Allowed{
+		Readable:   ids(grant.Readable),
+		Filterable: ids(grant.Filterable),
+		Sortable:   ids(grant.Sortable),
+		AllowCount: grant.AllowCount,
+	}
+	caller := query.Caller{Principal: grant.PrincipalReference, Profile: grant.Profile, PackageRevision: s.pkg.Revision}
+	now := time.Now()
+	q, err := s.sealer.Parse(e, allowed, opts, caller, now)
+	if err != nil {
+		return nil, err
+	}
+	scope, err := store.Scope(e, storeBoundaries(grant))
+	if err != nil {
+		return nil, err
+	}
+	recs, err := s.store.Page(ctx, q, scope)
+	if err != nil {
+		return nil, err
+	}
+	page := Collection{Items: make([]CollectionItem, 0, len(recs)), Meta: MetaOf(s.pkg, e)}
+	if len(recs) > q.Top {
+		recs = recs[:q.Top]
+		last := recs[len(recs)-1]
+		next, err := s.sealer.Seal(q, caller, query.Row{ID: last.ID, Values: last.Values}, now)
+		if err != nil {
+			return nil, fmt.Errorf("records: seal cursor: %w", err)
+		}
+		page.PageInfo.NextCursor = &next
+	}
+	for _, rec := range recs {
+		dd := make(map[string]any, len(q.Select))
+		for _, f := range q.Select {
+			dd[f.APIName] = values.Encode(f, rec.Values[f.ID])
+		}
+		page.Items = append(page.Items, CollectionItem{
+			RecordIdentifier:   rec.ID,
+			RevisionIdentifier: strconv.FormatInt(rec.Revision, 10),
+			DomainData:         dd,
+		})
+	}
+	if q.Count {
+		n, err := s.store.Count(ctx, q, scope)
+		if err != nil {
+			return nil, err
+		}
+		page.Count = &n
+	}
+	if c.Representation == JSONLD {
+		page.Context = s.pkg.Registry.URLs.Context
+	}
+	body, err := json.Marshal(page)
+	if err != nil {
+		return nil, fmt.Errorf("records: render page: %w", err)
+	}
+	return &Result{Status: http.StatusOK, Body: body}, nil
+}
+
+// ids returns the members of a field set in a stable order.
+func ids(set map[string]bool) []string {
+	out := make([]string, 0, len(set))
+	for id, ok := range set {
+		if ok {
+			out = append(out, id)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// storeBoundaries converts the grant's resolved row boundaries for the store.
+func storeBoundaries(g *access.Grant) []store.Boundary {
+	var out []store.Boundary
+	for _, b := range g.Boundaries() {
+		out = append(out, store.Boundary{FieldID: b.Field, Values: b.Values})
+	}
+	return out
+}
