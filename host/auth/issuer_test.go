@@ -2,84 +2,21 @@ package auth_test
 
 import (
 	"context"
-	"net"
-	"os"
 	"strings"
 	"testing"
 
-	jose "github.com/go-jose/go-jose/v4"
-
 	"github.com/registrum/registrum/host/auth"
+	"github.com/registrum/registrum/host/auth/authtest"
 	"github.com/registrum/registrum/host/config"
 	"github.com/registrum/registrum/issuer"
-	"github.com/registrum/registrum/sdk/tokensource"
 )
-
-// devIssuer serves a real issuer dev deployment on loopback and returns its
-// base URL, its setup and its configuration.
-func devIssuer(t *testing.T) (string, *issuer.DevSetup, *issuer.Config) {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	setup, err := issuer.WriteDevSetup(t.TempDir(), issuer.DevOptions{Port: ln.Addr().(*net.TCPAddr).Port})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := issuer.LoadConfig(setup.ConfigPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := issuer.New(cfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ctx, ln) }()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-		srv.Close()
-	})
-	return "http://" + ln.Addr().String(), setup, cfg
-}
-
-func issuedToken(t *testing.T, setup *issuer.DevSetup, clientID string) string {
-	t.Helper()
-	for _, c := range setup.Clients {
-		if c.ID != clientID {
-			continue
-		}
-		raw, err := os.ReadFile(c.KeyFile)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var k jose.JSONWebKey
-		if err := k.UnmarshalJSON(raw); err != nil {
-			t.Fatal(err)
-		}
-		src, err := tokensource.New(tokensource.Config{TokenURL: setup.TokenURL, ClientID: c.ID, Key: &k, Audience: c.Audience})
-		if err != nil {
-			t.Fatal(err)
-		}
-		tok, err := src.Token(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
-		return tok.AccessToken
-	}
-	t.Fatalf("no client %q", clientID)
-	return ""
-}
 
 func ip(v int) *int { return &v }
 
 func TestVerifiesTokensOfTheRealIssuer(t *testing.T) {
-	base, setup, icfg := devIssuer(t)
+	is := authtest.StartIssuer(t, issuer.DevOptions{}, nil)
 	cfg := &config.Authentication{
-		Issuer: icfg.Issuer, JWKSURL: base + "/.well-known/jwks.json", Audience: "urn:registrum:dev",
+		Issuer: is.Config.Issuer, JWKSURL: is.JWKSURL, Audience: "urn:registrum:dev",
 		Algorithm: "ES256", ScopeClaim: "scope", ScopeSeparator: " ",
 		AuthorityClaims:  config.AuthorityClaims{Principal: "sub", Purpose: "purpose"},
 		ClockSkewSeconds: ip(30), KeySetRefreshSeconds: ip(300), KeySetAllowanceSeconds: ip(3600),
@@ -94,7 +31,7 @@ func TestVerifiesTokensOfTheRealIssuer(t *testing.T) {
 	defer v.Close()
 	ctx := context.Background()
 
-	c, err := v.Verify(ctx, issuedToken(t, setup, issuer.DevStandardClientID))
+	c, err := v.Verify(ctx, is.Token(t, issuer.DevStandardClientID))
 	if err != nil {
 		t.Fatalf("standard token refused: %v", err)
 	}
@@ -102,7 +39,7 @@ func TestVerifiesTokensOfTheRealIssuer(t *testing.T) {
 		t.Fatalf("claims = %+v", c)
 	}
 	// An evidence token verifies too; it carries no scope claim, so no scopes.
-	ev, err := v.Verify(ctx, issuedToken(t, setup, issuer.DevEvidenceClientID))
+	ev, err := v.Verify(ctx, is.Token(t, issuer.DevEvidenceClientID))
 	if err != nil {
 		t.Fatalf("evidence token refused: %v", err)
 	}
@@ -110,23 +47,25 @@ func TestVerifiesTokensOfTheRealIssuer(t *testing.T) {
 		t.Fatalf("evidence claims = %+v", ev)
 	}
 
-	// Another deployment's audience, and the issuer's key revoked by configuration.
-	tok := issuedToken(t, setup, issuer.DevStandardClientID)
-	for name, edit := range map[string]func(*config.Authentication){
-		"audience": func(c *config.Authentication) { c.Audience = "urn:registrum:other" },
-		"issuer":   func(c *config.Authentication) { c.Issuer = strings.Replace(c.Issuer, "localhost", "example.org", 1) },
-		"revoked":  func(c *config.Authentication) { c.RevokedKeyIDs = []string{icfg.Signing.Active.KeyID} },
+	// Another deployment's audience or issuer, and the issuer's key revoked by configuration.
+	tok := is.Token(t, issuer.DevStandardClientID)
+	for name, tc := range map[string]struct {
+		edit func(*config.Authentication)
+		want auth.Reason
+	}{
+		"audience": {func(c *config.Authentication) { c.Audience = "urn:registrum:other" }, auth.ReasonAudience},
+		"issuer":   {func(c *config.Authentication) { c.Issuer = strings.Replace(c.Issuer, "localhost", "example.org", 1) }, auth.ReasonIssuer},
+		"revoked":  {func(c *config.Authentication) { c.RevokedKeyIDs = []string{is.Config.Signing.Active.KeyID} }, auth.ReasonKeyRevoked},
 	} {
 		other := *cfg
-		edit(&other)
+		tc.edit(&other)
 		v2, err := auth.NewVerifier(&other, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := v2.Verify(ctx, tok); err == nil {
-			t.Fatalf("%s: a token for another configuration was accepted", name)
-		} else if _, ok := auth.IsRefused(err); !ok {
-			t.Fatalf("%s: err = %v, want a refusal", name, err)
+		_, err = v2.Verify(ctx, tok)
+		if re, ok := auth.IsRefused(err); !ok || re.Reason != tc.want {
+			t.Fatalf("%s: err = %v, want %s", name, err, tc.want)
 		}
 	}
 }
