@@ -71,9 +71,7 @@ const (
 	jwtBearerAssertionType          = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
 	clientCredentialsGrant          = "client_credentials"
 	defaultPrincipalClaim           = "sub"
-	maximumTransitNameBytes         = 128
 	maximumTransitSocketPathBytes   = 107
-	maximumSecretNameBytes          = 128
 	maximumIssuerBytes              = 2048
 	maximumAssertionAudienceBytes   = 2048
 	maximumTransitTimeoutMillis     = 30000
@@ -169,7 +167,10 @@ type AccessTokenConfig struct {
 
 // ClaimNames are the configured evidence claim names.
 type ClaimNames struct {
-	Principal        string
+	// Principal names the principal claim ("sub" by default).
+	Principal string
+	// RequesterTags, EvidenceAudience, GrantID and GrantAuthority name the
+	// evidence authority claims.
 	RequesterTags    string
 	EvidenceAudience string
 	GrantID          string
@@ -193,13 +194,20 @@ type ClientAssertionConfig struct {
 // ConfigError is a refused configuration or registration: it names the file,
 // the field path, the line when known, and the rule broken.
 type ConfigError struct {
-	File  string
+	// File is the configuration or registration file.
+	File string
+	// Field is the field path, such as "listener.port" or "keys[2]"; empty
+	// when the whole document is at fault.
 	Field string
-	Line  int
-	Rule  string
-	Err   error
+	// Line is the field's line in File, or 0 when unknown.
+	Line int
+	// Rule says what the field must be.
+	Rule string
+	// Err is the underlying cause, if any.
+	Err error
 }
 
+// Error formats the refusal as "issuer: FILE:LINE: FIELD: RULE: CAUSE".
 func (e *ConfigError) Error() string {
 	var b strings.Builder
 	b.WriteString("issuer: ")
@@ -220,6 +228,7 @@ func (e *ConfigError) Error() string {
 	return b.String()
 }
 
+// Unwrap returns the underlying cause.
 func (e *ConfigError) Unwrap() error { return e.Err }
 
 // The YAML document as written. Pointers distinguish absent from zero.

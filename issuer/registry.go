@@ -83,7 +83,9 @@ type Client struct {
 
 // Grant is the evidence grant of a registration.
 type Grant struct {
-	ID        string
+	// ID is written under accessTokens.claims.grantId.
+	ID string
+	// Authority is written under accessTokens.claims.grantAuthority.
 	Authority string
 }
 
@@ -99,7 +101,9 @@ type Delegation struct {
 
 // DirectClaim is one direct string claim of a standard registration.
 type DirectClaim struct {
-	Name  string
+	// Name is the claim name.
+	Name string
+	// Value is the claim's string value.
 	Value string
 }
 

@@ -79,6 +79,7 @@ type Error struct {
 	Body []byte
 }
 
+// Error names the status and the OAuth error code.
 func (e *Error) Error() string {
 	if e.Code != "" {
 		return fmt.Sprintf("tokensource: token endpoint answered %d %s", e.StatusCode, e.Code)
