@@ -14,6 +14,7 @@ import (
 	"github.com/registrum/registrum/host/access"
 	"github.com/registrum/registrum/host/model"
 	"github.com/registrum/registrum/host/problem"
+	"github.com/registrum/registrum/host/values"
 	"github.com/registrum/registrum/internal/canonjson"
 	"github.com/registrum/registrum/internal/strictjson"
 	"github.com/registrum/registrum/store"
@@ -103,6 +104,9 @@ func (s *Service) batchItem(ctx context.Context, w *store.Writer, c Call, e *mod
 	switch it.operation {
 	case model.OpCreate:
 		id := uuid.NewString()
+		if !grant.Admits(it.values) {
+			return nil, store.ErrNotFound
+		}
 		j, err := s.journal(c, grant, e, id, it.values)
 		if err != nil {
 			return nil, err
@@ -114,7 +118,7 @@ func (s *Service) batchItem(ctx context.Context, w *store.Writer, c Call, e *mod
 		if err != nil {
 			return nil, err
 		}
-		if cur.Lifecycle != layout.LifecycleActive {
+		if cur.Lifecycle != layout.LifecycleActive || !grant.Admits(cur.Values) {
 			return nil, store.ErrNotFound
 		}
 		if !s.matches(it.ifMatch, cur) {
@@ -123,6 +127,9 @@ func (s *Service) batchItem(ctx context.Context, w *store.Writer, c Call, e *mod
 		next, err := s.applyPatch(e, cur, it.patch)
 		if err != nil {
 			return nil, err
+		}
+		if !grant.Admits(next) {
+			return nil, store.ErrNotFound
 		}
 		j, err := s.journal(c, grant, e, it.id, next)
 		if err != nil {
@@ -225,8 +232,8 @@ func (s *Service) parseItem(ctx context.Context, c Call, e *model.Entity, grant 
 		return batchItem{operation: op, values: values}, nil
 	}
 	id, _ := m["id"].(string)
-	if id == "" {
-		return batchItem{}, problem.At(problem.RequestInvalid, "/id", "a patch item needs the record id")
+	if !values.IsUUID(id) {
+		return batchItem{}, problem.At(problem.RequestInvalid, "/id", "a patch item needs the record id, a lowercase UUID")
 	}
 	ifMatch, _ := m["ifMatch"].(string)
 	if ifMatch == "" {

@@ -146,6 +146,9 @@ func (s *Service) Create(ctx context.Context, c Call, e *model.Entity, body []by
 	if err != nil {
 		return nil, err
 	}
+	if !grant.Admits(stored) {
+		return nil, problem.NotFound()
+	}
 	return s.write(ctx, e, idem, func(w *store.Writer) (*store.Outcome, error) {
 		id := uuid.NewString()
 		j, err := s.journal(c, grant, e, id, stored)
@@ -176,7 +179,7 @@ func (s *Service) Get(ctx context.Context, c Call, e *model.Entity, id string) (
 		return nil, problem.NotFound()
 	}
 	rec, err := s.store.Get(ctx, e, id)
-	if errors.Is(err, store.ErrNotFound) || (err == nil && rec.Lifecycle != layout.LifecycleActive) {
+	if errors.Is(err, store.ErrNotFound) || (err == nil && (rec.Lifecycle != layout.LifecycleActive || !grant.Admits(rec.Values))) {
 		return nil, problem.NotFound()
 	}
 	if err != nil {
@@ -217,7 +220,7 @@ func (s *Service) Patch(ctx context.Context, c Call, e *model.Entity, id, ifMatc
 		if err != nil {
 			return nil, err
 		}
-		if cur.Lifecycle != layout.LifecycleActive {
+		if cur.Lifecycle != layout.LifecycleActive || !grant.Admits(cur.Values) {
 			return nil, store.ErrNotFound
 		}
 		if !s.matches(ifMatch, cur) {
@@ -226,6 +229,9 @@ func (s *Service) Patch(ctx context.Context, c Call, e *model.Entity, id, ifMatc
 		next, err := s.applyPatch(e, cur, ops)
 		if err != nil {
 			return nil, err
+		}
+		if !grant.Admits(next) {
+			return nil, store.ErrNotFound
 		}
 		j, err := s.journal(c, grant, e, id, next)
 		if err != nil {
@@ -269,7 +275,7 @@ func (s *Service) Tombstone(ctx context.Context, c Call, e *model.Entity, id, if
 		if err != nil {
 			return nil, err
 		}
-		if cur.Lifecycle != layout.LifecycleActive {
+		if cur.Lifecycle != layout.LifecycleActive || !grant.Admits(cur.Values) {
 			return nil, store.ErrNotFound
 		}
 		if !s.matches(ifMatch, cur) {
