@@ -26,6 +26,10 @@ type Request struct {
 	Entity    *model.Entity
 	// Bearer is the presented access token, "" when none was presented.
 	Bearer string
+	// UnusableCredential is true when an Authorization header was sent
+	// that carries no bearer token (another scheme, or an empty token; see
+	// auth.BearerToken). It is refused like a rejected token: 401.
+	UnusableCredential bool
 	// Profile is the access profile the caller selected (accessProfile), ""
 	// for the route's default.
 	Profile string

@@ -251,6 +251,9 @@ func (d *Profiles) Decide(ctx context.Context, r Request) (*Grant, error) {
 		return nil, problem.NotFound()
 	}
 	var claims *auth.Claims
+	if r.Bearer == "" && r.UnusableCredential {
+		return nil, refused(errors.New("access: an Authorization header without a bearer token"))
+	}
 	if r.Bearer != "" {
 		if d.verifier == nil {
 			return nil, refused(errors.New("access: a token was presented but no issuer is configured"))

@@ -55,6 +55,7 @@ func TestDecideSelectsAdmitsAndConceals(t *testing.T) {
 		{"missing token", "parcel", model.OpGet, "", "", problem.ResourceNotFound, "", ""},
 		{"rejected token: expired", "parcel", model.OpGet, "", tok(clerk, "iat", time.Now().Add(-10*time.Minute).Unix(), "exp", time.Now().Add(-time.Minute).Unix()), problem.AuthenticationRefused, "", ""},
 		{"rejected token: garbage", "parcel", model.OpGet, "", "garbage", problem.AuthenticationRefused, "", ""},
+		{"credential of another scheme", "parcel", model.OpGet, "public", "", problem.AuthenticationRefused, "", ""},
 		{"rejected token on a route without a profile answer", "survey", model.OpGet, "", tok(clerk, "iss", "https://other.test"), problem.AuthenticationRefused, "", ""},
 		// Admission dimensions.
 		{"principal claim missing", "parcel", model.OpGet, "", tok(clerk, "sub", nil), problem.ResourceNotFound, "", ""},
@@ -103,6 +104,7 @@ func TestDecideSelectsAdmitsAndConceals(t *testing.T) {
 		"in boundary claim over its member bound":            "more than",
 		"rejected token: expired":                            "expired",
 		"rejected token: garbage":                            "malformed",
+		"credential of another scheme":                       "without a bearer token",
 		"anonymous with a rejected token":                    "audience",
 		"rejected token on a route without a profile answer": "issuer",
 	}
@@ -110,7 +112,12 @@ func TestDecideSelectsAdmitsAndConceals(t *testing.T) {
 	var refusedDoc *problem.Document
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			g, err := f.d.Decide(context.Background(), access.Request{Operation: tc.op, Entity: f.entity(tc.entity), Bearer: tc.bearer, Profile: tc.profile})
+			r := access.Request{Operation: tc.op, Entity: f.entity(tc.entity), Bearer: tc.bearer, Profile: tc.profile}
+			if tc.name == "credential of another scheme" {
+				r.Bearer, r.UnusableCredential = auth.BearerToken("Basic dXNlcjpwYXNz")
+				r.UnusableCredential = r.UnusableCredential && r.Bearer == ""
+			}
+			g, err := f.d.Decide(context.Background(), r)
 			if tc.want == "" {
 				if err != nil {
 					t.Fatalf("refused: %v", err)
