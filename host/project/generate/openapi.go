@@ -65,7 +65,22 @@ func OpenAPI(p *model.Package) ([]byte, error) {
 	if hasAnonymousProfile(p) {
 		security = append(security, obj{})
 	}
+	pruneComponents(paths, comps)
+	tags := []any{
+		obj{"name": "metadata", "description": "Registry metadata and published schemas."},
+	}
+	if len(p.Actions) > 0 {
+		tags = append(tags, obj{"name": "actions", "description": "Immediate actions."})
+	}
+	if len(gisOperations(p)) > 0 {
+		tags = append(tags, obj{"name": "gis", "description": "Spatial (GeoJSON) adapter."})
+	}
+	for _, e := range p.Entities {
+		tags = append(tags, obj{"name": e.ID, "description": "Records of entity " + e.ID + " at /v1/records/" + e.Route + "."})
+	}
 	doc := obj{
+		"servers":           []any{obj{"url": "/", "description": "The record host serving this package."}},
+		"tags":              tags,
 		"openapi":           OpenAPIVersion,
 		"jsonSchemaDialect": JSONSchemaDialect,
 		"info": obj{
@@ -82,6 +97,57 @@ func OpenAPI(p *model.Package) ([]byte, error) {
 		return nil, fmt.Errorf("generate: openapi: %w", err)
 	}
 	return b, nil
+}
+
+// pruneComponents removes the components no operation reaches, directly or
+// through other components, so the document holds only what the package uses.
+func pruneComponents(paths, comps obj) {
+	used := map[string]bool{}
+	var walk func(v any)
+	walk = func(v any) {
+		switch t := v.(type) {
+		case obj:
+			for k, c := range t {
+				if ref, ok := c.(string); ok && k == "$ref" && !used[ref] {
+					used[ref] = true
+					if target := componentAt(comps, ref); target != nil {
+						walk(target)
+					}
+				}
+				walk(c)
+			}
+		case []any:
+			for _, c := range t {
+				walk(c)
+			}
+		}
+	}
+	walk(paths)
+	for kind, group := range comps {
+		members, ok := group.(obj)
+		if !ok || kind == "securitySchemes" {
+			continue
+		}
+		for name := range members {
+			if !used["#/components/"+kind+"/"+name] {
+				delete(members, name)
+			}
+		}
+	}
+}
+
+// componentAt returns the component a local reference names, or nil.
+func componentAt(comps obj, ref string) any {
+	rest, ok := strings.CutPrefix(ref, "#/components/")
+	if !ok {
+		return nil
+	}
+	kind, name, ok := strings.Cut(rest, "/")
+	if !ok {
+		return nil
+	}
+	group, _ := comps[kind].(obj)
+	return group[name]
 }
 
 func hasAnonymousProfile(p *model.Package) bool {

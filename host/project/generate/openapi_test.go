@@ -352,3 +352,33 @@ func TestOpenAPIIsDeterministic(t *testing.T) {
 		}
 	}
 }
+
+// TestOpenAPIHoldsOnlyUsedComponents: every component is referenced, so the
+// document describes nothing the package does not enable.
+func TestOpenAPIHoldsOnlyUsedComponents(t *testing.T) {
+	for _, p := range []*model.Package{testPackage(), minimalPackage(plainEntity("thing", "things"))} {
+		doc := openAPIOf(t, p)
+		var d struct {
+			Components map[string]map[string]json.RawMessage `json:"components"`
+		}
+		if err := json.Unmarshal(doc, &d); err != nil {
+			t.Fatal(err)
+		}
+		for kind, members := range d.Components {
+			if kind == "securitySchemes" {
+				continue
+			}
+			for name := range members {
+				if !strings.Contains(string(doc), `"#/components/`+kind+`/`+name+`"`) {
+					t.Errorf("component %s/%s is never referenced", kind, name)
+				}
+			}
+		}
+	}
+	doc := openAPIOf(t, minimalPackage(plainEntity("thing", "things")))
+	for _, absent := range []string{"IngestionRun", "ChangeContext", "ChangeRequest", "FeatureCollection", "ActionResult", `"Gone"`} {
+		if strings.Contains(string(doc), absent) {
+			t.Errorf("a package without batch, requests, GIS or actions describes %s", absent)
+		}
+	}
+}
