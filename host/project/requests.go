@@ -20,9 +20,7 @@ func (c *compiler) attachments(e *model.Entity, es *EntitySpec, ep string) {
 	if es.ChangeRequest == nil {
 		c.add(ep+".attachments", "attachment.request-entity", "attachment slots belong to request entities; entity %q declares no changeRequest", e.ID)
 	}
-	if len(es.Attachments) > model.MaxAttachmentSlots {
-		c.add(ep+".attachments", "attachment.count", "an entity has at most %d attachment slots, not %d", model.MaxAttachmentSlots, len(es.Attachments))
-	}
+	// The slot count and byte bounds are enforced by the format schema.
 	slotIDs := newIDs(c, "attachment slot")
 	for i, s := range es.Attachments {
 		sp := fmt.Sprintf("%s.attachments[%d]", ep, i)
@@ -37,9 +35,6 @@ func (c *compiler) attachments(e *model.Entity, es *EntitySpec, ep string) {
 			c.add(sp+".id", "attachment.id", "slot id %q is also the id of a field", s.ID)
 		} else if f := e.FieldByAPIName(s.ID); f != nil {
 			c.add(sp+".id", "attachment.id", "slot id %q is also the apiName of field %q: both would appear in domainData", s.ID, f.ID)
-		}
-		if s.MaximumBytes < 1 || s.MaximumBytes > model.MaxAttachmentSlotBytes {
-			c.add(sp+".maximumBytes", "attachment.bounds", "maximumBytes must be 1 to %d, not %d", model.MaxAttachmentSlotBytes, s.MaximumBytes)
 		}
 		seen := map[string]bool{}
 		for j, ct := range s.ContentTypes {

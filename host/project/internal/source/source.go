@@ -52,7 +52,7 @@ func Parse(raw []byte) (*Document, error) {
 		return nil, &SyntaxError{Pos: Position{1, 1}, Message: "the file must hold exactly one document"}
 	}
 	body := f.Docs[0].Body
-	d := &Document{pos: map[string]Position{}}
+	d := &Document{pos: map[string]Position{"": {1, 1}}}
 	d.walk("", body)
 	var v any
 	if err := yaml.NodeToValue(body, &v); err != nil {
