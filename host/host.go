@@ -73,7 +73,8 @@ func assemble(ctx context.Context, cfg *config.Config, log *slog.Logger, pool *p
 	if err != nil {
 		return nil, err
 	}
-	svc, err := records.New(st, keys, access.Unrestricted{})
+	decider := access.Decider(access.Unrestricted{})
+	svc, err := records.New(st, keys, decider)
 	if err != nil {
 		return nil, err
 	}
@@ -86,6 +87,7 @@ func assemble(ctx context.Context, cfg *config.Config, log *slog.Logger, pool *p
 	api := httpapi.New(httpapi.Options{
 		Records:   svc,
 		Documents: docs,
+		Access:    decider,
 		Logger:    log,
 		Metrics:   httpapi.NewMetrics(reg),
 		Ready:     st.Ping,

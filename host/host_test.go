@@ -3,6 +3,7 @@ package host_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
@@ -123,5 +124,48 @@ func TestHostRefusesAModifiedPackage(t *testing.T) {
 	os.WriteFile(path, append(b, ' '), 0o644)
 	if _, err := host.Open(context.Background(), cfg, slog.New(slog.DiscardHandler)); err == nil || !strings.Contains(err.Error(), "digest") {
 		t.Fatalf("modified package: err = %v", err)
+	}
+}
+
+func TestRegistryDocumentDescribesWhatTheCallerMayUse(t *testing.T) {
+	cfg := deployment(t, "project/testdata/minimal", storetest.NewDatabase(t))
+	h, err := host.Open(context.Background(), cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	srv := httptest.NewServer(h.Handler())
+	defer srv.Close()
+	resp, body := get(t, srv.URL+"/v1/registry")
+	if resp.StatusCode != 200 {
+		t.Fatalf("%d %s", resp.StatusCode, body)
+	}
+	var doc struct {
+		Registry        struct{ ID string } `json:"registry"`
+		PackageRevision string              `json:"packageRevision"`
+		Entities        []struct {
+			ID         string `json:"id"`
+			Route      string `json:"route"`
+			Schema     string `json:"schema"`
+			Fields     []struct{ ID, APIName string }
+			Operations []struct {
+				Operation             string   `json:"operation"`
+				ReadableFields        []string `json:"readableFields"`
+				ReadableRequestFields []string `json:"readableRequestFields"`
+			} `json:"operations"`
+		} `json:"entities"`
+	}
+	if err := json.Unmarshal(body, &doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc.Registry.ID != "parcels" || !strings.HasPrefix(doc.PackageRevision, "sha256:") || len(doc.Entities) != 1 {
+		t.Fatalf("registry document %s", body)
+	}
+	e := doc.Entities[0]
+	if e.Route != "parcels" || e.Schema != "/v1/schemas/parcel" || len(e.Fields) != 3 || e.Fields[0].APIName != "parcelCode" {
+		t.Fatalf("entity entry %+v", e)
+	}
+	if len(e.Operations) == 0 || e.Operations[0].ReadableRequestFields == nil || len(e.Operations[0].ReadableRequestFields) != 0 {
+		t.Fatalf("operations %+v: a non-request entity lists no readable request fields", e.Operations)
 	}
 }

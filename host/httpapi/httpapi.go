@@ -16,6 +16,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/registrum/registrum/host/access"
 	"github.com/registrum/registrum/host/metadata"
 	"github.com/registrum/registrum/host/model"
 	"github.com/registrum/registrum/host/problem"
@@ -31,8 +32,10 @@ type Options struct {
 	Records *records.Service
 	// Documents are the package's published documents (OpenAPI, schemas, forms).
 	Documents *metadata.Documents
-	Logger    *slog.Logger
-	Metrics   *Metrics
+	// Access decides what the registry document shows each caller.
+	Access  access.Decider
+	Logger  *slog.Logger
+	Metrics *Metrics
 	// Ready reports whether the host can serve (the database answers).
 	Ready func(ctx context.Context) error
 }
@@ -41,6 +44,7 @@ type Options struct {
 type API struct {
 	records  *records.Service
 	docs     *metadata.Documents
+	access   access.Decider
 	pkg      *model.Package
 	log      *slog.Logger
 	metrics  *Metrics
@@ -51,7 +55,7 @@ type API struct {
 
 // New builds the edge.
 func New(o Options) *API {
-	a := &API{records: o.Records, docs: o.Documents, pkg: o.Records.Package(), log: o.Logger, metrics: o.Metrics, ready: o.Ready}
+	a := &API{records: o.Records, docs: o.Documents, access: o.Access, pkg: o.Records.Package(), log: o.Logger, metrics: o.Metrics, ready: o.Ready}
 	if a.log == nil {
 		a.log = slog.New(slog.DiscardHandler)
 	}
@@ -65,6 +69,9 @@ func New(o Options) *API {
 		r.Get("/openapi.json", a.openapi)
 		r.Get("/v1/schemas/{entity}", a.entitySchema)
 		r.Get(a.docs.FormPathPrefix()+"{form}/schema.json", a.formSchema)
+	}
+	if a.access != nil {
+		r.Get("/v1/registry", a.registry)
 	}
 	r.Get("/v1/records/{route}", a.listRecords)
 	r.Post("/v1/records/{route}", a.createRecord)
@@ -179,6 +186,16 @@ func (a *API) createRecord(w http.ResponseWriter, r *http.Request) {
 	}
 	res, err := a.records.Create(r.Context(), a.call(r), e, body)
 	a.answer(w, r, e, res, err)
+}
+
+func (a *API) registry(w http.ResponseWriter, r *http.Request) {
+	c := a.call(r)
+	b, err := metadata.Registry(r.Context(), a.pkg, a.access, c.Bearer, c.Profile)
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	writeRaw(w, http.StatusOK, "application/json", b)
 }
 
 func (a *API) openapi(w http.ResponseWriter, r *http.Request) {
