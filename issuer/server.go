@@ -228,7 +228,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		IdleTimeout:       60 * time.Second,
 		MaxHeaderBytes:    int(s.cfg.Listener.MaximumRequestBytes),
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
-		BaseContext:       func(net.Listener) context.Context { return ctx },
+		// Requests in flight at shutdown finish: their context is not
+		// cancelled with ctx (Shutdown waits for them).
+		BaseContext: func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
@@ -461,7 +463,9 @@ func (s *Server) decide(r *http.Request) decision {
 		return deny(ErrorInvalidClient, "client_id does not equal the authenticated client")
 	}
 	m := &mintRequest{client: client, now: now, jti: newTokenID(), kid: s.signer.KeyID(), obo: obo}
-	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.Listener.RequestTimeout)
+	// A client going away does not cancel signing: a cancelled call would
+	// wrongly mark the signer unavailable. The request time-out bounds it.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), s.cfg.Listener.RequestTimeout)
 	defer cancel()
 	resp, err := mint(ctx, s.cfg, s.signer, m)
 	if err != nil {

@@ -274,6 +274,25 @@ func TestClientAuthenticationFailuresLookAlike(t *testing.T) {
 	d.issue(DevStandardClientID, map[string]any{"iat": now.Unix(), "exp": now.Unix() + maxLife})
 }
 
+func TestEveryAssertionAlgorithm(t *testing.T) {
+	rs, rsPub, _ := keys.Generate("RS256")
+	ed, edPub, _ := keys.Generate("EdDSA")
+	d := startDeployment(t, func(dir string) {
+		for id, pub := range map[string]*jose.JSONWebKey{"rs": rsPub, "ed": edPub} {
+			raw, _ := pub.MarshalJSON()
+			writeFile(t, filepath.Join(dir, "clients"), id+".yaml", "clientId: "+id+"\nprincipal: p-"+id+"\nauthorization:\n  scopes: [a]\nkeys:\n  - "+string(raw)+"\n", 0o644)
+		}
+	})
+	d.keys["rs"], d.keys["ed"] = rs, ed
+	for _, id := range []string{"rs", "ed", DevStandardClientID} {
+		d.issue(id, nil)
+	}
+	// A key is used only with its own algorithm: an RS256 client cannot pass
+	// with an EdDSA signature even if the header names its kid.
+	a := signAssertion(t, ed, map[string]any{"iss": "rs", "sub": "rs", "aud": d.cfg.ClientAssertion.Audience, "jti": "x1", "iat": time.Now().Unix(), "exp": time.Now().Unix() + 60}, map[jose.HeaderKey]any{"kid": rs.KeyID})
+	expectError(t, d.post(formBody(a)), http.StatusUnauthorized, ErrorInvalidClient)
+}
+
 func TestAssertionAlgorithmAllowlist(t *testing.T) {
 	ed, edPub, _ := keys.Generate("EdDSA")
 	d := startDeployment(t, func(dir string) {
