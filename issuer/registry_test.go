@@ -281,3 +281,15 @@ func TestReloadAndReadiness(t *testing.T) {
 		t.Fatalf("ready after restoring: %d", r.status)
 	}
 }
+
+func TestStartWithoutClientsIsNotReady(t *testing.T) {
+	d := startDeployment(t, func(dir string) {
+		for _, id := range []string{DevStandardClientID, DevEvidenceClientID} {
+			os.Remove(filepath.Join(dir, "clients", id+".yaml"))
+		}
+	})
+	if r := d.get("/ready"); r.status != http.StatusServiceUnavailable || string(r.body) != `{"status":"not ready"}` {
+		t.Fatalf("ready with no clients: %d %s", r.status, r.body)
+	}
+	expectError(t, d.post(formBody(d.assertion(DevStandardClientID, d.keys[DevStandardClientID], nil))), http.StatusUnauthorized, ErrorInvalidClient)
+}
