@@ -2,10 +2,14 @@ package plugins_test
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 
 	"github.com/registrum/registrum/examples/plugins/planner/plan"
 	"github.com/registrum/registrum/plugins"
@@ -137,6 +141,50 @@ func BenchmarkLoad(b *testing.B) {
 				_ = rt.Close(ctx)
 			}
 			b.ReportMetric(float64(total.Milliseconds())/float64(b.N), "ms/load")
+		})
+	}
+}
+
+// BenchmarkWASMGuest splits the WebAssembly planner's cost: the example
+// planner's entry point called directly through wazero on the 2 KiB input,
+// as the runtime compiles it (interruptible: a check on every loop
+// back-edge, and a per-call deadline watched by wazero) and without those
+// checks (not safe for untrusted modules; shown only to measure them).
+func BenchmarkWASMGuest(b *testing.B) {
+	ctx := context.Background()
+	bin, err := os.ReadFile(filepath.Join(wasmDir, "planner.wasm"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	input := benchInput(b)
+	for _, interruptible := range []bool{true, false} {
+		name := map[bool]string{true: "interruptible", false: "uninterruptible"}[interruptible]
+		b.Run(name, func(b *testing.B) {
+			rt := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfig().WithCloseOnContextDone(interruptible))
+			defer rt.Close(ctx)
+			wasi_snapshot_preview1.MustInstantiate(ctx, rt)
+			mod, err := rt.InstantiateWithConfig(ctx, bin, wazero.NewModuleConfig().WithStartFunctions("_initialize"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			st := []uint64{uint64(len(input)), 0}
+			if err := mod.ExportedFunction("registrum_alloc").CallWithStack(ctx, st); err != nil {
+				b.Fatal(err)
+			}
+			ptr := uint32(st[0])
+			plan := mod.ExportedFunction("registrum_plan")
+			for b.Loop() {
+				callCtx, cancel := ctx, context.CancelFunc(func() {})
+				if interruptible {
+					callCtx, cancel = context.WithTimeout(ctx, 10*time.Second)
+				}
+				mod.Memory().Write(ptr, input)
+				st[0], st[1] = uint64(ptr), uint64(len(input))
+				if err := plan.CallWithStack(callCtx, st); err != nil {
+					b.Fatal(err)
+				}
+				cancel()
+			}
 		})
 	}
 }
