@@ -14,8 +14,11 @@ package access
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"time"
 
+	"github.com/registrum/registrum/host/auth"
 	"github.com/registrum/registrum/host/model"
 )
 
@@ -56,7 +59,9 @@ type Grant struct {
 	// Unrestricted.
 	Source *model.Grant
 
-	boundaries []Boundary
+	boundaries Boundaries
+	claims     *auth.Claims // nil when anonymous
+	decider    *Profiles    // nil for Unrestricted
 }
 
 // Boundary is one resolved row boundary: a record is inside it when its
@@ -75,30 +80,62 @@ type Boundary struct {
 	Values []any
 }
 
-// Boundaries returns the row boundaries that must all hold for a record to
-// be visible and writable; none when the grant is unrestricted. The store
-// and query layers add them to every read (lists, counts, cursors, single
-// reads) and check them on every write.
-func (g *Grant) Boundaries() []Boundary {
-	out := make([]Boundary, len(g.boundaries))
-	for i, b := range g.boundaries {
-		b.Values = append([]any(nil), b.Values...)
-		out[i] = b
-	}
-	return out
-}
+// Boundaries are row boundaries that must all hold; none means unrestricted.
+type Boundaries []Boundary
 
 // Admits reports whether a record with the given storage-form values (keyed
-// by authored field id) lies inside every row boundary. A field that is
-// absent or null is outside any boundary on it.
-func (g *Grant) Admits(values map[string]any) bool {
-	for _, b := range g.boundaries {
+// by authored field id) lies inside every boundary. A field that is absent
+// or null is outside any boundary on it.
+func (bs Boundaries) Admits(values map[string]any) bool {
+	for _, b := range bs {
 		v, ok := values[b.Field]
 		if !ok || v == nil || !b.holds(v) {
 			return false
 		}
 	}
 	return true
+}
+
+func (bs Boundaries) clone() Boundaries {
+	out := make(Boundaries, len(bs))
+	for i, b := range bs {
+		b.Values = append([]any(nil), b.Values...)
+		out[i] = b
+	}
+	return out
+}
+
+// Boundaries returns the row boundaries of the granted entity that must all
+// hold for a record to be visible and writable; none when the grant is
+// unrestricted. The store and query layers add them to every read (lists,
+// counts, cursors, single reads) and check them on every write.
+func (g *Grant) Boundaries() Boundaries { return g.boundaries.clone() }
+
+// Admits reports whether a record of the granted entity with the given
+// storage-form values lies inside every row boundary of the grant.
+func (g *Grant) Admits(values map[string]any) bool { return g.boundaries.Admits(values) }
+
+// BoundariesOf resolves other row boundaries of the same profile — a
+// request presence, an apply target or an action target of the package,
+// which NewProfiles has checked — on entity e against the caller's token.
+// An error means a claim is missing or invalid: the records they bound are
+// not visible to this caller (the concealed 404); the error is for logs.
+func (g *Grant) BoundariesOf(e *model.Entity, rb model.RowBoundaries) (Boundaries, error) {
+	if rb.Unrestricted {
+		return nil, nil
+	}
+	if g.decider == nil {
+		return nil, errors.New("access: row boundaries cannot be resolved without a profile decider")
+	}
+	rules, err := compileRules(e, rb, false, "rowBoundaries")
+	if err != nil {
+		return nil, err
+	}
+	bs, err := g.decider.resolveAll(rules, g.claims)
+	if err != nil {
+		return nil, fmt.Errorf("access: %w", err)
+	}
+	return bs, nil
 }
 
 func (b *Boundary) holds(v any) bool {

@@ -97,3 +97,73 @@ func TestNewProfilesRefusesInconsistentProfiles(t *testing.T) {
 		}
 	})
 }
+
+func TestOtherBoundariesOfAProfileAreCheckedAndResolved(t *testing.T) {
+	f := newFixture(t)
+	regions := model.RowBoundaries{Rules: []*model.RowRule{{Field: "region", Claim: "regions", Operator: model.BoundaryIn}}}
+	p := copyPackage(t, f.pkg)
+	p.ProfileByID("clerk").Grants[0].ApplyTargets = []*model.Target{{Entity: "survey", RowBoundaries: regions}}
+	ks := authtest.NewKeyServer(t, f.key)
+	v, err := auth.NewVerifier(authSettings(ks.URL), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := access.NewProfiles(p, v, principalRef)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	survey := p.EntityByID("survey")
+	g, err := d.Decide(ctx, access.Request{Operation: model.OpGet, Entity: p.EntityByID("parcel"),
+		Bearer: f.token("scope", "parcels:write", "district", "north", "regions", []string{"r1", "r2"})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bs, err := g.BoundariesOf(survey, g.Source.ApplyTargets[0].RowBoundaries)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bs.Admits(map[string]any{"region": "r2"}) || bs.Admits(map[string]any{"region": "r3"}) || len(bs) != 1 {
+		t.Fatalf("target boundaries = %#v", bs)
+	}
+	if bs, err := g.BoundariesOf(survey, model.RowBoundaries{Unrestricted: true}); err != nil || len(bs) != 0 {
+		t.Fatalf("unrestricted: %v %v", bs, err)
+	}
+	// Without the claim the target's records are not reachable.
+	g2, err := d.Decide(ctx, access.Request{Operation: model.OpGet, Entity: p.EntityByID("parcel"),
+		Bearer: f.token("scope", "parcels:write", "district", "north")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g2.BoundariesOf(survey, g2.Source.ApplyTargets[0].RowBoundaries); err == nil || !strings.Contains(err.Error(), `claim "regions" missing`) {
+		t.Fatalf("err = %v", err)
+	}
+
+	for _, tc := range []struct {
+		name string
+		edit func(p *model.Package)
+		want string
+	}{
+		{"apply target on an unknown entity", func(p *model.Package) {
+			p.ProfileByID("clerk").Grants[0].ApplyTargets = []*model.Target{{Entity: "ghost", RowBoundaries: regions}}
+		}, `profiles[1] ("clerk").grants[0].applyTargets[0].entity: entity "ghost" is not declared`},
+		{"apply target rule on an unknown field", func(p *model.Package) {
+			p.ProfileByID("clerk").Grants[0].ApplyTargets = []*model.Target{{Entity: "parcel", RowBoundaries: regions}}
+		}, `applyTargets[0].rowBoundaries[0].field: entity "parcel" has no field "region"`},
+		{"request presence rule on a text field", func(p *model.Package) {
+			p.ProfileByID("clerk").Grants[0].RequestPresence = []*model.RequestPresence{{RequestEntity: "parcel",
+				RowBoundaries: model.RowBoundaries{Rules: []*model.RowRule{{Field: "note", Claim: "c", Operator: "equals"}}}}}
+		}, `requestPresence[0].rowBoundaries[0].field: a text field cannot bound rows`},
+		{"action target without boundaries", func(p *model.Package) {
+			p.ProfileByID("clerk").ActionGrants = []*model.ActionGrant{{Action: "a", Operations: []string{model.OpInvoke}, Targets: []*model.Target{{Entity: "survey"}}}}
+		}, `actionGrants[0].targets[0].rowBoundaries: must be unrestricted or list at least one rule`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := copyPackage(t, f.pkg)
+			tc.edit(p)
+			if _, err := access.NewProfiles(p, v, principalRef); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want %q", err, tc.want)
+			}
+		})
+	}
+}

@@ -61,7 +61,7 @@ func TestDecidesWithTokensOfTheRealIssuer(t *testing.T) {
 	if g.Profile != "clerk" || g.PrincipalReference != "ref:service:demo-standard" {
 		t.Fatalf("grant = %+v", g)
 	}
-	if got := g.Boundaries(); !reflect.DeepEqual(got, []access.Boundary{{Field: "district", Operator: "equals", Claim: "district", Values: []any{"south"}}}) {
+	if got := g.Boundaries(); !reflect.DeepEqual(got, access.Boundaries{{Field: "district", Operator: "equals", Claim: "district", Values: []any{"south"}}}) {
 		t.Fatalf("boundaries = %#v", got)
 	}
 	if !g.Admits(map[string]any{"district": "south"}) || g.Admits(map[string]any{"district": "north"}) {

@@ -140,16 +140,26 @@ func (d *Profiles) compileProfile(pkg *model.Package, mp *model.Profile, at stri
 		if p.grants[e.ID] != nil {
 			return nil, fmt.Errorf("access: %s.entity: entity %q is already granted by this profile", gat, e.ID)
 		}
-		g, err := compileGrant(e, mg, mp.Anonymous, gat)
+		g, err := compileGrant(pkg, e, mg, mp.Anonymous, gat)
 		if err != nil {
 			return nil, err
 		}
 		p.grants[e.ID] = g
 	}
+	for j, ag := range mp.ActionGrants {
+		if ag == nil {
+			return nil, fmt.Errorf("access: %s.actionGrants[%d]: empty grant", at, j)
+		}
+		for k, tg := range ag.Targets {
+			if err := checkTarget(pkg, tg, mp.Anonymous, fmt.Sprintf("%s.actionGrants[%d].targets[%d]", at, j, k)); err != nil {
+				return nil, err
+			}
+		}
+	}
 	return p, nil
 }
 
-func compileGrant(e *model.Entity, mg *model.Grant, anonymous bool, at string) (*grant, error) {
+func compileGrant(pkg *model.Package, e *model.Entity, mg *model.Grant, anonymous bool, at string) (*grant, error) {
 	g := &grant{src: mg, ops: map[string]bool{}}
 	for i, op := range mg.Operations {
 		if !entityOperations[op] {
@@ -173,18 +183,57 @@ func compileGrant(e *model.Entity, mg *model.Grant, anonymous bool, at string) (
 			return nil, err
 		}
 	}
-	rb := mg.RowBoundaries
+	if g.rules, err = compileRules(e, mg.RowBoundaries, anonymous, at+".rowBoundaries"); err != nil {
+		return nil, err
+	}
+	// The profile's other boundaries are resolved on demand (Grant.BoundariesOf);
+	// they are checked here so that a request never meets a broken rule.
+	for i, rp := range mg.RequestPresence {
+		rat := fmt.Sprintf("%s.requestPresence[%d]", at, i)
+		re := pkg.EntityByID(rp.RequestEntity)
+		if re == nil {
+			return nil, fmt.Errorf("access: %s.requestEntity: entity %q is not declared", rat, rp.RequestEntity)
+		}
+		if _, err := compileRules(re, rp.RowBoundaries, anonymous, rat+".rowBoundaries"); err != nil {
+			return nil, err
+		}
+	}
+	for i, tg := range mg.ApplyTargets {
+		if err := checkTarget(pkg, tg, anonymous, fmt.Sprintf("%s.applyTargets[%d]", at, i)); err != nil {
+			return nil, err
+		}
+	}
+	return g, nil
+}
+
+func checkTarget(pkg *model.Package, tg *model.Target, anonymous bool, at string) error {
+	if tg == nil {
+		return fmt.Errorf("access: %s: empty target", at)
+	}
+	te := pkg.EntityByID(tg.Entity)
+	if te == nil {
+		return fmt.Errorf("access: %s.entity: entity %q is not declared", at, tg.Entity)
+	}
+	_, err := compileRules(te, tg.RowBoundaries, anonymous, at+".rowBoundaries")
+	return err
+}
+
+// compileRules checks row boundaries on entity e and returns their rules
+// (none when unrestricted).
+func compileRules(e *model.Entity, rb model.RowBoundaries, anonymous bool, at string) ([]rule, error) {
 	switch {
 	case rb.Unrestricted && len(rb.Rules) > 0:
-		return nil, fmt.Errorf("access: %s.rowBoundaries: unrestricted and rules at once", at)
+		return nil, fmt.Errorf("access: %s: unrestricted and rules at once", at)
 	case rb.Unrestricted:
+		return nil, nil
 	case len(rb.Rules) == 0:
-		return nil, fmt.Errorf("access: %s.rowBoundaries: must be unrestricted or list at least one rule", at)
+		return nil, fmt.Errorf("access: %s: must be unrestricted or list at least one rule", at)
 	case anonymous:
-		return nil, fmt.Errorf("access: %s.rowBoundaries: an anonymous profile has no token claims: its row boundaries must be unrestricted", at)
+		return nil, fmt.Errorf("access: %s: an anonymous profile has no token claims: its row boundaries must be unrestricted", at)
 	}
+	rules := make([]rule, 0, len(rb.Rules))
 	for i, r := range rb.Rules {
-		rat := fmt.Sprintf("%s.rowBoundaries[%d]", at, i)
+		rat := fmt.Sprintf("%s[%d]", at, i)
 		if r == nil {
 			return nil, fmt.Errorf("access: %s: empty rule", rat)
 		}
@@ -205,9 +254,9 @@ func compileGrant(e *model.Entity, mg *model.Grant, anonymous bool, at string) (
 		if op != model.BoundaryEquals && op != model.BoundaryIn {
 			return nil, fmt.Errorf("access: %s.operator: %q is neither equals nor in", rat, r.Operator)
 		}
-		g.rules = append(g.rules, rule{field: f, claim: r.Claim, operator: op})
+		rules = append(rules, rule{field: f, claim: r.Claim, operator: op})
 	}
-	return g, nil
+	return rules, nil
 }
 
 func fieldSet(e *model.Entity, ids []string, slots bool, at string) (map[string]bool, error) {
@@ -273,7 +322,9 @@ func (d *Profiles) Decide(ctx context.Context, r Request) (*Grant, error) {
 		if !g.ops[r.Operation] {
 			return nil, concealed("profile %q does not grant %s on %s", p.m.ID, r.Operation, r.Entity.ID)
 		}
-		return g.result(p.m, "", nil), nil
+		out := g.result(p.m, "", nil)
+		out.decider = d
+		return out, nil
 	}
 	if claims == nil {
 		return nil, concealed("profile %q needs a token", p.m.ID)
@@ -293,15 +344,28 @@ func (d *Profiles) Decide(ctx context.Context, r Request) (*Grant, error) {
 	if !g.ops[r.Operation] {
 		return nil, concealed("profile %q does not grant %s on %s", p.m.ID, r.Operation, r.Entity.ID)
 	}
-	bounds := make([]Boundary, 0, len(g.rules))
-	for _, ru := range g.rules {
+	bounds, err := d.resolveAll(g.rules, claims)
+	if err != nil {
+		return nil, concealed("profile %q: %v", p.m.ID, err)
+	}
+	out := g.result(p.m, d.principalRef(principal), bounds)
+	out.claims, out.decider = claims, d
+	return out, nil
+}
+
+func (d *Profiles) resolveAll(rules []rule, claims *auth.Claims) (Boundaries, error) {
+	bounds := make(Boundaries, 0, len(rules))
+	for _, ru := range rules {
+		if claims == nil {
+			return nil, fmt.Errorf("row boundary claim %q missing", ru.claim)
+		}
 		b, err := d.resolve(ru, claims)
 		if err != nil {
-			return nil, concealed("profile %q: %v", p.m.ID, err)
+			return nil, err
 		}
 		bounds = append(bounds, b)
 	}
-	return g.result(p.m, d.principalRef(principal), bounds), nil
+	return bounds, nil
 }
 
 func (d *Profiles) selectProfile(r Request) (*profile, error) {
@@ -381,7 +445,7 @@ func (d *Profiles) storageValue(f *model.Field, v any) (any, error) {
 	return sv, nil
 }
 
-func (g *grant) result(p *model.Profile, principalRef string, bounds []Boundary) *Grant {
+func (g *grant) result(p *model.Profile, principalRef string, bounds Boundaries) *Grant {
 	return &Grant{
 		Profile:            p.ID,
 		Anonymous:          p.Anonymous,

@@ -204,7 +204,7 @@ func TestRowBoundariesEqualsAndIn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := clerk.Boundaries(); !reflect.DeepEqual(got, []access.Boundary{{Field: "district", Operator: model.BoundaryEquals, Claim: "district", Values: []any{"north"}}}) {
+	if got := clerk.Boundaries(); !reflect.DeepEqual(got, access.Boundaries{{Field: "district", Operator: model.BoundaryEquals, Claim: "district", Values: []any{"north"}}}) {
 		t.Fatalf("clerk boundaries = %#v", got)
 	}
 	auditor, err := f.d.Decide(ctx, access.Request{Operation: model.OpList, Entity: parcel, Profile: "auditor",
@@ -212,7 +212,7 @@ func TestRowBoundariesEqualsAndIn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantB := []access.Boundary{
+	wantB := access.Boundaries{
 		{Field: "district", Operator: model.BoundaryIn, Claim: "districts", Values: []any{"north", "east"}},
 		{Field: "org", Operator: model.BoundaryEquals, Claim: "org", Values: []any{int64(7)}},
 	}
