@@ -103,6 +103,10 @@ func (r *Runtime) loadWASM(ctx context.Context, m Module, src []byte) (program, 
 	inst, err := p.instantiate(ctx)
 	if err != nil {
 		_ = compiled.Close(ctx)
+		var f *Failure
+		if errors.As(err, &f) {
+			return nil, fmt.Errorf("instantiate: %s: %w", f.Kind, f.Detail())
+		}
 		return nil, fmt.Errorf("instantiate: %w", err)
 	}
 	p.put(ctx, inst)
