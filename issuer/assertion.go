@@ -111,7 +111,7 @@ func (a *authenticator) authenticate(reg *Registry, assertion string, now time.T
 	if len(assertion) > maximumAssertionBytes {
 		return nil, nil, authFail("assertion larger than %d bytes", maximumAssertionBytes)
 	}
-	jws, err := jose.ParseSigned(assertion, a.algs)
+	jws, err := jose.ParseSignedCompact(assertion, a.algs)
 	if err != nil {
 		return nil, nil, authFail("malformed assertion or algorithm not allowed")
 	}

@@ -244,6 +244,7 @@ func TestClientAuthenticationFailuresLookAlike(t *testing.T) {
 		"iss of another client": d.assertion(DevEvidenceClientID, key, map[string]any{"sub": DevEvidenceClientID}),
 		"not yet valid":         d.assertion(DevStandardClientID, key, map[string]any{"nbf": now.Add(2 * time.Minute).Unix()}),
 		"garbage":               "not.a.jws",
+		"JSON serialization":    `{"payload":"e30","signatures":[{"protected":"eyJhbGciOiJFUzI1NiJ9","signature":"AAAA"}]}`,
 		"alg none":              base64.RawURLEncoding.EncodeToString([]byte(`{"alg":"none"}`)) + "." + base64.RawURLEncoding.EncodeToString([]byte(`{"iss":"demo-standard"}`)) + ".",
 		"at+jwt typ":            signAssertion(t, key, map[string]any{"iss": DevStandardClientID, "sub": DevStandardClientID, "aud": d.cfg.ClientAssertion.Audience, "jti": "t1", "iat": now.Unix(), "exp": now.Unix() + 60}, map[jose.HeaderKey]any{"typ": "at+jwt"}),
 	}
