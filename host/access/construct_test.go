@@ -60,6 +60,8 @@ func TestNewProfilesRefusesInconsistentProfiles(t *testing.T) {
 		{"anonymous with rules", func(p *model.Package) {
 			prof(p, "public").Grants[0].RowBoundaries = model.RowBoundaries{Rules: []*model.RowRule{{Field: "district", Claim: "d", Operator: "equals"}}}
 		}, v, false, `profiles[0] ("public").grants[0].rowBoundaries: an anonymous profile has no token claims`},
+		{"token profile without scopes", func(p *model.Package) { prof(p, "clerk").RequiredScopes = nil }, v, false,
+			`profiles[1] ("clerk").requiredScopes: a profile that is not anonymous needs at least one required scope`},
 		{"anonymous with scopes", func(p *model.Package) { prof(p, "public").RequiredScopes = []string{"x"} }, v, false, `an anonymous profile has no requiredScopes`},
 		{"purposes without a configured purpose claim", func(p *model.Package) {}, vNoPurpose, false,
 			`profiles[2] ("auditor"): requiredPurposes needs authentication.authorityClaims.purpose`},

@@ -71,8 +71,10 @@ type rule struct {
 // entity, has row boundaries that are neither unrestricted nor rules, or a
 // rule compares a field that cannot bound rows, uses an unknown operator or
 // names no claim; when an anonymous profile has token conditions or row
-// rules; and when a profile requires purposes but no purpose claim is
-// configured.
+// rules, or a profile that is not anonymous requires no scope; and when a
+// profile requires purposes but no purpose claim is configured. Row
+// boundaries of request presences, apply targets and action targets are
+// checked the same way.
 func NewProfiles(pkg *model.Package, v *auth.Verifier, principalRef func(principal string) string) (*Profiles, error) {
 	if pkg == nil {
 		return nil, errors.New("access: no package")
@@ -122,6 +124,9 @@ func (d *Profiles) compileProfile(pkg *model.Package, mp *model.Profile, at stri
 	} else {
 		if d.verifier == nil || d.principalRef == nil {
 			return nil, fmt.Errorf("access: %s: a profile that is not anonymous needs a token verifier and a principal reference function", at)
+		}
+		if len(mp.RequiredScopes) == 0 {
+			return nil, fmt.Errorf("access: %s.requiredScopes: a profile that is not anonymous needs at least one required scope", at)
 		}
 		if len(mp.RequiredPurposes) > 0 && d.verifier.PurposeClaim() == "" {
 			return nil, fmt.Errorf("access: %s: requiredPurposes needs authentication.authorityClaims.purpose to be configured", at)
