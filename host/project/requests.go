@@ -350,7 +350,12 @@ func (c *compiler) moduleFile(rel, pin, pathKey, pinKey string) (string, string)
 			return "", ""
 		}
 	}
-	b, err := readBounded(filepath.Join(c.dir, filepath.FromSlash(clean)), MaxModuleBytes)
+	full := filepath.Join(c.dir, filepath.FromSlash(clean))
+	if !c.inside(full) {
+		c.add(pathKey, "module.path", "path %q leads outside the project folder (through a symbolic link)", rel)
+		return "", ""
+	}
+	b, err := readBounded(full, MaxModuleBytes)
 	if err != nil {
 		var pe *fs.PathError
 		if errors.As(err, &pe) {
@@ -372,4 +377,20 @@ func (c *compiler) moduleFile(rel, pin, pathKey, pinKey string) (string, string)
 		c.files = append(c.files, model.File{Path: pkgPath, Role: "module"})
 	}
 	return pkgPath, digest
+}
+
+// inside reports whether path, with symbolic links resolved, is inside the
+// project folder. A path that does not exist is judged by its name alone
+// (reading it will fail).
+func (c *compiler) inside(path string) bool {
+	root, err := filepath.EvalSymlinks(c.dir)
+	if err != nil {
+		return true
+	}
+	real, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return true
+	}
+	rel, err := filepath.Rel(root, real)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
 }
