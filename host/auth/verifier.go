@@ -247,7 +247,7 @@ func (v *Verifier) Close() {
 // for a caller that does not wait, is in flight.
 var errRateLimited = errors.New("auth: key set fetched too recently")
 
-// fetch retrieves the key set and installs it. Unless forced, it does
+// fetch retrieves the key set and installs it; ctx ending stops it. Unless forced, it does
 // nothing when the previous attempt started less than minFetch ago. A
 // caller that does not wait returns at once when a fetch is in flight.
 func (v *Verifier) fetch(ctx context.Context, forced, wait bool) error {
@@ -262,7 +262,7 @@ func (v *Verifier) fetch(ctx context.Context, forced, wait bool) error {
 		return errRateLimited
 	}
 	v.lastAttempt = now
-	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), v.fetchTimeout)
+	fctx, cancel := context.WithTimeout(ctx, v.fetchTimeout)
 	defer cancel()
 	keys, err := fetchKeySet(fctx, v.client, v.jwksURL)
 	if err != nil {
@@ -336,11 +336,12 @@ func (v *Verifier) verify(ctx context.Context, token string) (*Claims, error) {
 	case key == nil:
 		// Unknown kid or no set: wait for a fetch (at most one per minFetch),
 		// then read again whatever the outcome: another call may have fetched.
-		_ = v.fetch(ctx, false, true)
+		// The fetch is shared: a caller going away does not cancel it.
+		_ = v.fetch(context.WithoutCancel(ctx), false, true)
 		key, held, _ = v.key(h.KeyID)
 	case stale && !v.running.Load():
 		// Lazy refresh of a usable set: never wait behind a fetch in flight.
-		_ = v.fetch(ctx, false, false)
+		_ = v.fetch(context.WithoutCancel(ctx), false, false)
 		key, held, _ = v.key(h.KeyID)
 	}
 	if !held {

@@ -544,3 +544,38 @@ func TestAStartedVerifierLeavesRefreshToItsLoop(t *testing.T) {
 		t.Fatalf("fetches = %d, want 1: the request path refreshed a set the loop keeps", got)
 	}
 }
+
+func TestCloseCancelsABackgroundFetchInFlight(t *testing.T) {
+	a := newKey(t, "a")
+	ks := newKeyServer(t, a)
+	var arrived atomic.Int64
+	good := ks.Config.Handler
+	ks.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if arrived.Add(1) > 1 { // the refresh hangs until the client goes away
+			<-r.Context().Done()
+			return
+		}
+		good.ServeHTTP(w, r)
+	})
+	cfg := settings(ks.URL)
+	cfg.KeySetRefreshSeconds = intp(1) // below the configurable floor, to keep the test short
+	v, _ := NewVerifier(cfg, nil, WithFetchTimeout(time.Minute))
+	if err := v.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for arrived.Load() < 2 {
+		if time.Now().After(deadline) {
+			t.Fatal("no background refresh")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	start := time.Now()
+	v.Close()
+	if d := time.Since(start); d > time.Second {
+		t.Fatalf("Close waited %s for a hanging fetch", d)
+	}
+	if loopRunning() {
+		t.Fatal("refresh loop still running after Close")
+	}
+}
