@@ -61,6 +61,9 @@ func Load(path string) (*Package, error) {
 func Decode(raw []byte) (*Package, error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
+	// Literal values (checks, conditions, effects) keep their exact digits, so
+	// the revision recomputed here matches the one the compiler wrote.
+	dec.UseNumber()
 	var p Package
 	if err := dec.Decode(&p); err != nil {
 		return nil, fmt.Errorf("decode: %w", err)

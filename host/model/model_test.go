@@ -76,6 +76,25 @@ func TestDecodeChecksFormatAndRevision(t *testing.T) {
 	}
 }
 
+// TestDecodeKeepsLiteralDigits: a 64-bit literal survives a round trip
+// exactly, so its revision still matches.
+func TestDecodeKeepsLiteralDigits(t *testing.T) {
+	p := samplePackage(t)
+	p.Entities[0].Constraints = []*Constraint{{ID: "c", Kind: ConstraintCheck, Field: "n", Operator: CheckLe, Value: json.Number("9007199254740993")}}
+	rev, err := ComputeRevision(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Revision = rev
+	got, err := Decode(encode(t, p))
+	if err != nil {
+		t.Fatalf("Decode: %v", err)
+	}
+	if got.Entities[0].Constraints[0].Value != json.Number("9007199254740993") {
+		t.Fatalf("value = %v", got.Entities[0].Constraints[0].Value)
+	}
+}
+
 func TestLoadChecksEveryFileDigest(t *testing.T) {
 	dir := t.TempDir()
 	content := []byte("{}\n")

@@ -84,12 +84,22 @@ func (r *Result) Write(dir string) error {
 		return fmt.Errorf("project: %w", err)
 	}
 	defer os.RemoveAll(tmp)
+	mode := map[string]os.FileMode{}
+	for _, f := range r.Package.Files {
+		if f.Role == RoleVerifier {
+			mode[f.Path] = 0o755
+		}
+	}
 	for path, b := range r.Contents {
 		full := filepath.Join(tmp, filepath.FromSlash(path))
 		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
 			return fmt.Errorf("project: %w", err)
 		}
-		if err := os.WriteFile(full, b, 0o644); err != nil {
+		perm := mode[path]
+		if perm == 0 {
+			perm = 0o644
+		}
+		if err := os.WriteFile(full, b, perm); err != nil {
 			return fmt.Errorf("project: %w", err)
 		}
 	}

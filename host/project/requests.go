@@ -339,6 +339,11 @@ func (c *compiler) planner(e *model.Entity, pl *Planner, pp string) *model.Plann
 // its pinned digest, and places it in the package under source/. It returns
 // the package-relative path and the actual digest.
 func (c *compiler) moduleFile(rel, pin, pathKey, pinKey string) (string, string) {
+	return c.packagedFile(rel, pin, pathKey, pinKey, "module")
+}
+
+// packagedFile is moduleFile with the file role given.
+func (c *compiler) packagedFile(rel, pin, pathKey, pinKey, role string) (string, string) {
 	clean := path.Clean(filepath.ToSlash(rel))
 	if rel == "" || path.IsAbs(clean) || clean == ".." || strings.HasPrefix(clean, "../") || filepath.IsAbs(rel) {
 		c.add(pathKey, "module.path", "path %q must be relative and inside the project folder", rel)
@@ -374,7 +379,7 @@ func (c *compiler) moduleFile(rel, pin, pathKey, pinKey string) (string, string)
 	pkgPath := "source/" + clean
 	if _, dup := c.contents[pkgPath]; !dup {
 		c.contents[pkgPath] = b
-		c.files = append(c.files, model.File{Path: pkgPath, Role: "module"})
+		c.files = append(c.files, model.File{Path: pkgPath, Role: role})
 	}
 	return pkgPath, digest
 }

@@ -24,6 +24,10 @@ var ReservedNames = []string{
 	"requestPresence", "registryIdentifier", "datasetIdentifier", "entityTypeIdentifier",
 }
 
+// RoleVerifier is the file role of a go-plugin verifier binary in the
+// package; such files are written executable.
+const RoleVerifier = "verifier"
+
 // Defaults and bounds the specification leaves to the engine.
 const (
 	DefaultMaximumBodyBytes = 1 << 20
@@ -200,7 +204,7 @@ func (c *compiler) verifier(v *Verifier, path string) model.Verifier {
 			c.add(path, "verifier.kind", "a go-plugin verifier needs path, the binary relative to the project folder")
 			return out
 		}
-		out.Path, out.SHA256 = c.moduleFile(v.Path, v.SHA256, path+".path", path+".sha256")
+		out.Path, out.SHA256 = c.packagedFile(v.Path, v.SHA256, path+".path", path+".sha256", RoleVerifier)
 	case model.VerifierHTTP:
 		if v.Path != "" || v.SHA256 != "" {
 			c.add(path, "verifier.kind", "an http verifier is a service: give url, not path or sha256")

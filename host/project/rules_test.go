@@ -210,3 +210,45 @@ func TestJSONProjectsAreAccepted(t *testing.T) {
 		t.Fatalf("findings = %v", fs)
 	}
 }
+
+// TestGoPluginVerifierIsPackaged: a go-plugin verifier binary is copied into
+// the package, pinned, listed with role verifier and written executable.
+func TestGoPluginVerifierIsPackaged(t *testing.T) {
+	dir := copyProject(t, "testdata/full")
+	bin := []byte("#!/bin/sh\nexit 0\n")
+	if err := os.MkdirAll(filepath.Join(dir, "verifiers"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "verifiers", "scanner"), bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(dir, "registry.yaml")
+	raw, _ := os.ReadFile(file)
+	doc := strings.Replace(string(raw), `  - {id: scanner, kind: http, url: "https://scanner.example.test/verify"}`,
+		`  - {id: scanner, kind: go-plugin, path: verifiers/scanner}`, 1)
+	if err := os.WriteFile(file, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := compileOK(t, dir, Options{})
+	v := r.Package.Verifiers[0]
+	if v.Kind != "go-plugin" || v.Path != "source/verifiers/scanner" || !strings.HasPrefix(v.SHA256, "sha256:") {
+		t.Fatalf("verifier = %+v", v)
+	}
+	out := filepath.Join(t.TempDir(), "pkg")
+	if err := r.Write(out); err != nil {
+		t.Fatal(err)
+	}
+	st, err := os.Stat(filepath.Join(out, "source", "verifiers", "scanner"))
+	if err != nil || st.Mode().Perm()&0o100 == 0 {
+		t.Fatalf("verifier binary not executable: %v %v", st, err)
+	}
+	role := ""
+	for _, f := range r.Package.Files {
+		if f.Path == v.Path {
+			role = f.Role
+		}
+	}
+	if role != RoleVerifier {
+		t.Fatalf("role = %q", role)
+	}
+}
