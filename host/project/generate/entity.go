@@ -208,7 +208,7 @@ func pointSchema() obj {
 					obj{"type": "number", "minimum": -180, "maximum": 180},
 					obj{"type": "number", "minimum": -90, "maximum": 90},
 				},
-				"items": false,
+				"items": obj{"type": "number"},
 			},
 		},
 	}

@@ -172,10 +172,14 @@ type operation struct {
 	noAuth    bool
 }
 
+// refusalNote ends every operation's description.
+const refusalNote = "Refusals are problem documents; whatever the caller may not see, and any route or method the package does not enable, answers the same 404 resource.not_found."
+
 func (o operation) document() obj {
 	d := obj{
 		"operationId": o.id,
 		"summary":     o.summary,
+		"description": o.summary + " " + refusalNote,
 		"tags":        []any{o.tag},
 		"responses":   o.responses,
 	}
@@ -570,8 +574,8 @@ func metadataOperations(p *model.Package) []operation {
 		{method: "get", path: "/v1/registry", id: "registry.read", tag: "metadata", summary: "Registry metadata, filtered per caller profile.",
 			params: []any{accessProfileParam(nil)}, responses: withProblems(obj{"200": response("The registry metadata.", obj{"type": "object"}, false, nil)}, 400, 401, 404)},
 		{method: "get", path: "/openapi.json", id: "openapi.read", tag: "metadata", summary: "This OpenAPI document.", noAuth: true,
-			responses: obj{"200": obj{"description": "The OpenAPI document of the compiled package.",
-				"content": obj{"application/vnd.oai.openapi+json": obj{"schema": obj{"type": "object"}}}}}},
+			responses: withProblems(obj{"200": obj{"description": "The OpenAPI document of the compiled package.",
+				"content": obj{"application/vnd.oai.openapi+json": obj{"schema": obj{"type": "object"}}}}}, 404)},
 	}
 	for _, f := range p.Forms {
 		ops = append(ops, operation{method: "get", path: FormRoutePath(p, f.ID), id: "forms." + f.ID + ".read", tag: "metadata",
