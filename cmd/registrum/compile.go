@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
 
@@ -32,6 +33,7 @@ hook and a pinned digest for every module.`,
 			var findings project.Findings
 			if errors.As(err, &findings) {
 				for _, f := range findings {
+					f.File = filepath.Join(args[0], f.File) // clickable from the working folder
 					fmt.Fprintln(cmd.ErrOrStderr(), f.String())
 				}
 				return withExitCode(1, fmt.Errorf("compile: %s has %d finding(s)", args[0], len(findings)))
