@@ -16,7 +16,7 @@ func (c *compiler) action(a *Action, ap string) *model.Action {
 		ip := fmt.Sprintf("%s.inputs[%d]", ap, i)
 		inputIDs.claim(in.ID, ip+".id")
 		if f := c.field(in, ip, "internal", "input"); f != nil {
-			c.apiName(f, ip, apiNames)
+			c.wireName(f, ip, apiNames, false) // inputs travel under input, not in domainData
 			out.Inputs = append(out.Inputs, f)
 		}
 	}

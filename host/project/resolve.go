@@ -264,11 +264,20 @@ func (c *compiler) entityShape(es *EntitySpec, path string) *model.Entity {
 
 // apiName checks a field's wire name against the envelope and its siblings.
 func (c *compiler) apiName(f *model.Field, fp string, seen map[string]string) {
+	c.wireName(f, fp, seen, true)
+}
+
+// wireName checks a wire name for duplicates and, for record fields (which
+// appear in domainData), against the envelope members.
+func (c *compiler) wireName(f *model.Field, fp string, seen map[string]string, inEnvelope bool) {
 	key := fp + ".apiName"
 	if !c.doc.Has(key) {
 		key = fp + ".id"
 	}
 	for _, r := range ReservedNames {
+		if !inEnvelope {
+			break
+		}
 		if f.APIName == r {
 			c.add(key, "apiname.reserved", "apiName %q collides with the record envelope member %q; set a different apiName", f.APIName, r)
 			return
