@@ -16,10 +16,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/registrum/registrum/host/auth"
 	"github.com/registrum/registrum/host/model"
+	"github.com/registrum/registrum/internal/canonjson"
 )
 
 // Request is what a decision is asked about.
@@ -46,6 +48,8 @@ type Grant struct {
 	Anonymous bool
 	// PrincipalReference is the keyed reference of the caller, "" for anonymous.
 	PrincipalReference string
+	// Purpose is the token's purpose claim, "" when anonymous or absent.
+	Purpose string
 	// Readable and Writable hold the fields the caller may read and write.
 	Readable map[string]bool
 	Writable map[string]bool
@@ -103,6 +107,43 @@ func (bs Boundaries) clone() Boundaries {
 		out[i] = b
 	}
 	return out
+}
+
+// Document returns the boundaries as canonical JSON (RFC 8785): an array
+// of {field, operator, values} in declaration order, each value a string
+// (integers in decimal, timestamps in RFC 3339 UTC), so 64-bit integers stay
+// exact. Cursors and snapshots bind it (keyed by their own secret) so that a
+// continuation under other boundaries is refused.
+func (bs Boundaries) Document() ([]byte, error) {
+	type doc struct {
+		Field    string   `json:"field"`
+		Operator string   `json:"operator"`
+		Values   []string `json:"values"`
+	}
+	out := make([]doc, 0, len(bs))
+	for _, b := range bs {
+		d := doc{Field: b.Field, Operator: b.Operator, Values: make([]string, len(b.Values))}
+		for i, v := range b.Values {
+			switch x := v.(type) {
+			case string:
+				d.Values[i] = x
+			case int64:
+				d.Values[i] = strconv.FormatInt(x, 10)
+			case time.Time:
+				d.Values[i] = x.UTC().Format(time.RFC3339Nano)
+			case bool:
+				d.Values[i] = strconv.FormatBool(x)
+			default:
+				return nil, fmt.Errorf("access: boundary on %s holds a %T, not a storage form", b.Field, v)
+			}
+		}
+		out = append(out, d)
+	}
+	raw, err := canonjson.Marshal(out)
+	if err != nil {
+		return nil, fmt.Errorf("access: encode boundaries: %w", err)
+	}
+	return raw, nil
 }
 
 // Boundaries returns the row boundaries of the granted entity that must all

@@ -354,7 +354,7 @@ func (d *Profiles) Decide(ctx context.Context, r Request) (*Grant, error) {
 		return nil, concealed("profile %q: %v", p.m.ID, err)
 	}
 	out := g.result(p.m, d.principalRef(principal), bounds)
-	out.claims, out.decider = claims, d
+	out.claims, out.decider, out.Purpose = claims, d, claims.Purpose
 	return out, nil
 }
 

@@ -318,3 +318,47 @@ func TestBoundaryValuesTakeTheFieldsStorageForm(t *testing.T) {
 		t.Fatalf("err = %v, want the concealed 404", err)
 	}
 }
+
+func TestBoundaryDocumentIsCanonicalAndExact(t *testing.T) {
+	bs := access.Boundaries{
+		{Field: "org", Operator: model.BoundaryEquals, Claim: "org", Values: []any{int64(9007199254740993)}},
+		{Field: "when", Operator: model.BoundaryIn, Claim: "w", Values: []any{time.Date(2026, 3, 1, 10, 0, 0, 0, time.FixedZone("x", 7200)), "2026-03-02"}},
+	}
+	doc, err := bs.Document()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `[{"field":"org","operator":"equals","values":["9007199254740993"]},{"field":"when","operator":"in","values":["2026-03-01T08:00:00Z","2026-03-02"]}]`
+	if string(doc) != want {
+		t.Fatalf("document = %s\nwant       %s", doc, want)
+	}
+	// Integers one apart stay apart (a float encoding would merge them).
+	other := access.Boundaries{{Field: "org", Operator: model.BoundaryEquals, Values: []any{int64(9007199254740992)}}}
+	od, _ := other.Document()
+	if string(od) == `[{"field":"org","operator":"equals","values":["9007199254740993"]}]` {
+		t.Fatal("distinct integers give one document")
+	}
+	if d, err := (access.Boundaries{}).Document(); err != nil || string(d) != "[]" {
+		t.Fatalf("unrestricted document = %s, %v", d, err)
+	}
+	if _, err := (access.Boundaries{{Field: "x", Values: []any{3.5}}}).Document(); err == nil {
+		t.Fatal("a value that is not a storage form was encoded")
+	}
+}
+
+func TestGrantCarriesThePurpose(t *testing.T) {
+	f := newFixture(t)
+	g, err := f.d.Decide(context.Background(), access.Request{Operation: model.OpGet, Entity: f.entity("parcel"), Profile: "auditor",
+		Bearer: f.token("scope", "parcels:read audit:read", "purpose", "inspection", "districts", []string{"north"}, "org", 7)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g.Purpose != "inspection" {
+		t.Fatalf("purpose = %q", g.Purpose)
+	}
+	pub, _ := f.d.Decide(context.Background(), access.Request{Operation: model.OpGet, Entity: f.entity("parcel"), Profile: "public",
+		Bearer: f.token("scope", "parcels:read", "purpose", "inspection")})
+	if pub.Purpose != "" || pub.PrincipalReference != "" {
+		t.Fatalf("an anonymous grant carries the token's authority: %+v", pub)
+	}
+}
