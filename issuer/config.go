@@ -319,10 +319,15 @@ type yamlDoc struct {
 
 // lineOf returns the line of a field path such as "listener.port" or
 // "signing.publishedPublicJwkFiles[1]", or 0 when it is absent.
-func (d *yamlDoc) lineOf(field string) int {
+func (d *yamlDoc) lineOf(field string) (line int) {
 	if d == nil || d.ast == nil || field == "" {
 		return 0
 	}
+	defer func() {
+		if recover() != nil {
+			line = 0 // the line is a help, never worth failing for
+		}
+	}()
 	for f := field; f != ""; {
 		p, err := yaml.PathString("$." + f)
 		if err == nil {
@@ -374,12 +379,35 @@ func decodeStrict(path string, limit int64, v any) (*yamlDoc, error) {
 		return nil, &ConfigError{File: path, Rule: "cannot be read", Err: err}
 	}
 	doc := &yamlDoc{file: path}
-	if err := yaml.UnmarshalWithOptions(data, v, yaml.Strict()); err != nil {
+	if err := unmarshalYAML(data, v); err != nil {
 		msg, _, _ := strings.Cut(err.Error(), "\n")
 		return nil, &ConfigError{File: path, Rule: "invalid document", Err: errors.New(msg)}
 	}
-	doc.ast, _ = parser.ParseBytes(data, 0)
+	doc.ast, _ = parseYAML(data)
 	return doc, nil
+}
+
+// unmarshalYAML decodes strictly. The YAML library panics on some malformed
+// documents (a tag on an empty sequence value, found by FuzzRegistration);
+// such a document is refused like any other instead of stopping the
+// process, which matters most during a SIGHUP reload.
+func unmarshalYAML(data []byte, v any) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("malformed YAML the decoder cannot read (%v)", r)
+		}
+	}()
+	return yaml.UnmarshalWithOptions(data, v, yaml.Strict())
+}
+
+// parseYAML parses for line lookups only; it never panics.
+func parseYAML(data []byte) (f *ast.File, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			f, err = nil, fmt.Errorf("yaml: %v", r)
+		}
+	}()
+	return parser.ParseBytes(data, 0)
 }
 
 var (

@@ -13,7 +13,7 @@ import (
 )
 
 // devConfig writes a dev deployment and returns its folder and config text.
-func devConfig(t *testing.T) (string, string) {
+func devConfig(t testing.TB) (string, string) {
 	t.Helper()
 	setup, err := WriteDevSetup(t.TempDir(), DevOptions{Port: 18080})
 	if err != nil {
@@ -289,4 +289,22 @@ func TestConfigAuditPermissions(t *testing.T) {
 	// The audit path may not be a secret file.
 	_, err = loadVariant(t, dir, replaceOnce(t, base, "path: audit/issuer-audit.jsonl", "path: secrets/audit-hash-key"))
 	expectConfigError(t, err, "audit.path", "")
+}
+
+// FuzzConfig feeds arbitrary documents to the configuration loader: it must
+// refuse with an error naming the file or accept, never panic.
+func FuzzConfig(f *testing.F) {
+	dir, base := devConfig(f)
+	f.Add(base)
+	f.Add("version: 1\nlistener: {port: !00}\n")
+	f.Add("signing:\n  publishedPublicJwkFiles: !00\n")
+	p := filepath.Join(dir, "fuzz.yaml")
+	f.Fuzz(func(t *testing.T, doc string) {
+		if err := os.WriteFile(p, []byte(doc), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := LoadConfig(p); err != nil && !strings.Contains(err.Error(), "fuzz.yaml") {
+			t.Fatalf("refusal %q does not name the file", err)
+		}
+	})
 }

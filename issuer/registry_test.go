@@ -1,6 +1,7 @@
 package issuer
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -292,4 +293,37 @@ func TestStartWithoutClientsIsNotReady(t *testing.T) {
 		t.Fatalf("ready with no clients: %d %s", r.status, r.body)
 	}
 	expectError(t, d.post(formBody(d.assertion(DevStandardClientID, d.keys[DevStandardClientID], nil))), http.StatusUnauthorized, ErrorInvalidClient)
+}
+
+// FuzzRegistration feeds arbitrary documents to the registration loader: it
+// must refuse with a *ConfigError or accept, never panic.
+func FuzzRegistration(f *testing.F) {
+	f.Add("clientId: c\nprincipal: p\nauthorization:\n  scopes: [a]\nkeys:\n  - {\"kty\":\"EC\"}\n")
+	f.Add("clientId: c\nprincipal: p\nevidenceAudience: https://e\nrequesterTags: [t]\ndelegation:\n  subjectClaims: {a: b.c}\n")
+	f.Add("keys: [[[[]]]]\n")
+	f.Add("{clientId: [1, {a: b}]}")
+	dir, _ := devConfig(f)
+	cfg, err := LoadConfig(filepath.Join(dir, "issuer.yaml"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	fuzzDir := f.TempDir()
+	cfg.ClientsDirectory = fuzzDir
+	f.Fuzz(func(t *testing.T, doc string) {
+		p := filepath.Join(fuzzDir, "c.yaml")
+		if err := os.WriteFile(p, []byte(doc), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		reg, err := LoadRegistry(cfg)
+		if err != nil {
+			var ce *ConfigError
+			if !errors.As(err, &ce) {
+				t.Fatalf("refusal %v is not a *ConfigError", err)
+			}
+			return
+		}
+		if reg.Len() != 1 {
+			t.Fatalf("accepted with %d clients", reg.Len())
+		}
+	})
 }
