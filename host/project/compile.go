@@ -72,16 +72,22 @@ func compileDocument(dir, name string, raw []byte, opts Options) (*Result, error
 	if err != nil {
 		return nil, err
 	}
+	onlyUnknownKeys := true
 	for _, is := range issues {
 		c.add(is.path, "format.schema", "%s", is.message)
+		onlyUnknownKeys = onlyUnknownKeys && is.unknownKey
 	}
-	if len(c.findings) > 0 {
+	if len(c.findings) > 0 && !onlyUnknownKeys {
+		// The document does not have the format's shape: the rules below
+		// would only repeat these findings.
 		return nil, c.findings.sorted()
 	}
-	proj, err := decodeStrict(doc.JSON)
+	// Unknown keys aside, the document has the format's shape, so every
+	// rule can still be checked and reported in the same run.
+	proj, err := decodeProject(doc.JSON, len(c.findings) == 0)
 	if err != nil {
 		c.add("", "format.schema", "%v", err)
-		return nil, c.findings
+		return nil, c.findings.sorted()
 	}
 	c.proj = proj
 	c.contents["source/"+name] = raw

@@ -38,9 +38,13 @@ const (
 	MaxCodeLength           = 256
 )
 
-func decodeStrict(doc []byte) (*Project, error) {
+// decodeProject decodes a document that has the format's shape; strict
+// refuses unknown members (already reported when strict is false).
+func decodeProject(doc []byte, strict bool) (*Project, error) {
 	dec := json.NewDecoder(bytes.NewReader(doc))
-	dec.DisallowUnknownFields()
+	if strict {
+		dec.DisallowUnknownFields()
+	}
 	dec.UseNumber()
 	var p Project
 	if err := dec.Decode(&p); err != nil {

@@ -67,6 +67,20 @@ func TestEveryFindingIsListed(t *testing.T) {
 	if len(fs) != 2 || !strings.Contains(fs[0].Message, "colour") || !strings.Contains(fs[1].Message, "size") {
 		t.Fatalf("structural findings = %v", fs)
 	}
+	// Unknown keys do not hide the rules: both kinds come in one run.
+	doc = strings.Replace(doc, "[create, get, list, patch]", "[create, get, list, patch, tombstone]", 1)
+	_, fs = compileText(t, doc, Options{})
+	if len(fs) != 3 || fs[2].Rule != "grant.operation" {
+		t.Fatalf("findings = %v", fs)
+	}
+	// Other structural faults stop before the rules, which would repeat them.
+	doc = strings.Replace(doc, "    dataset: land\n", "", 1)
+	_, fs = compileText(t, doc, Options{})
+	for _, f := range fs {
+		if f.Rule != "format.schema" {
+			t.Fatalf("rule findings beside a missing required key: %v", fs)
+		}
+	}
 }
 
 // TestEventClassification: the event is as classified as its most

@@ -63,6 +63,9 @@ var printer = message.NewPrinter(language.English)
 type structuralIssue struct {
 	path    string
 	message string
+	// unknownKey marks an unknown key: the rest of the document can still
+	// be checked, since decoding ignores it.
+	unknownKey bool
 }
 
 // validateFormat checks the document against the format schema and returns
@@ -104,7 +107,7 @@ func collect(ve *jsonschema.ValidationError, out *[]structuralIssue) {
 	switch k := ve.ErrorKind.(type) {
 	case *kind.AdditionalProperties:
 		for _, p := range k.Properties {
-			*out = append(*out, structuralIssue{path: keyPath(append(append([]string{}, ve.InstanceLocation...), p)), message: fmt.Sprintf("unknown key %q", p)})
+			*out = append(*out, structuralIssue{path: keyPath(append(append([]string{}, ve.InstanceLocation...), p)), message: fmt.Sprintf("unknown key %q", p), unknownKey: true})
 		}
 		return
 	case *kind.Required:
