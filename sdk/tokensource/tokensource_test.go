@@ -41,13 +41,15 @@ func startIssuer(t *testing.T, opts ...issuer.Option) (*issuer.DevSetup, *atomic
 	}
 	var count atomic.Int64
 	h := srv.Handler()
-	hs := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	hs := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/token" {
 			count.Add(1)
 		}
 		h.ServeHTTP(w, r)
-	})}
-	go hs.Serve(ln)
+	}))
+	hs.Listener.Close()
+	hs.Listener = ln // the port the dev setup's token URL names
+	hs.Start()
 	t.Cleanup(func() { hs.Close(); srv.Close() })
 	return setup, &count
 }
