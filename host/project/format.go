@@ -18,6 +18,7 @@ const FormatVersion = "registrum.project/v1"
 
 // Project is the whole authored project document.
 type Project struct {
+	Schema       string        `json:"$schema,omitempty" doc:"Optional: the JSON Schema of this format, for editors; ignored by the compiler."`
 	Format       string        `json:"format" schema:"required,const=registrum.project/v1" doc:"Format of this document; always registrum.project/v1."`
 	Registry     RegistrySpec  `json:"registry" schema:"required" doc:"Identity of the registry and its published URL bases."`
 	Vocabularies []*Vocabulary `json:"vocabularies,omitempty" doc:"Named closed code lists that code fields draw from."`
