@@ -460,6 +460,7 @@ func schemaErrorText(err error) string {
 // noLoader refuses to fetch remote schemas: inline schemas are self-contained.
 type noLoader struct{}
 
+// Load refuses every URL.
 func (noLoader) Load(u string) (any, error) {
 	return nil, fmt.Errorf("inline schemas may not refer to %s", u)
 }

@@ -37,6 +37,7 @@ type SyntaxError struct {
 	Message string
 }
 
+// Error formats the error as line:column: message.
 func (e *SyntaxError) Error() string {
 	return fmt.Sprintf("%d:%d: %s", e.Pos.Line, e.Pos.Column, e.Message)
 }
