@@ -330,19 +330,44 @@ func (p *parser) hex4() (rune, bool) {
 	return r, true
 }
 
+// Word-at-a-time helpers. Inside a WebAssembly guest every loop back-edge
+// costs a sandbox check (an exit to the host), so these scans test 32 bytes
+// per iteration, then 8, then 1.
+const (
+	lsb   = 0x0101010101010101
+	msb   = 0x8080808080808080
+	quote = lsb * '"'
+	bslsh = lsb * '\\'
+)
+
+// word reads 8 bytes of b at i, little-endian.
+func word(b []byte, i int) uint64 {
+	_ = b[i+7]
+	return uint64(b[i]) | uint64(b[i+1])<<8 | uint64(b[i+2])<<16 | uint64(b[i+3])<<24 |
+		uint64(b[i+4])<<32 | uint64(b[i+5])<<40 | uint64(b[i+6])<<48 | uint64(b[i+7])<<56
+}
+
+// hasQuoteOrBackslash reports whether w holds a '"' or '\\' byte.
+func hasQuoteOrBackslash(w uint64) bool {
+	return ((w^quote)-lsb)&^(w^quote)&msb != 0 || ((w^bslsh)-lsb)&^(w^bslsh)&msb != 0
+}
+
+// hasSpecial reports whether w holds a byte a JSON string must escape or
+// check: < 0x20, >= 0x80, '"' or '\\'.
+func hasSpecial(w uint64) bool {
+	return (w-lsb*0x20)&^w&msb != 0 || w&msb != 0 || hasQuoteOrBackslash(w)
+}
+
 // quoteOrBackslash returns the index of the first '"' or '\\' in b, or -1.
 func quoteOrBackslash(b []byte) int {
-	const (
-		lo   = 0x0101010101010101
-		hi   = 0x8080808080808080
-		quot = lo * '"'
-		bsl  = lo * '\\'
-	)
 	i := 0
+	for ; i+32 <= len(b); i += 32 {
+		if hasQuoteOrBackslash(word(b, i)) || hasQuoteOrBackslash(word(b, i+8)) || hasQuoteOrBackslash(word(b, i+16)) || hasQuoteOrBackslash(word(b, i+24)) {
+			break
+		}
+	}
 	for ; i+8 <= len(b); i += 8 {
-		w := uint64(b[i]) | uint64(b[i+1])<<8 | uint64(b[i+2])<<16 | uint64(b[i+3])<<24 |
-			uint64(b[i+4])<<32 | uint64(b[i+5])<<40 | uint64(b[i+6])<<48 | uint64(b[i+7])<<56
-		if ((w^quot)-lo)&^(w^quot)&hi != 0 || ((w^bsl)-lo)&^(w^bsl)&hi != 0 {
+		if hasQuoteOrBackslash(word(b, i)) {
 			break
 		}
 	}
@@ -511,21 +536,17 @@ func AppendString(buf []byte, s string) []byte {
 }
 
 // plainPrefix returns the length of the longest prefix of s, in whole
-// 8-byte words, holding only printable ASCII other than '"' and '\\'.
+// 8-byte words, holding no byte hasSpecial looks for.
 func plainPrefix(s string) int {
-	const (
-		lo   = 0x0101010101010101
-		hi   = 0x8080808080808080
-		quot = lo * '"'
-		bsl  = lo * '\\'
-	)
+	b := unsafe.Slice(unsafe.StringData(s), len(s))
 	i := 0
-	for ; i+8 <= len(s); i += 8 {
-		w := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
-			uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
-		// Stop at a word holding a byte < 0x20, >= 0x80, '"' or '\\'
-		// (the classic "has zero byte" tests).
-		if (w-lo*0x20)&^w&hi != 0 || w&hi != 0 || ((w^quot)-lo)&^(w^quot)&hi != 0 || ((w^bsl)-lo)&^(w^bsl)&hi != 0 {
+	for ; i+32 <= len(b); i += 32 {
+		if hasSpecial(word(b, i)) || hasSpecial(word(b, i+8)) || hasSpecial(word(b, i+16)) || hasSpecial(word(b, i+24)) {
+			break
+		}
+	}
+	for ; i+8 <= len(b); i += 8 {
+		if hasSpecial(word(b, i)) {
 			break
 		}
 	}
