@@ -3,7 +3,11 @@ package issuer
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+
+	"github.com/registrum/registrum/issuer/keys"
+	"github.com/registrum/registrum/issuer/signer"
 )
 
 func TestWriteDevSetupKeepsKeys(t *testing.T) {
@@ -62,5 +66,33 @@ func TestWriteDevSetupKeepsKeys(t *testing.T) {
 	}
 	if _, err := WriteDevSetup(t.TempDir(), DevOptions{Port: 1, Address: "localhost"}); err == nil {
 		t.Fatal("non-IP address accepted")
+	}
+}
+
+func TestWithSignerMustMatchTheActiveKey(t *testing.T) {
+	setup, _ := newSetup(t)
+	cfg, err := LoadConfig(setup.ConfigPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	priv, _ := os.ReadFile(filepath.Join(filepath.Dir(setup.ConfigPath), "secrets", "signing-key.jwk"))
+	own, err := signer.NewLocalJWK(priv, cfg.Signing.Active)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := New(cfg, nil, WithSigner(own))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Close()
+	// A signer for another key is refused.
+	otherPriv, otherPub, _ := keys.Generate("ES256")
+	raw, _ := otherPriv.MarshalJSON()
+	other, err := signer.NewLocalJWK(raw, otherPub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := New(cfg, nil, WithSigner(other)); err == nil || !strings.Contains(err.Error(), "activePublicJwkFile") {
+		t.Fatalf("mismatched signer: %v", err)
 	}
 }
