@@ -1,5 +1,7 @@
 package model
 
+import "slices"
+
 // Operations an entity grant can allow.
 const (
 	OpCreate        = "create"
@@ -70,13 +72,13 @@ type Grant struct {
 }
 
 // Allows reports whether the grant includes the operation.
-func (g *Grant) Allows(op string) bool { return contains(g.Operations, op) }
+func (g *Grant) Allows(op string) bool { return slices.Contains(g.Operations, op) }
 
 // CanRead reports whether the grant lists the field id as readable.
-func (g *Grant) CanRead(fieldID string) bool { return contains(g.ReadableFields, fieldID) }
+func (g *Grant) CanRead(fieldID string) bool { return slices.Contains(g.ReadableFields, fieldID) }
 
 // CanWrite reports whether the grant lists the field id as writable.
-func (g *Grant) CanWrite(fieldID string) bool { return contains(g.WritableFields, fieldID) }
+func (g *Grant) CanWrite(fieldID string) bool { return slices.Contains(g.WritableFields, fieldID) }
 
 // RowBoundaries is either Unrestricted or a nonempty list of rules that must all hold.
 type RowBoundaries struct {
@@ -159,13 +161,4 @@ func (p *Package) DefaultProfile(entityID string) *Profile {
 		}
 	}
 	return nil
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }

@@ -2,6 +2,7 @@ package project
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/registrum/registrum/host/model"
 )
@@ -92,7 +93,7 @@ func (c *compiler) grant(pr *Profile, g *Grant, gp string) *model.Grant {
 	for i, op := range g.Operations {
 		op_ := fmt.Sprintf("%s.operations[%d]", gp, i)
 		switch {
-		case pr.Anonymous && !contains(readOnlyOps, op):
+		case pr.Anonymous && !slices.Contains(readOnlyOps, op):
 			c.add(op_, "profile.anonymous", "an anonymous profile grants reads only (%v); %s is refused", readOnlyOps, op)
 		case op == model.OpPatch && e.MutationMode == model.CreateOnly:
 			c.add(op_, "grant.operation", "entity %q is create-only: patch cannot be granted", e.ID)
@@ -100,7 +101,7 @@ func (c *compiler) grant(pr *Profile, g *Grant, gp string) *model.Grant {
 			c.add(op_, "grant.operation", "tombstone needs entity %q to set tombstone: true", e.ID)
 		case op == model.OpBatch && e.Batch == nil:
 			c.add(op_, "grant.operation", "batch needs entity %q to declare batch bounds", e.ID)
-		case contains(requestOps, op) && !e.IsRequestEntity():
+		case slices.Contains(requestOps, op) && !e.IsRequestEntity():
 			c.add(op_, "grant.operation", "%s needs a change request entity; %q declares no changeRequest", op, e.ID)
 		}
 	}
@@ -136,7 +137,7 @@ func (c *compiler) grant(pr *Profile, g *Grant, gp string) *model.Grant {
 	if g.RequestVisibility != "" && !e.IsRequestEntity() {
 		c.add(gp+".requestVisibility", "grant.request-fields", "requestVisibility applies to change request entities")
 	}
-	if len(g.ProvenanceFields) > 0 && !contains(g.Operations, model.OpRevisions) {
+	if len(g.ProvenanceFields) > 0 && !slices.Contains(g.Operations, model.OpRevisions) {
 		c.add(gp+".provenanceFields", "grant.provenance", "provenanceFields show correction context on revisions: the grant needs the revisions operation")
 	}
 	out.RowBoundaries = c.rowBoundaries(e, g.RowBoundaries, gp+".rowBoundaries", pr.Anonymous)
@@ -150,7 +151,7 @@ func (c *compiler) grant(pr *Profile, g *Grant, gp string) *model.Grant {
 		out.RequestPresence = append(out.RequestPresence, &model.RequestPresence{RequestEntity: re.ID,
 			RowBoundaries: c.rowBoundaries(re, rp.RowBoundaries, pp+".rowBoundaries", pr.Anonymous)})
 	}
-	if len(g.ApplyTargets) > 0 && !contains(g.Operations, model.OpApplyRequest) {
+	if len(g.ApplyTargets) > 0 && !slices.Contains(g.Operations, model.OpApplyRequest) {
 		c.add(gp+".applyTargets", "grant.apply-targets", "applyTargets needs the apply_request operation")
 	}
 	for i, t := range g.ApplyTargets {
@@ -163,7 +164,7 @@ func (c *compiler) grant(pr *Profile, g *Grant, gp string) *model.Grant {
 
 func containsAny(list []string, vals ...string) bool {
 	for _, v := range vals {
-		if contains(list, v) {
+		if slices.Contains(list, v) {
 			return true
 		}
 	}

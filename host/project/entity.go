@@ -3,6 +3,8 @@ package project
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/registrum/registrum/host/model"
@@ -117,8 +119,8 @@ func (c *compiler) constraint(e *model.Entity, cs *Constraint, cp string) *model
 	only := func(allowed ...string) {
 		present := map[string]bool{"fields": cs.Fields != nil, "field": cs.Field != "", "scopeFields": cs.ScopeFields != nil,
 			"operator": cs.Operator != "", "value": cs.Value != nil, "otherField": cs.OtherField != ""}
-		for _, k := range sortedKeys(present) {
-			if present[k] && !contains(allowed, k) {
+		for _, k := range slices.Sorted(maps.Keys(present)) {
+			if present[k] && !slices.Contains(allowed, k) {
 				c.add(cp+"."+k, "constraint.member", "%s is not a member of a %s constraint", k, cs.Kind)
 			}
 		}
@@ -188,15 +190,6 @@ func (c *compiler) constraint(e *model.Entity, cs *Constraint, cp string) *model
 	return con
 }
 
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
-}
-
 // CheckValue reports whether v (a decoded JSON value, numbers as
 // json.Number) is a valid wire value of the field. Null is refused: literal
 // values in conditions and constraints compare with concrete values.
@@ -258,7 +251,7 @@ func CheckValue(f *model.Field, v any) error {
 		}
 	case model.TypeCode:
 		s, ok := v.(string)
-		if !ok || !contains(f.Values, s) {
+		if !ok || !slices.Contains(f.Values, s) {
 			return fmt.Errorf("want one of the codes %v", f.Values)
 		}
 	default:

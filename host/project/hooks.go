@@ -2,6 +2,8 @@ package project
 
 import (
 	"github.com/registrum/registrum/host/model"
+	"maps"
+	"slices"
 )
 
 // hook resolves one hook and enforces the compiler rules of events.
@@ -106,7 +108,7 @@ func (c *compiler) when(e *model.Entity, trigger string, w *When, wp string, rai
 
 func (c *compiler) fieldTests(e *model.Entity, m map[string]any, p string, raise func(*model.Field)) []*model.FieldTest {
 	var out []*model.FieldTest
-	for _, name := range sortedKeys(m) {
+	for _, name := range slices.Sorted(maps.Keys(m)) {
 		fp := p + "." + name
 		f := c.fieldRef(e, name, fp, "condition field")
 		if f == nil {

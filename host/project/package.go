@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 
 	"github.com/registrum/registrum/host/model"
@@ -22,7 +24,7 @@ func (c *compiler) finish(pkg *model.Package) (*Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("project: generate artifacts: %w", err)
 	}
-	for _, path := range sortedKeys(gen) {
+	for _, path := range slices.Sorted(maps.Keys(gen)) {
 		role := generate.Role(path)
 		if role == "" {
 			return nil, fmt.Errorf("project: generated file %s has no role", path)

@@ -4,8 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/registrum/registrum/host/model"
@@ -148,7 +150,7 @@ func (c *compiler) effects(src *model.Entity, inputs []*model.Field, list []*Eff
 		me.Target.Entity = tgt.ID
 		me.Target.FromField = ef.Target.FromField
 		me.Target.FromEffect = ef.Target.FromEffect
-		for _, name := range sortedKeys(ef.Set) {
+		for _, name := range slices.Sorted(maps.Keys(ef.Set)) {
 			sp := p + ".set." + name
 			s := ef.Set[name]
 			tf := c.targetField(tgt, name, sp)

@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/url"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"unicode"
@@ -341,7 +343,7 @@ func (c *compiler) field(fs *FieldSpec, fp, defClass, what string) *model.Field 
 		"scale": fs.Scale != nil, "vocabulary": fs.Vocabulary != "", "values": fs.Values != nil,
 		"target": fs.Target != "", "schema": fs.Schema != nil,
 	}
-	for _, k := range sortedKeys(set) {
+	for _, k := range slices.Sorted(maps.Keys(set)) {
 		if set[k] && !typeIn(f.Type, allowed[k]) {
 			c.add(fp+"."+k, "field.member", "%s is not a member of %s %s; it applies to %s", k, an(f.Type), what, typeList(allowed[k]))
 		}
@@ -496,15 +498,6 @@ func typeList(list []model.FieldType) string {
 		s[i] = string(t)
 	}
 	return strings.Join(s, ", ")
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // an prefixes a type name with its indefinite article.
