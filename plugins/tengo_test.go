@@ -183,3 +183,31 @@ func TestTengoStringCapEdge(t *testing.T) {
 		requireFailure(t, err, want)
 	}
 }
+
+// TestTengoNoStateBetweenCalls checks machines reused across calls start
+// every call from the script's pristine globals, and that a machine stopped
+// at its deadline is not reused.
+func TestTengoNoStateBetweenCalls(t *testing.T) {
+	src := `
+seen := is_undefined(output) ? "fresh" : "stale"
+if input.request.loop { for {} }
+output = {refusal: {kind: seen}}`
+	set, err := script(t, plugins.Config{PoolSize: 1, Limits: plugins.Limits{WallTime: 100 * time.Millisecond}}, contract.KindPlanner, src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for i := range 6 {
+		if i == 3 {
+			_, err := set.Call(ctx, "m", []byte(`{"request":{"loop":true}}`))
+			requireFailure(t, err, plugins.FailureTimeout)
+		}
+		out, err := set.Call(ctx, "m", []byte(`{"request":{"loop":false}}`))
+		if err != nil {
+			t.Fatalf("call %d: %v (%v)", i, err, detail(err))
+		}
+		if string(out) != `{"refusal":{"kind":"fresh"}}` {
+			t.Fatalf("call %d saw a previous call's state: %s", i, out)
+		}
+	}
+}
