@@ -513,7 +513,9 @@ func actionComponents(a *model.Action, schemas obj) error {
 		if err != nil {
 			return fmt.Errorf("generate: action %s input: %w", a.ID, err)
 		}
-		props[in.APIName] = s
+		if err := addProperty(props, in.APIName, s, "action "+a.ID+" input"); err != nil {
+			return err
+		}
 		if in.Required {
 			required = append(required, in.APIName)
 		}

@@ -85,14 +85,18 @@ func domainDataSchema(e *model.Entity, view dataView) (obj, error) {
 		if err != nil {
 			return nil, fmt.Errorf("generate: entity %s: %w", e.ID, err)
 		}
-		props[f.APIName] = s
+		if err := addProperty(props, f.APIName, s, "entity "+e.ID); err != nil {
+			return nil, err
+		}
 		if f.Required && view != dataRead {
 			required = append(required, f.APIName)
 		}
 	}
 	if view != dataWrite {
 		for _, s := range slotsOf(e) {
-			props[s.name] = s.schema
+			if err := addProperty(props, s.name, s.schema, "entity "+e.ID); err != nil {
+				return nil, err
+			}
 		}
 	}
 	return closedObject(props, required), nil

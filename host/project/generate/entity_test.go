@@ -261,3 +261,21 @@ func TestStructuredSchemaIsEmbeddedWithoutItsDialect(t *testing.T) {
 		t.Error("inline schema bound not enforced")
 	}
 }
+
+func TestEntitySchemaRefusesNameClashes(t *testing.T) {
+	p := testPackage()
+	p.EntityByID("person").Field("notes").APIName = "nationalId"
+	if _, err := EntitySchema(p, p.EntityByID("person")); err == nil || !strings.Contains(err.Error(), `entity person: two members are named "nationalId"`) {
+		t.Errorf("two fields with one apiName: err = %v", err)
+	}
+	p = testPackage()
+	p.EntityByID("application").Attachments[1].ID = "newStatus"
+	if _, err := EntitySchema(p, p.EntityByID("application")); err == nil || !strings.Contains(err.Error(), `"newStatus"`) {
+		t.Errorf("slot named like a field: err = %v", err)
+	}
+	p = testPackage()
+	p.Actions[0].Inputs = append(p.Actions[0].Inputs, &model.Field{ID: "person2", APIName: "person", Type: model.TypeBoolean})
+	if _, err := OpenAPI(p); err == nil || !strings.Contains(err.Error(), `action close-person input`) {
+		t.Errorf("two action inputs with one apiName: err = %v", err)
+	}
+}

@@ -62,14 +62,13 @@ func formObject(fields []*model.FormField, where string) (obj, error) {
 	props := obj{}
 	required := []any{}
 	for _, ff := range fields {
-		if _, dup := props[ff.Name]; dup {
-			return nil, fmt.Errorf("generate: %s.%s: the member is declared twice", where, ff.Name)
-		}
 		s, err := formFieldSchema(ff, where+"."+ff.Name)
 		if err != nil {
 			return nil, err
 		}
-		props[ff.Name] = s
+		if err := addProperty(props, ff.Name, s, where); err != nil {
+			return nil, err
+		}
 		if ff.Required {
 			required = append(required, ff.Name)
 		}

@@ -103,6 +103,16 @@ func All(p *model.Package) (map[string][]byte, error) {
 // in sorted order, which makes every document deterministic.
 type obj = map[string]any
 
+// addProperty adds a member to a properties object, refusing a name that
+// is already there (two fields with one apiName, a slot named like a field).
+func addProperty(props obj, name string, schema obj, where string) error {
+	if _, dup := props[name]; dup {
+		return fmt.Errorf("generate: %s: two members are named %q", where, name)
+	}
+	props[name] = schema
+	return nil
+}
+
 // closedObject is an object schema with the given properties, no other
 // member, and the required members when there are any.
 func closedObject[T any](props obj, required []T) obj {
