@@ -248,6 +248,9 @@ type Module struct {
 	// Path is relative to the package folder.
 	Path   string `json:"path"`
 	SHA256 string `json:"sha256"` // "sha256:<64 hex>"
+	// Capabilities are the real sources ("clock", "random") a handler may
+	// use; the sandbox keeps everything else deterministic. Planners have none.
+	Capabilities []string `json:"capabilities,omitempty"`
 }
 
 // File is a source or generated file that belongs to the package.

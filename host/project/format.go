@@ -249,11 +249,12 @@ type When struct {
 
 // Handler is an authored handler.
 type Handler struct {
-	Kind          string `json:"kind" schema:"required,enum=url|tengo|wasm" doc:"url, tengo or wasm."`
-	DestinationID string `json:"destinationId,omitempty" schema:"ident" doc:"url: runtime eventDestinations key."`
-	Script        string `json:"script,omitempty" doc:"tengo: script path, relative to the project folder."`
-	Module        string `json:"module,omitempty" doc:"wasm: module path, relative to the project folder."`
-	SHA256        string `json:"sha256,omitempty" schema:"digest" doc:"Pinned digest of the script or module (required in production)."`
+	Kind          string   `json:"kind" schema:"required,enum=url|tengo|wasm" doc:"url, tengo or wasm."`
+	DestinationID string   `json:"destinationId,omitempty" schema:"ident" doc:"url: runtime eventDestinations key."`
+	Script        string   `json:"script,omitempty" doc:"tengo: script path, relative to the project folder."`
+	Module        string   `json:"module,omitempty" doc:"wasm: module path, relative to the project folder."`
+	SHA256        string   `json:"sha256,omitempty" schema:"digest" doc:"Pinned digest of the script or module (required in production)."`
+	Capabilities  []string `json:"capabilities,omitempty" schema:"items=clock|random" doc:"tengo, wasm: real sources the handler may use (clock, random); none by default."`
 }
 
 // Profile is an authored access profile.

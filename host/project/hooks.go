@@ -144,6 +144,9 @@ func (c *compiler) handler(h *Hook, hp string) *model.Handler {
 		if hd.SHA256 != "" {
 			misplaced("sha256", hd.Kind)
 		}
+		if hd.Capabilities != nil {
+			misplaced("capabilities", hd.Kind)
+		}
 		if hd.DestinationID == "" {
 			c.add(hp, "hook.handler", "a url handler needs destinationId, the key of its runtime eventDestinations entry")
 		}
@@ -166,7 +169,11 @@ func (c *compiler) handler(h *Hook, hp string) *model.Handler {
 		modPath, digest := c.moduleFile(file, hd.SHA256, hp+"."+key, hp+".sha256")
 		if modPath != "" {
 			out.Module = "hook." + h.ID
-			c.pkg.Modules = append(c.pkg.Modules, model.Module{ID: out.Module, Engine: hd.Kind, Kind: "hook-handler", Path: modPath, SHA256: digest})
+			caps := slices.Sorted(slices.Values(hd.Capabilities))
+			if len(slices.Compact(slices.Clone(caps))) != len(caps) {
+				c.add(hp+".capabilities", "hook.handler", "a capability is listed twice")
+			}
+			c.pkg.Modules = append(c.pkg.Modules, model.Module{ID: out.Module, Engine: hd.Kind, Kind: "hook-handler", Path: modPath, SHA256: digest, Capabilities: caps})
 		}
 	}
 	return out

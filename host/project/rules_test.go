@@ -266,3 +266,29 @@ func TestGoPluginVerifierIsPackaged(t *testing.T) {
 		t.Fatalf("role = %q", role)
 	}
 }
+
+// TestModulesInThePackage: every script and module is listed with its
+// engine, kind, package path, digest and (handlers) capabilities.
+func TestModulesInThePackage(t *testing.T) {
+	r := compileOK(t, "testdata/full", Options{})
+	hook := r.Package.ModuleByID("hook.site-created")
+	if hook == nil || hook.Engine != "tengo" || hook.Kind != "hook-handler" || hook.Path != "source/scripts/notify.tengo" ||
+		strings.Join(hook.Capabilities, ",") != "clock,random" {
+		t.Fatalf("hook module = %+v", hook)
+	}
+	planner := r.Package.ModuleByID("planner.site-merge")
+	if planner == nil || planner.Kind != "planner" || len(planner.Capabilities) != 0 {
+		t.Fatalf("planner module = %+v", planner)
+	}
+	if got := r.Package.EntityByID("site-merge").ChangeRequest.Planner.Module; got != planner.ID {
+		t.Fatalf("planner names module %q", got)
+	}
+	b, ok := r.Contents[hook.Path]
+	if !ok || !strings.HasPrefix(hook.SHA256, "sha256:") {
+		t.Fatal("module bytes missing from the package")
+	}
+	raw, _ := os.ReadFile("testdata/full/scripts/notify.tengo")
+	if !bytes.Equal(b, raw) {
+		t.Fatal("packaged module differs from the project file")
+	}
+}
