@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/registrum/registrum/host/access"
+	"github.com/registrum/registrum/host/auth"
 	"github.com/registrum/registrum/host/config"
 	"github.com/registrum/registrum/host/httpapi"
 	"github.com/registrum/registrum/host/metadata"
@@ -28,12 +29,13 @@ import (
 
 // Host is a running record host's parts.
 type Host struct {
-	cfg     *config.Config
-	log     *slog.Logger
-	pool    *pgxpool.Pool
-	api     *httpapi.API
-	pkg     *model.Package
-	metrics http.Handler
+	cfg      *config.Config
+	log      *slog.Logger
+	pool     *pgxpool.Pool
+	api      *httpapi.API
+	verifier *auth.Verifier
+	pkg      *model.Package
+	metrics  http.Handler
 }
 
 // Open loads the package and secrets named by cfg, connects to the database,
@@ -73,7 +75,10 @@ func assemble(ctx context.Context, cfg *config.Config, log *slog.Logger, pool *p
 	if err != nil {
 		return nil, err
 	}
-	decider := access.Decider(access.Unrestricted{})
+	decider, verifier, err := decider(cfg, pkg, keys, log)
+	if err != nil {
+		return nil, err
+	}
 	svc, err := records.New(st, keys, decider)
 	if err != nil {
 		return nil, err
@@ -93,12 +98,13 @@ func assemble(ctx context.Context, cfg *config.Config, log *slog.Logger, pool *p
 		Ready:     st.Ping,
 	})
 	return &Host{
-		cfg:     cfg,
-		log:     log,
-		pool:    pool,
-		api:     api,
-		pkg:     pkg,
-		metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}),
+		cfg:      cfg,
+		verifier: verifier,
+		log:      log,
+		pool:     pool,
+		api:      api,
+		pkg:      pkg,
+		metrics:  promhttp.HandlerFor(reg, promhttp.HandlerOpts{}),
 	}, nil
 }
 
@@ -111,8 +117,46 @@ func (h *Host) Handler() http.Handler { return h.api }
 // MetricsHandler returns the Prometheus handler.
 func (h *Host) MetricsHandler() http.Handler { return h.metrics }
 
-// Close releases the database pool.
-func (h *Host) Close() { h.pool.Close() }
+// Close stops the key-set refresh and releases the database pool.
+func (h *Host) Close() {
+	if h.verifier != nil {
+		h.verifier.Close()
+	}
+	h.pool.Close()
+}
+
+// decider returns the access decider of a package: access profiles checked
+// against tokens from the configured issuer, or, for a package that declares
+// no profile at all, the unrestricted decider of development packages.
+func decider(cfg *config.Config, pkg *model.Package, keys records.Keys, log *slog.Logger) (access.Decider, *auth.Verifier, error) {
+	if len(pkg.Profiles) == 0 {
+		log.Warn("the package declares no access profile: every caller may do everything")
+		return access.Unrestricted{}, nil, nil
+	}
+	if cfg.Authentication == nil {
+		for _, p := range pkg.Profiles {
+			if !p.Anonymous {
+				return nil, nil, fmt.Errorf("host: %s: authentication settings are required, since profile %q admits callers by token", cfg.Path(), p.ID)
+			}
+		}
+		d, err := access.NewProfiles(pkg, nil, keys.PrincipalReference)
+		return d, nil, err
+	}
+	v, err := auth.NewVerifier(cfg.Authentication, nil, auth.WithLogger(log))
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := v.Start(context.Background()); err != nil {
+		v.Close()
+		return nil, nil, err
+	}
+	d, err := access.NewProfiles(pkg, v, keys.PrincipalReference)
+	if err != nil {
+		v.Close()
+		return nil, nil, err
+	}
+	return d, v, nil
+}
 
 // Serve answers on ln (and on metricsLn when not nil) until ctx ends, then
 // shuts down gracefully, letting requests in flight finish for up to 10 seconds.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -17,16 +18,27 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/registrum/registrum/host"
+	"github.com/registrum/registrum/host/auth/authtest"
 	"github.com/registrum/registrum/host/config"
 	"github.com/registrum/registrum/host/project"
+	"github.com/registrum/registrum/issuer"
 	"github.com/registrum/registrum/store"
 	"github.com/registrum/registrum/store/storetest"
 )
 
 func TestMain(m *testing.M) { os.Exit(storetest.Run(m)) }
 
+// tokenIssuer starts a real issuer whose standard demo client holds the
+// minimal project's scope, and returns it with the host's authentication block.
+func tokenIssuer(t *testing.T) (*authtest.Issuer, string) {
+	is := authtest.StartIssuer(t, issuer.DevOptions{Scopes: []string{"parcels:write"}}, nil)
+	block := fmt.Sprintf("authentication: {issuer: %q, jwksUrl: %q, audience: %q, scopeClaim: scope, scopeSeparator: ' '}\n",
+		is.Config.Issuer, is.JWKSURL, is.Config.AccessTokens.Audiences[0])
+	return is, block
+}
+
 // deployment compiles a project and writes a runtime configuration for it.
-func deployment(t *testing.T, projectDir, dsn string) *config.Config {
+func deployment(t *testing.T, projectDir, dsn string, extra ...string) *config.Config {
 	t.Helper()
 	dir := t.TempDir()
 	res, err := project.Compile(projectDir, project.Options{})
@@ -41,7 +53,7 @@ func deployment(t *testing.T, projectDir, dsn string) *config.Config {
 		t.Fatal(err)
 	}
 	cfgPath := filepath.Join(dir, "registrum.yaml")
-	cfg := "version: 1\nlistener: {address: 127.0.0.1, port: 0}\ndatabase: {url: \"" + dsn + "\"}\npackage: package\nsecrets: {root: secrets}\nhostKeyRef: secret:file/host-key\n"
+	cfg := "version: 1\nlistener: {address: 127.0.0.1, port: 0}\ndatabase: {url: \"" + dsn + "\"}\npackage: package\nsecrets: {root: secrets}\nhostKeyRef: secret:file/host-key\n" + strings.Join(extra, "")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +76,8 @@ func get(t *testing.T, url string) (*http.Response, []byte) {
 }
 
 func TestHostServesThePackagesPublishedDocuments(t *testing.T) {
-	cfg := deployment(t, "project/testdata/minimal", storetest.NewDatabase(t))
+	_, auth := tokenIssuer(t)
+	cfg := deployment(t, "project/testdata/minimal", storetest.NewDatabase(t), auth)
 	h, err := host.Open(context.Background(), cfg, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
@@ -99,8 +112,9 @@ func TestHostServesThePackagesPublishedDocuments(t *testing.T) {
 }
 
 func TestHostRefusesAnUnmigratedOrNewerSchema(t *testing.T) {
+	_, auth := tokenIssuer(t)
 	dsn := storetest.NewDatabase(t)
-	cfg := deployment(t, "project/testdata/minimal", dsn)
+	cfg := deployment(t, "project/testdata/minimal", dsn, auth)
 	conn, err := pgx.Connect(context.Background(), dsn)
 	if err != nil {
 		t.Fatal(err)
@@ -128,7 +142,8 @@ func TestHostRefusesAModifiedPackage(t *testing.T) {
 }
 
 func TestRegistryDocumentDescribesWhatTheCallerMayUse(t *testing.T) {
-	cfg := deployment(t, "project/testdata/minimal", storetest.NewDatabase(t))
+	is, auth := tokenIssuer(t)
+	cfg := deployment(t, "project/testdata/minimal", storetest.NewDatabase(t), auth)
 	h, err := host.Open(context.Background(), cfg, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
@@ -136,7 +151,30 @@ func TestRegistryDocumentDescribesWhatTheCallerMayUse(t *testing.T) {
 	defer h.Close()
 	srv := httptest.NewServer(h.Handler())
 	defer srv.Close()
+	// Without a token, the clerk profile shows nothing.
 	resp, body := get(t, srv.URL+"/v1/registry")
+	if resp.StatusCode != 200 || !strings.Contains(string(body), `"entities":[]`) {
+		t.Fatalf("anonymous registry: %d %s", resp.StatusCode, body)
+	}
+	// A rejected token is refused as such.
+	req, _ := http.NewRequest("GET", srv.URL+"/v1/registry", nil)
+	req.Header.Set("Authorization", "Bearer not-a-token")
+	r401, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r401.Body.Close()
+	if r401.StatusCode != 401 {
+		t.Fatalf("rejected token: %d", r401.StatusCode)
+	}
+	req, _ = http.NewRequest("GET", srv.URL+"/v1/registry", nil)
+	req.Header.Set("Authorization", "Bearer "+is.Token(t, issuer.DevStandardClientID))
+	resp, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
 	if resp.StatusCode != 200 {
 		t.Fatalf("%d %s", resp.StatusCode, body)
 	}

@@ -16,12 +16,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/registrum/registrum/host/auth/authtest"
+	"github.com/registrum/registrum/issuer"
 	"github.com/registrum/registrum/store/storetest"
 )
 
 // startServe runs `registrum serve` on a free port with the package and
 // database given, and waits until it is ready.
-func startServe(t *testing.T, dir, pkg, dsn string) string {
+func startServe(t *testing.T, dir, pkg, dsn, extra string) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -32,7 +34,7 @@ func startServe(t *testing.T, dir, pkg, dsn string) string {
 	os.MkdirAll(filepath.Join(dir, "secrets"), 0o700)
 	os.WriteFile(filepath.Join(dir, "secrets", "host-key"), bytes.Repeat([]byte{9}, 32), 0o600)
 	cfg := filepath.Join(dir, fmt.Sprintf("host-%d.yaml", port))
-	os.WriteFile(cfg, []byte(fmt.Sprintf("version: 1\nlistener: {address: 127.0.0.1, port: %d}\ndatabase: {url: %q}\npackage: %s\nsecrets: {root: secrets}\nhostKeyRef: secret:file/host-key\n", port, dsn, pkg)), 0o600)
+	os.WriteFile(cfg, []byte(fmt.Sprintf("version: 1\nlistener: {address: 127.0.0.1, port: %d}\ndatabase: {url: %q}\npackage: %s\nsecrets: {root: secrets}\nhostKeyRef: secret:file/host-key\n%s", port, dsn, pkg, extra)), 0o600)
 	cmd := exec.Command(binary, "serve", "--config", cfg)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -60,9 +62,15 @@ func startServe(t *testing.T, dir, pkg, dsn string) string {
 	}
 }
 
+// bearer is the access token the calls of a test present.
+var bearer string
+
 func call(t *testing.T, method, url, ctype, body string, hdr ...string) (int, http.Header, string) {
 	t.Helper()
 	req, _ := http.NewRequest(method, url, strings.NewReader(body))
+	if bearer != "" {
+		req.Header.Set("Authorization", "Bearer "+bearer)
+	}
 	if ctype != "" {
 		req.Header.Set("Content-Type", ctype)
 	}
@@ -85,7 +93,19 @@ func TestTwoHostsOnOneDatabaseKeepConstraintsIdempotencyAndIfMatch(t *testing.T)
 		t.Fatalf("compile: %v\n%s", err, out)
 	}
 	dsn := storetest.NewDatabase(t)
-	hosts := []string{startServe(t, dir, pkg, dsn), startServe(t, dir, pkg, dsn)}
+	is := authtest.StartIssuer(t, issuer.DevOptions{Scopes: []string{"parcels:write"}}, nil)
+	auth := fmt.Sprintf("authentication: {issuer: %q, jwksUrl: %q, audience: %q, scopeClaim: scope, scopeSeparator: ' '}\n",
+		is.Config.Issuer, is.JWKSURL, is.Config.AccessTokens.Audiences[0])
+	bearer = is.Token(t, issuer.DevStandardClientID)
+	t.Cleanup(func() { bearer = "" })
+	hosts := []string{startServe(t, dir, pkg, dsn, auth), startServe(t, dir, pkg, dsn, auth)}
+	// Without the token, the records are concealed.
+	saved := bearer
+	bearer = ""
+	if s, _, b := call(t, "POST", hosts[0]+"/v1/records/parcels", "application/json", `{"data":{"parcelCode":"NO-TOKEN"}}`); s != 404 {
+		t.Fatalf("create without a token: %d %s", s, b)
+	}
+	bearer = saved
 
 	// Unique constraint: the same code created concurrently through both hosts succeeds once.
 	var wg sync.WaitGroup

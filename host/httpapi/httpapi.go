@@ -17,6 +17,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/registrum/registrum/host/access"
+	"github.com/registrum/registrum/host/auth"
 	"github.com/registrum/registrum/host/metadata"
 	"github.com/registrum/registrum/host/model"
 	"github.com/registrum/registrum/host/problem"
@@ -119,9 +120,9 @@ func (a *API) readiness(w http.ResponseWriter, r *http.Request) {
 // call collects what the core needs from a request.
 func (a *API) call(r *http.Request) records.Call {
 	c := records.Call{TraceID: TraceID(r.Context()), Profile: r.URL.Query().Get("accessProfile"), Representation: records.JSON}
-	if v, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
-		c.Bearer = strings.TrimSpace(v)
-	}
+	tok, presented := auth.BearerToken(r.Header.Get("Authorization"))
+	c.Bearer = tok
+	c.UnusableCredential = presented && tok == ""
 	c.IdempotencyKey = r.Header.Get("Idempotency-Key")
 	if acceptsLD(r.Header.Get("Accept")) {
 		c.Representation = records.JSONLD
@@ -190,7 +191,7 @@ func (a *API) createRecord(w http.ResponseWriter, r *http.Request) {
 
 func (a *API) registry(w http.ResponseWriter, r *http.Request) {
 	c := a.call(r)
-	b, err := metadata.Registry(r.Context(), a.pkg, a.access, c.Bearer, c.Profile)
+	b, err := metadata.Registry(r.Context(), a.pkg, a.access, access.Request{Bearer: c.Bearer, UnusableCredential: c.UnusableCredential, Profile: c.Profile})
 	if err != nil {
 		a.fail(w, r, err)
 		return

@@ -97,10 +97,11 @@ var listedOperations = []string{
 	model.OpCancelRequest, model.OpApplyRequest,
 }
 
-// Registry builds the registry document for a caller: every entity and
+// Registry builds the registry document for a caller (the credential and
+// profile of caller; its operation and entity are ignored): every entity and
 // operation the decider grants, with the fields the grant lets it read. A
 // presented and rejected token is refused as such.
-func Registry(ctx context.Context, p *model.Package, d access.Decider, bearer, profile string) ([]byte, error) {
+func Registry(ctx context.Context, p *model.Package, d access.Decider, caller access.Request) ([]byte, error) {
 	doc := RegistryDocument{
 		Registry:          RegistryIdentity{ID: p.Registry.ID, Version: p.Registry.Version, Language: p.Registry.Language, CanonicalBaseIRI: p.Registry.CanonicalBaseIRI},
 		PackageRevision:   p.Revision,
@@ -113,7 +114,9 @@ func Registry(ctx context.Context, p *model.Package, d access.Decider, bearer, p
 		entry := EntityEntry{ID: e.ID, Route: e.Route, Dataset: e.Dataset, Schema: "/v1/schemas/" + e.ID, MutationMode: e.MutationMode, Tombstone: e.Tombstone, Fields: []FieldEntry{}}
 		readable := map[string]bool{}
 		for _, op := range listedOperations {
-			g, err := d.Decide(ctx, access.Request{Operation: op, Entity: e, Bearer: bearer, Profile: profile})
+			req := caller
+			req.Operation, req.Entity = op, e
+			g, err := d.Decide(ctx, req)
 			if err != nil {
 				var pe *problem.Error
 				if errors.As(err, &pe) && pe.Code == problem.AuthenticationRefused {

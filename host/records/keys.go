@@ -72,6 +72,11 @@ func MatchETag(got, want string) bool {
 	return hmac.Equal([]byte(got), []byte(want))
 }
 
+// PrincipalReference returns the keyed, value-free reference of a caller.
+func (k Keys) PrincipalReference(principal string) string {
+	return "hmac-sha256:" + hex.EncodeToString(keyed(k.reference, "engine-principal-v1", principal))
+}
+
 // RecordReference returns the keyed, value-free reference of a record used
 // in audit entries and events.
 func (k Keys) RecordReference(entityID, recordID string) string {

@@ -59,10 +59,13 @@ func (s *Service) Package() *model.Package { return s.pkg }
 
 // Call carries what the edge knows of one request.
 type Call struct {
-	TraceID        string
-	Bearer         string
-	Profile        string
-	Representation Representation
+	TraceID string
+	Bearer  string
+	// UnusableCredential is true when an Authorization header carried no
+	// bearer token; it is refused like a rejected token.
+	UnusableCredential bool
+	Profile            string
+	Representation     Representation
 	// IdempotencyKey is the client's key, "" when none was sent.
 	IdempotencyKey string
 }
@@ -90,7 +93,7 @@ func (s *Service) EntityForRoute(route string) (*model.Entity, error) {
 }
 
 func (s *Service) decide(ctx context.Context, c Call, op string, e *model.Entity) (*access.Grant, error) {
-	return s.access.Decide(ctx, access.Request{Operation: op, Entity: e, Bearer: c.Bearer, Profile: c.Profile})
+	return s.access.Decide(ctx, access.Request{Operation: op, Entity: e, Bearer: c.Bearer, UnusableCredential: c.UnusableCredential, Profile: c.Profile})
 }
 
 // idempotency binds a write to the caller's key; nil without a key.
