@@ -156,7 +156,7 @@ func (s *Set) Modules() []Module {
 	return out
 }
 
-// Close releases the set's modules.
+// Close releases the set's modules. Call it once its calls have returned.
 func (s *Set) Close(ctx context.Context) error {
 	var errs []error
 	for _, l := range s.modules {
