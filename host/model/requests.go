@@ -165,6 +165,28 @@ type Action struct {
 	Effects []*Effect `json:"effects"`
 	// Preconditions must hold on the target records before any effect is written.
 	Preconditions []*Precondition `json:"preconditions,omitempty"`
+	// Handler, when set, is a reviewed module that computes values for the
+	// effects' declared fields or refuses with a declared code.
+	Handler *ActionHandler `json:"handler,omitempty"`
+}
+
+// ActionHandler is an action's reviewed module.
+type ActionHandler struct {
+	// Engine is "tengo" or "wasm".
+	Engine string `json:"engine"`
+	// Module is the id of the handler's entry in Package.Modules.
+	Module string `json:"module"`
+	// Writes are the effects the handler feeds and the fields it may give values for.
+	Writes []*HandlerWrite `json:"writes"`
+	// Refusals are the codes the handler may refuse with.
+	Refusals []string `json:"refusals,omitempty"`
+}
+
+// HandlerWrite names an effect and the target fields (authored ids) a
+// handler may give values for.
+type HandlerWrite struct {
+	Effect string   `json:"effect"`
+	Fields []string `json:"fields"`
 }
 
 // Precondition is a test on the record an effect targets: the target field

@@ -2,6 +2,7 @@ package project
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/registrum/registrum/host/model"
 )
@@ -20,7 +21,16 @@ func (c *compiler) action(a *Action, ap string) *model.Action {
 			out.Inputs = append(out.Inputs, f)
 		}
 	}
-	out.Effects = c.effects(nil, out.Inputs, a.Effects, ap+".effects")
+	supplied := map[string][]string{}
+	if a.Handler != nil {
+		for _, w := range a.Handler.Writes {
+			supplied[w.Effect] = append(supplied[w.Effect], w.Fields...)
+		}
+	}
+	out.Effects = c.effects(nil, out.Inputs, a.Effects, ap+".effects", supplied)
+	if a.Handler != nil {
+		out.Handler = c.actionHandler(a, out, ap+".handler")
+	}
 	for i, pc := range a.Preconditions {
 		pp := fmt.Sprintf("%s.preconditions[%d]", ap, i)
 		var ef *model.Effect
@@ -60,4 +70,52 @@ func (c *compiler) action(a *Action, ap string) *model.Action {
 		out.Preconditions = append(out.Preconditions, &model.Precondition{Effect: ef.ID, Field: f.ID, Equals: pc.Equals, EqualsInput: pc.EqualsInput})
 	}
 	return out
+}
+
+// actionHandler resolves the reviewed module that computes values for an
+// action's effects: each declared write names an effect of the action and
+// the fields of its target the handler may give values for.
+func (c *compiler) actionHandler(a *Action, out *model.Action, hp string) *model.ActionHandler {
+	h := a.Handler
+	mh := &model.ActionHandler{Engine: h.Engine, Module: "action." + a.ID, Refusals: h.Refusals}
+	modPath, digest := c.moduleFile(h.Path, h.SHA256, hp+".path", hp+".sha256")
+	if modPath != "" {
+		caps := slices.Sorted(slices.Values(h.Capabilities))
+		if len(slices.Compact(slices.Clone(caps))) != len(caps) {
+			c.add(hp+".capabilities", "action.handler", "a capability is listed twice")
+		}
+		c.pkg.Modules = append(c.pkg.Modules, model.Module{ID: mh.Module, Engine: h.Engine, Kind: "action-handler", Path: modPath, SHA256: digest, Capabilities: caps})
+	}
+	seen := map[string]bool{}
+	for i, w := range h.Writes {
+		wp := fmt.Sprintf("%s.writes[%d]", hp, i)
+		if seen[w.Effect] {
+			c.add(wp+".effect", "identifier.duplicate", "effect %q already has a handler write", w.Effect)
+			continue
+		}
+		seen[w.Effect] = true
+		var ef *model.Effect
+		for _, cand := range out.Effects {
+			if cand.ID == w.Effect {
+				ef = cand
+			}
+		}
+		if ef == nil {
+			c.add(wp+".effect", "action.handler", "effect %q is not an effect of action %q", w.Effect, a.ID)
+			continue
+		}
+		tgt := c.pkg.EntityByID(ef.Target.Entity)
+		for j, name := range w.Fields {
+			c.targetField(tgt, name, fmt.Sprintf("%s.fields[%d]", wp, j))
+		}
+		mh.Writes = append(mh.Writes, &model.HandlerWrite{Effect: ef.ID, Fields: w.Fields})
+	}
+	codes := map[string]bool{}
+	for i, code := range h.Refusals {
+		if codes[code] {
+			c.add(fmt.Sprintf("%s.refusals[%d]", hp, i), "action.handler", "refusal code %q is listed twice", code)
+		}
+		codes[code] = true
+	}
+	return mh
 }

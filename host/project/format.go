@@ -356,6 +356,23 @@ type Action struct {
 	Inputs        []*FieldSpec    `json:"inputs,omitempty" doc:"Typed inputs (field grammar)."`
 	Effects       []*Effect       `json:"effects" schema:"required,minItems=1" doc:"Effects, applied in order in one transaction."`
 	Preconditions []*Precondition `json:"preconditions,omitempty" doc:"Tests on target records before any write."`
+	Handler       *ActionHandler  `json:"handler,omitempty" doc:"A reviewed module that computes values for the effects, or refuses."`
+}
+
+// ActionHandler is an authored action handler.
+type ActionHandler struct {
+	Engine       string          `json:"engine" schema:"required,enum=tengo|wasm" doc:"tengo script or wasm module."`
+	Path         string          `json:"path" schema:"required,minLength=1" doc:"Module file, relative to the project folder."`
+	SHA256       string          `json:"sha256,omitempty" schema:"digest" doc:"Pinned digest sha256:<64 hex> (required in production)."`
+	Capabilities []string        `json:"capabilities,omitempty" schema:"items=clock|random" doc:"Real sources the handler may use (clock, random)."`
+	Writes       []*HandlerWrite `json:"writes" schema:"required,minItems=1" doc:"For each effect it feeds: the target fields it may give values for."`
+	Refusals     []string        `json:"refusals,omitempty" schema:"ident" doc:"Refusal codes the handler may answer with."`
+}
+
+// HandlerWrite is one effect an action handler feeds.
+type HandlerWrite struct {
+	Effect string   `json:"effect" schema:"required,ident" doc:"An effect of the action."`
+	Fields []string `json:"fields" schema:"required,minItems=1" doc:"Target fields of that effect the handler may give values for."`
 }
 
 // Precondition is an authored precondition.

@@ -88,7 +88,7 @@ func (c *compiler) changeRequest(e *model.Entity, cr *ChangeRequest, cp string) 
 	case cr.Planner != nil:
 		out.Planner = c.planner(e, cr.Planner, cp+".planner")
 	default:
-		out.Effects = c.effects(e, nil, cr.Effects, cp+".effects")
+		out.Effects = c.effects(e, nil, cr.Effects, cp+".effects", nil)
 	}
 	rv := cr.Review
 	rp := cp + ".review"
@@ -120,7 +120,10 @@ func (c *compiler) changeRequest(e *model.Entity, cr *ChangeRequest, cp string) 
 
 // effects resolves declarative effects. src is the request entity (for a
 // change request) or nil with inputs set (for an action).
-func (c *compiler) effects(src *model.Entity, inputs []*model.Field, list []*Effect, lp string) []*model.Effect {
+//
+// supplied maps an effect id to the target fields an action handler gives
+// values for; they count as set.
+func (c *compiler) effects(src *model.Entity, inputs []*model.Field, list []*Effect, lp string, supplied map[string][]string) []*model.Effect {
 	var out []*model.Effect
 	byID := map[string]*model.Effect{}
 	srcField := func(name, p, role string) *model.Field {
@@ -204,14 +207,14 @@ func (c *compiler) effects(src *model.Entity, inputs []*model.Field, list []*Eff
 		}
 		if ef.Operation == model.EffectCreate {
 			for _, f := range tgt.Fields {
-				if f.Required && ef.Set[f.ID] == nil {
+				if f.Required && ef.Set[f.ID] == nil && !slices.Contains(supplied[id], f.ID) {
 					c.add(p+".set", "effect.required", "a create effect on %q must set required field %q", tgt.ID, f.ID)
 				}
 			}
 			if len(ef.Clear) > 0 {
 				c.add(p+".clear", "effect.clear", "a create effect has nothing to clear")
 			}
-		} else if len(ef.Set) == 0 && len(ef.Clear) == 0 {
+		} else if len(ef.Set) == 0 && len(ef.Clear) == 0 && len(supplied[id]) == 0 {
 			c.add(p, "effect.set", "a patch effect must set or clear at least one field")
 		}
 		out = append(out, me)

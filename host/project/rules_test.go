@@ -146,8 +146,8 @@ func TestProductionRules(t *testing.T) {
 	for _, f := range fs {
 		got[f.Rule]++
 	}
-	// site-removed has no handler; notify.tengo and plan-merge.tengo are unpinned.
-	if got["production.handler"] != 1 || got["production.pin"] != 2 || len(fs) != 3 {
+	// site-removed has no handler; notify.tengo, plan-merge.tengo and rename.tengo are unpinned.
+	if got["production.handler"] != 1 || got["production.pin"] != 3 || len(fs) != 4 {
 		t.Fatalf("findings = %v", fs)
 	}
 }
@@ -282,6 +282,12 @@ func TestModulesInThePackage(t *testing.T) {
 	}
 	if got := r.Package.EntityByID("site-merge").ChangeRequest.Planner.Module; got != planner.ID {
 		t.Fatalf("planner names module %q", got)
+	}
+	action := r.Package.ModuleByID("action.rename-site")
+	ah := r.Package.ActionByID("rename-site").Handler
+	if action == nil || action.Kind != "action-handler" || ah == nil || ah.Module != action.ID ||
+		len(ah.Writes) != 1 || ah.Writes[0].Effect != "relabel" || ah.Refusals[0] != "name-taken" {
+		t.Fatalf("action handler = %+v, module = %+v", ah, action)
 	}
 	b, ok := r.Contents[hook.Path]
 	if !ok || !strings.HasPrefix(hook.SHA256, "sha256:") {
