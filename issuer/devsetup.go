@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 
 	"github.com/go-jose/go-jose/v4"
@@ -30,6 +31,9 @@ type DevOptions struct {
 	// Scopes are the scopes of the standard demo client (default
 	// "records:read" and "records:write").
 	Scopes []string
+	// Claims are the direct claims of the standard demo client (default:
+	// purpose "local-development").
+	Claims map[string]string
 }
 
 // DevClient is one demo client written by WriteDevSetup.
@@ -83,6 +87,9 @@ func WriteDevSetup(dir string, opts DevOptions) (*DevSetup, error) {
 	}
 	if opts.Audience == "" {
 		opts.Audience = "urn:registrum:dev"
+	}
+	if len(opts.Claims) == 0 {
+		opts.Claims = map[string]string{"purpose": "local-development"}
 	}
 	if len(opts.Scopes) == 0 {
 		opts.Scopes = []string{"records:read", "records:write"}
@@ -138,8 +145,8 @@ func WriteDevSetup(dir string, opts DevOptions) (*DevSetup, error) {
 		}
 		var reg string
 		if c.profile == "standard" {
-			reg = fmt.Sprintf("clientId: %q\nprincipal: %q\nauthorization:\n  scopes: [%s]\n  claims:\n    purpose: \"local-development\"\nkeys:\n  - %s\n",
-				c.id, "service:"+c.id, quoteList(opts.Scopes), pubJSON)
+			reg = fmt.Sprintf("clientId: %q\nprincipal: %q\nauthorization:\n  scopes: [%s]\n  claims:\n%skeys:\n  - %s\n",
+				c.id, "service:"+c.id, quoteList(opts.Scopes), claimLines(opts.Claims), pubJSON)
 		} else {
 			reg = fmt.Sprintf("clientId: %q\nprincipal: %q\nevidenceAudience: %q\nrequesterTags: [\"dev\"]\ngrant:\n  id: \"grant-dev-1\"\n  authority: \"registrum-dev\"\ndelegation:\n  subjectClaims:\n    id: \"subject.id\"\nkeys:\n  - %s\n",
 				c.id, "service:"+c.id, "https://evidence.localhost", pubJSON)
@@ -250,4 +257,18 @@ func writeJSONKey(path string, k *jose.JSONWebKey, mode os.FileMode) error {
 		return fmt.Errorf("issuer: dev setup: %w", err)
 	}
 	return nil
+}
+
+// claimLines renders direct claims as YAML map lines, in name order.
+func claimLines(claims map[string]string) string {
+	names := make([]string, 0, len(claims))
+	for n := range claims {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var b strings.Builder
+	for _, n := range names {
+		fmt.Fprintf(&b, "    %q: %q\n", n, claims[n])
+	}
+	return b.String()
 }

@@ -83,10 +83,14 @@ type Result struct {
 	Replayed bool
 }
 
-// EntityForRoute returns the entity served at route, or the concealed not-found.
+// EntityForRoute returns the entity served at route, or the concealed
+// not-found. The records of a request entity are change requests, whose
+// workflow (draft, submit, review, apply) this service does not serve as
+// ordinary records: their routes answer not-found until the change-request
+// service serves them.
 func (s *Service) EntityForRoute(route string) (*model.Entity, error) {
 	e := s.pkg.EntityByRoute(route)
-	if e == nil {
+	if e == nil || e.IsRequestEntity() {
 		return nil, problem.NotFound()
 	}
 	return e, nil

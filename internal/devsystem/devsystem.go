@@ -16,6 +16,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -107,7 +108,30 @@ func Run(ctx context.Context, o Options) error {
 	}
 	defer issuerLn.Close()
 
-	cfgPath, err := writeHostConfig(data, cluster.DSN(databaseName), hostLn.Addr().(*net.TCPAddr).Port)
+	issuerPort := issuerLn.Addr().(*net.TCPAddr).Port
+	walk := planWalkthrough(res.Package)
+	devOpts := issuer.DevOptions{Port: issuerPort, Scopes: requiredScopes(res.Package)}
+	purposeClaim := ""
+	if walk != nil {
+		devOpts.Claims = walk.Claims
+		purposeClaim = walk.PurposeClaim
+	}
+	setup, err := issuer.WriteDevSetup(filepath.Join(data, "issuer"), devOpts)
+	if err != nil {
+		return err
+	}
+	icfg, err := issuer.LoadConfig(setup.ConfigPath)
+	if err != nil {
+		return err
+	}
+	iss, err := issuer.New(icfg, o.Log)
+	if err != nil {
+		return err
+	}
+	defer iss.Close()
+	auth := authBlock(icfg, issuerLn.Addr().String(), purposeClaim)
+
+	cfgPath, err := writeHostConfig(data, cluster.DSN(databaseName), hostLn.Addr().(*net.TCPAddr).Port, auth)
 	if err != nil {
 		return err
 	}
@@ -133,28 +157,13 @@ func Run(ctx context.Context, o Options) error {
 	}
 	defer h.Close()
 
-	issuerPort := issuerLn.Addr().(*net.TCPAddr).Port
-	setup, err := issuer.WriteDevSetup(filepath.Join(data, "issuer"), issuer.DevOptions{Port: issuerPort})
-	if err != nil {
-		return err
-	}
-	icfg, err := issuer.LoadConfig(setup.ConfigPath)
-	if err != nil {
-		return err
-	}
-	iss, err := issuer.New(icfg, o.Log)
-	if err != nil {
-		return err
-	}
-	defer iss.Close()
-
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	errs := make(chan error, 2)
 	go func() { errs <- h.Serve(ctx, hostLn, nil) }()
 	go func() { errs <- iss.Serve(ctx, issuerLn) }()
 
-	printNextSteps(o, data, hostLn.Addr().String(), setup, h.Package())
+	printNextSteps(o, data, hostLn.Addr().String(), setup, walk)
 
 	first := <-errs
 	cancel()
@@ -163,6 +172,35 @@ func Run(ctx context.Context, o Options) error {
 		return first
 	}
 	return second
+}
+
+// requiredScopes returns every scope the package's profiles require, so
+// that the standard demo client can use every profile.
+func requiredScopes(p *model.Package) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, pr := range p.Profiles {
+		for _, s := range pr.RequiredScopes {
+			if !seen[s] {
+				seen[s] = true
+				out = append(out, s)
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// authBlock is the record host's authentication settings for the dev issuer.
+func authBlock(icfg *issuer.Config, issuerAddr, purposeClaim string) string {
+	return fmt.Sprintf(`authentication:
+  issuer: %q
+  jwksUrl: %q
+  audience: %q
+  scopeClaim: scope
+  scopeSeparator: " "
+  authorityClaims: {principal: sub, purpose: %q}
+`, icfg.Issuer, "http://"+issuerAddr+icfg.Signing.JWKSPath, icfg.AccessTokens.Audiences[0], purposeClaim)
 }
 
 func listen(port int) (net.Listener, error) {
@@ -193,7 +231,7 @@ func ensureDatabase(ctx context.Context, c *pglocal.Cluster) error {
 
 // writeHostConfig writes the record host's runtime configuration and its
 // root secret (kept across runs).
-func writeHostConfig(data, dsn string, port int) (string, error) {
+func writeHostConfig(data, dsn string, port int, auth string) (string, error) {
 	secrets := filepath.Join(data, "secrets")
 	if err := os.MkdirAll(secrets, 0o700); err != nil {
 		return "", fmt.Errorf("dev: %w", err)
@@ -218,7 +256,7 @@ package: package
 secrets:
   root: secrets
 hostKeyRef: secret:file/host-key
-`, port, dsnJSON)
+%s`, port, dsnJSON, auth)
 	path := filepath.Join(data, "registrum.yaml")
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		return "", fmt.Errorf("dev: write configuration: %w", err)
@@ -226,20 +264,34 @@ hostKeyRef: secret:file/host-key
 	return path, nil
 }
 
-func printNextSteps(o Options, data, hostAddr string, setup *issuer.DevSetup, pkg *model.Package) {
+func printNextSteps(o Options, data, hostAddr string, setup *issuer.DevSetup, walk *Walkthrough) {
 	base := "http://" + hostAddr
 	w := o.Out
 	fmt.Fprintf(w, "Registrum dev is running (data in %s).\n\n", data)
 	fmt.Fprintf(w, "  record host   %s\n", base)
 	fmt.Fprintf(w, "  token issuer  %s\n\n", strings.TrimSuffix(setup.TokenURL, "/token"))
-	if e, body := SampleCreate(pkg); e != nil {
-		fmt.Fprintf(w, "Create a %s record:\n", e.ID)
-		fmt.Fprintf(w, "  curl -sS -X POST %s/v1/records/%s -H 'Content-Type: application/json' -d '%s'\n\n", base, e.Route, body)
-		fmt.Fprintf(w, "Read it back with the Location the answer names:\n  curl -sS %s/v1/records/%s/<recordIdentifier>\n\n", base, e.Route)
-	}
-	fmt.Fprintln(w, "Get an access token for a demo client:")
+	var standard issuer.DevClient
+	fmt.Fprintln(w, "Access tokens for the demo clients:")
 	for _, c := range setup.Clients {
+		if c.ID == issuer.DevStandardClientID {
+			standard = c
+		}
 		fmt.Fprintf(w, "  %s token --token-url %s --client-id %s --key %s\n", o.Command, setup.TokenURL, c.ID, c.KeyFile)
 	}
-	fmt.Fprintln(w, "\nPress Ctrl-C to stop; the data folder keeps everything for the next start.")
+	fmt.Fprintln(w)
+	if walk != nil {
+		e, q := walk.Entity, walk.query()
+		auth := `-H "Authorization: Bearer $TOKEN"`
+		fmt.Fprintf(w, "Try the %s records with the standard demo client (profile %s):\n\n", e.ID, walk.Profile)
+		fmt.Fprintf(w, "  export TOKEN=$(%s token --token-url %s --client-id %s --key %s)\n\n", o.Command, setup.TokenURL, standard.ID, standard.KeyFile)
+		fmt.Fprintf(w, "Create a record (twice, so that the list below has a second page); note its Location and ETag:\n")
+		fmt.Fprintf(w, "  curl -sS -i -X POST '%s/v1/records/%s%s' %s -H 'Content-Type: application/json' -d '%s'\n\n", base, e.Route, q, auth, walk.Create[0])
+		fmt.Fprintf(w, "Patch it under its ETag:\n")
+		fmt.Fprintf(w, "  curl -sS -i -X PATCH '%s<Location>%s' %s -H 'If-Match: <ETag>' -H 'Content-Type: application/json-patch+json' -d '%s'\n\n", base, q, auth, walk.Patch)
+		fmt.Fprintf(w, "List with a filter, one record a page:\n")
+		fmt.Fprintf(w, "  curl -sS -G '%s/v1/records/%s%s' %s --data-urlencode \"\\$filter=%s\" --data-urlencode '$top=1'\n\n", base, e.Route, q, auth, walk.Filter)
+		fmt.Fprintf(w, "Follow the page's nextCursor:\n")
+		fmt.Fprintf(w, "  curl -sS -G '%s/v1/records/%s%s' %s --data-urlencode '$skiptoken=<nextCursor>'\n\n", base, e.Route, q, auth)
+	}
+	fmt.Fprintln(w, "Press Ctrl-C to stop; the data folder keeps everything for the next start.")
 }
