@@ -25,6 +25,19 @@ var problemResponses = map[int]problemResponse{
 	503: {"ServiceUnavailable", []string{"source.unavailable", "service.unavailable"}},
 }
 
+// Component names of an entity.
+func cData(e *model.Entity) string       { return e.ID + ".Data" }
+func cReadData(e *model.Entity) string   { return e.ID + ".ReadData" }
+func cEnvelope(e *model.Entity) string   { return e.ID + ".Envelope" }
+func cCollection(e *model.Entity) string { return e.ID + ".Collection" }
+func cCreate(e *model.Entity) string     { return e.ID + ".CreateBody" }
+func cPatch(e *model.Entity) string      { return e.ID + ".Patch" }
+func cBatch(e *model.Entity) string      { return e.ID + ".BatchBody" }
+func cBatchResp(e *model.Entity) string  { return e.ID + ".BatchResponse" }
+func cAction(a *model.Action) string     { return "action." + a.ID + ".Body" }
+func cActionIn(a *model.Action) string   { return "action." + a.ID + ".Input" }
+func cConditions(a *model.Action) string { return "action." + a.ID + ".TargetConditionsBody" }
+
 // components returns the components of the OpenAPI document.
 func components(p *model.Package) (obj, error) {
 	schemas := commonSchemas(p)
