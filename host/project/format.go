@@ -55,11 +55,14 @@ type Vocabulary struct {
 
 // Verifier is an attachment verifier.
 type Verifier struct {
-	ID     string `json:"id" schema:"required,ident" doc:"Verifier identifier, named by attachments[].verification.verifier."`
-	Kind   string `json:"kind" schema:"required,enum=go-plugin|http" doc:"go-plugin: a reviewed binary shipped in the package; http: a verification service."`
-	Path   string `json:"path,omitempty" doc:"go-plugin: path of the binary, relative to the project folder."`
-	SHA256 string `json:"sha256,omitempty" schema:"digest" doc:"go-plugin: pinned digest sha256:<64 hex> of the binary (required in production)."`
-	URL    string `json:"url,omitempty" schema:"format=uri" doc:"http: the service URL."`
+	ID                  string `json:"id" schema:"required,pattern=^[a-z][a-z0-9-]{0,63}$" doc:"Verifier identifier (lowercase letters, digits, '-'), named by attachments[].verification.verifier."`
+	Kind                string `json:"kind" schema:"required,enum=go-plugin|http" doc:"go-plugin: a reviewed binary shipped in the package; http: a verification service."`
+	Path                string `json:"path,omitempty" doc:"go-plugin: path of the binary, relative to the project folder."`
+	SHA256              string `json:"sha256,omitempty" schema:"digest" doc:"go-plugin: pinned digest sha256:<64 hex> of the binary (required in production)."`
+	Endpoint            string `json:"endpoint,omitempty" schema:"format=uri" doc:"http: the service URL, https (plain http only to a loopback address)."`
+	AuthorizationRef    string `json:"authorizationRef,omitempty" schema:"pattern=^secret:file/[A-Za-z0-9][A-Za-z0-9._-]{0,127}$" doc:"http: secret:file/<name> reference to the bearer credential."`
+	TimeoutMilliseconds int    `json:"timeoutMilliseconds,omitempty" schema:"minimum=100,maximum=60000" doc:"Bound of one call in milliseconds, 100 to 60000; default the host's."`
+	MaximumBytes        int64  `json:"maximumBytes,omitempty" schema:"minimum=1,maximum=16777216" doc:"Bound of the content sent to the verifier, 1 to 16777216 bytes."`
 }
 
 // EntitySpec is one entity.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net"
 	"net/url"
 	"regexp"
 	"slices"
@@ -200,11 +201,11 @@ func (c *compiler) codes(values []string, path string) {
 }
 
 func (c *compiler) verifier(v *Verifier, path string) model.Verifier {
-	out := model.Verifier{ID: v.ID, Kind: v.Kind}
+	out := model.Verifier{ID: v.ID, Kind: v.Kind, TimeoutMilliseconds: v.TimeoutMilliseconds, MaximumBytes: v.MaximumBytes}
 	switch v.Kind {
 	case model.VerifierGoPlugin:
-		if v.URL != "" {
-			c.add(path+".url", "verifier.kind", "a go-plugin verifier is a shipped binary: give path (and sha256), not url")
+		if v.Endpoint != "" || v.AuthorizationRef != "" {
+			c.add(path, "verifier.kind", "a go-plugin verifier is a shipped binary: give path (and sha256), not endpoint or authorizationRef")
 		}
 		if v.Path == "" {
 			c.add(path, "verifier.kind", "a go-plugin verifier needs path, the binary relative to the project folder")
@@ -213,16 +214,48 @@ func (c *compiler) verifier(v *Verifier, path string) model.Verifier {
 		out.Path, out.SHA256 = c.packagedFile(v.Path, v.SHA256, path+".path", path+".sha256", RoleVerifier)
 	case model.VerifierHTTP:
 		if v.Path != "" || v.SHA256 != "" {
-			c.add(path, "verifier.kind", "an http verifier is a service: give url, not path or sha256")
+			c.add(path, "verifier.kind", "an http verifier is a service: give endpoint and authorizationRef, not path or sha256")
 		}
-		if v.URL == "" {
-			c.add(path, "verifier.kind", "an http verifier needs url")
-		} else {
-			c.absoluteURL(v.URL, path+".url")
+		if v.Endpoint == "" || v.AuthorizationRef == "" {
+			c.add(path, "verifier.kind", "an http verifier needs endpoint and authorizationRef (secret:file/<name>)")
 		}
-		out.URL = v.URL
+		if v.Endpoint != "" {
+			if err := checkEndpoint(v.Endpoint); err != nil {
+				c.add(path+".endpoint", "verifier.endpoint", "endpoint %s", err)
+			}
+		}
+		out.Endpoint, out.AuthorizationRef = v.Endpoint, v.AuthorizationRef
 	}
 	return out
+}
+
+// checkEndpoint accepts https URLs, and plain http only to a loopback
+// address; never credentials or a fragment in the URL.
+func checkEndpoint(raw string) error {
+	u, err := url.Parse(raw)
+	switch {
+	case err != nil || u.Hostname() == "":
+		return fmt.Errorf("%q is not an absolute URL with a host", raw)
+	case u.User != nil:
+		return fmt.Errorf("must not carry user information; the credential comes from authorizationRef")
+	case u.Fragment != "" || strings.Contains(raw, "#"):
+		return fmt.Errorf("must not carry a fragment")
+	case u.Scheme == "https":
+		return nil
+	case u.Scheme == "http" && isLoopback(u.Hostname()):
+		return nil
+	case u.Scheme == "http":
+		return fmt.Errorf("plain http is allowed only to a loopback address, not %q", u.Hostname())
+	}
+	return fmt.Errorf("scheme %q is not https", u.Scheme)
+}
+
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // entityShape resolves an entity's identity and fields.

@@ -11,6 +11,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/registrum/registrum/host/project/internal/source"
+	"github.com/registrum/registrum/plugins/verifier"
 )
 
 // compileText compiles a project document given as text.
@@ -238,7 +239,7 @@ func TestGoPluginVerifierIsPackaged(t *testing.T) {
 	}
 	file := filepath.Join(dir, "registry.yaml")
 	raw, _ := os.ReadFile(file)
-	doc := strings.Replace(string(raw), `  - {id: scanner, kind: http, url: "https://scanner.example.test/verify"}`,
+	doc := strings.Replace(string(raw), `  - {id: scanner, kind: http, endpoint: "https://scanner.example.test/verify", authorizationRef: "secret:file/scanner-token", timeoutMilliseconds: 5000}`,
 		`  - {id: scanner, kind: go-plugin, path: verifiers/scanner}`, 1)
 	if err := os.WriteFile(file, []byte(doc), 0o644); err != nil {
 		t.Fatal(err)
@@ -264,6 +265,10 @@ func TestGoPluginVerifierIsPackaged(t *testing.T) {
 	}
 	if role != RoleVerifier {
 		t.Fatalf("role = %q", role)
+	}
+	specs, err := verifier.CheckPackage(filepath.Join(out, "package.json"), "")
+	if err != nil || len(specs) != 1 || specs[0].Kind != verifier.KindGoPlugin || specs[0].SHA256 != v.SHA256 {
+		t.Fatalf("the verifier host refuses the package: %+v, %v", specs, err)
 	}
 }
 
@@ -296,5 +301,18 @@ func TestModulesInThePackage(t *testing.T) {
 	raw, _ := os.ReadFile("testdata/full/scripts/notify.tengo")
 	if !bytes.Equal(b, raw) {
 		t.Fatal("packaged module differs from the project file")
+	}
+}
+
+// TestVerifiersAreReadByTheVerifierHost: the verifiers member of a compiled
+// package is what plugins/verifier reads, for both kinds.
+func TestVerifiersAreReadByTheVerifierHost(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "pkg")
+	if err := compileOK(t, "testdata/full", Options{}).Write(out); err != nil {
+		t.Fatal(err)
+	}
+	specs, err := verifier.CheckPackage(filepath.Join(out, "package.json"), "")
+	if err != nil || len(specs) != 1 || specs[0].Endpoint != "https://scanner.example.test/verify" || specs[0].AuthorizationRef != "secret:file/scanner-token" {
+		t.Fatalf("http verifier: %+v, %v", specs, err)
 	}
 }
