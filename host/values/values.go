@@ -24,6 +24,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/registrum/registrum/host/model"
+	"github.com/registrum/registrum/internal/canonjson"
 )
 
 // Fault is a value refused for a reason a client can act on.
@@ -250,6 +251,8 @@ func point(f *model.Field, v any) (any, error) {
 }
 
 // Encode returns the wire value of a storage-form value (nil for null).
+// JSON values (points, structured) are answered in their canonical form
+// (RFC 8785), whatever order the database keeps their members in.
 func Encode(f *model.Field, v any) any {
 	switch x := v.(type) {
 	case nil:
@@ -257,6 +260,9 @@ func Encode(f *model.Field, v any) any {
 	case time.Time:
 		return x.UTC().Format(time.RFC3339Nano)
 	case json.RawMessage:
+		if c, err := canonjson.Transform(x); err == nil {
+			return json.RawMessage(c)
+		}
 		return x
 	}
 	return v

@@ -129,39 +129,21 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	}
 	defer iss.Close()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errs := make(chan error, 2)
+	go func() { errs <- iss.Serve(ctx, issuerLn) }()
 	auth := authBlock(icfg, issuerLn.Addr().String(), purposeClaim)
 
-	cfgPath, err := writeHostConfig(data, cluster.DSN(databaseName), hostLn.Addr().(*net.TCPAddr).Port, auth)
+	h, err := openHost(ctx, data, cluster, hostLn, auth, o.Log)
 	if err != nil {
-		return err
-	}
-	cfg, err := config.Load(cfgPath)
-	if err != nil {
-		return err
-	}
-	pool, err := store.Connect(ctx, cluster.DSN(databaseName))
-	if err != nil {
-		return err
-	}
-	_, err = store.Migrate(ctx, pool)
-	pool.Close()
-	if err != nil {
-		return err
-	}
-	h, err := host.Open(ctx, cfg, o.Log)
-	if err != nil {
-		if errors.Is(err, store.ErrLayoutMismatch) {
-			return fmt.Errorf("dev: %w\nThe project's entities changed since the data folder was created: remove %s to start afresh, or pass --data with a new folder", err, data)
-		}
+		cancel()
+		<-errs
 		return err
 	}
 	defer h.Close()
 
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	errs := make(chan error, 2)
 	go func() { errs <- h.Serve(ctx, hostLn, nil) }()
-	go func() { errs <- iss.Serve(ctx, issuerLn) }()
 
 	printNextSteps(o, data, hostLn.Addr().String(), setup, walk)
 
@@ -201,6 +183,33 @@ func authBlock(icfg *issuer.Config, issuerAddr, purposeClaim string) string {
   scopeSeparator: " "
   authorityClaims: {principal: sub, purpose: %q}
 `, icfg.Issuer, "http://"+issuerAddr+icfg.Signing.JWKSPath, icfg.AccessTokens.Audiences[0], purposeClaim)
+}
+
+// openHost writes the record host's configuration, migrates the database
+// and opens the host.
+func openHost(ctx context.Context, data string, cluster *pglocal.Cluster, ln net.Listener, auth string, log *slog.Logger) (*host.Host, error) {
+	cfgPath, err := writeHostConfig(data, cluster.DSN(databaseName), ln.Addr().(*net.TCPAddr).Port, auth)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := config.Load(cfgPath)
+	if err != nil {
+		return nil, err
+	}
+	pool, err := store.Connect(ctx, cluster.DSN(databaseName))
+	if err != nil {
+		return nil, err
+	}
+	_, err = store.Migrate(ctx, pool)
+	pool.Close()
+	if err != nil {
+		return nil, err
+	}
+	h, err := host.Open(ctx, cfg, log)
+	if errors.Is(err, store.ErrLayoutMismatch) {
+		return nil, fmt.Errorf("dev: %w\nThe project's entities changed since the data folder was created: remove %s to start afresh, or pass --data with a new folder", err, data)
+	}
+	return h, err
 }
 
 func listen(port int) (net.Listener, error) {
