@@ -59,7 +59,7 @@ func BenchmarkPlanner(b *testing.B) {
 	slack := plugins.Limits{WallTime: 10 * time.Second}
 	load := func(b *testing.B, cfg plugins.Config, engine plugins.Engine, file string) *plugins.Set {
 		m, dir := pinned(b, "p", engine, contract.KindPlanner, file)
-		m.Writes = plannerWrites
+		m.Writes = plan.Writes
 		return loadOne(b, newRuntime(b, cfg), m, dir)
 	}
 	sets := []struct {

@@ -14,19 +14,13 @@ import (
 	"github.com/registrum/registrum/sdk/guest"
 )
 
-// plannerWrites are the example planner's declared writes.
-var plannerWrites = []contract.Write{
-	{Entity: "guardian", Operation: contract.OperationCreate, Fields: []string{"name", "relationship"}},
-	{Entity: "child", Operation: contract.OperationPatch, Fields: []string{"address", "phone", "guardian_id", "case_notes"}},
-}
-
 // planners returns the example planner loaded in each engine.
 func planners(t testing.TB, cfg plugins.Config) (wasm, tengo func(context.Context, []byte) ([]byte, error)) {
 	t.Helper()
 	rt := newRuntime(t, cfg)
 	w, wdir := pinned(t, "planner", plugins.EngineWASM, contract.KindPlanner, filepath.Join(wasmDir, "planner.wasm"))
 	g, gdir := pinned(t, "planner", plugins.EngineTengo, contract.KindPlanner, examplePath("planner/planner.tengo"))
-	w.Writes, g.Writes = plannerWrites, plannerWrites
+	w.Writes, g.Writes = plan.Writes, plan.Writes
 	ws := loadOne(t, rt, w, wdir)
 	gs := loadOne(t, rt, g, gdir)
 	return func(ctx context.Context, in []byte) ([]byte, error) { return ws.Call(ctx, "planner", in) },

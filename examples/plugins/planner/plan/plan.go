@@ -10,13 +10,17 @@ package plan
 import (
 	"strings"
 
+	"github.com/registrum/registrum/plugins/contract"
 	"github.com/registrum/registrum/sdk/guest"
 )
 
-// Writes is what this planner declares it may write.
-//
-//	guardian: create {name, relationship}
-//	child:    patch  {address, phone, guardian_id, case_notes}
+// Writes are the writes this planner declares; the host refuses any plan
+// with an effect outside them. A package declares the same list for the
+// planner (both the tengo and the WebAssembly build).
+var Writes = []contract.Write{
+	{Entity: "guardian", Operation: contract.OperationCreate, Fields: []string{"name", "relationship"}},
+	{Entity: "child", Operation: contract.OperationPatch, Fields: []string{"address", "phone", "guardian_id", "case_notes"}},
+}
 
 // Plan turns the request fields child_id, address, phone, guardian and notes
 // into a plan.
