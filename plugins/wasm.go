@@ -338,6 +338,7 @@ type limitedBuffer struct {
 	buf []byte
 }
 
+// Write keeps what fits under max and reports every byte written.
 func (b *limitedBuffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -347,12 +348,14 @@ func (b *limitedBuffer) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// Bytes returns a copy of what was kept.
 func (b *limitedBuffer) Bytes() []byte {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return bytes.Clone(b.buf)
 }
 
+// Reset forgets what was kept.
 func (b *limitedBuffer) Reset() {
 	b.mu.Lock()
 	b.buf = b.buf[:0]
