@@ -15,6 +15,8 @@ import (
 
 	"github.com/registrum/registrum/host/model"
 	"github.com/registrum/registrum/host/project"
+	"github.com/registrum/registrum/plugins"
+	"github.com/registrum/registrum/plugins/contract"
 )
 
 const formPath = "forms/child-support-application/schema.json"
@@ -156,5 +158,24 @@ func TestRegistryShape(t *testing.T) {
 	}
 	if !p.Production {
 		t.Error("package not marked production")
+	}
+}
+
+// TestHookHandlerRunsInTheSandbox runs the example's pinned hook handler in
+// the plugin host's tengo sandbox with event bodies.
+func TestHookHandlerRunsInTheSandbox(t *testing.T) {
+	event := func(entity string) []byte {
+		return []byte(`{"causation":{"hop":0,"root":"0b6d7c8e-1f2a-4b3c-8d4e-5f6a7b8c9d0e"},` +
+			`"data":{"entity":"` + entity + `","packageRevision":"sha256:00","recordId":"0b6d7c8e-1f2a-4b3c-8d4e-5f6a7b8c9d0e","revision":2,"trigger":"request_lifecycle","values":{}},` +
+			`"id":"0b6d7c8e-1f2a-4b3c-8d4e-5f6a7b8c9d0f","type":"application-submitted-v1"}`)
+	}
+	for entity, want := range map[string]string{"application": `"acknowledged"`, "case": `"retry"`} {
+		out, err := plugins.RunFile(t.Context(), plugins.Config{}, plugins.EngineTengo, contract.KindHookHandler, "scripts/notify-caseworker.tengo", event(entity))
+		if err != nil {
+			t.Fatalf("%s: %v", entity, err)
+		}
+		if !bytes.Contains(out, []byte(want)) {
+			t.Errorf("%s: output %s, want outcome %s", entity, out, want)
+		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/registrum/registrum/host/project/internal/source"
+	"github.com/registrum/registrum/plugins"
 	"github.com/registrum/registrum/plugins/verifier"
 )
 
@@ -314,5 +315,23 @@ func TestVerifiersAreReadByTheVerifierHost(t *testing.T) {
 	specs, err := verifier.CheckPackage(filepath.Join(out, "package.json"), "")
 	if err != nil || len(specs) != 1 || specs[0].Endpoint != "https://scanner.example.test/verify" || specs[0].AuthorizationRef != "secret:file/scanner-token" {
 		t.Fatalf("http verifier: %+v, %v", specs, err)
+	}
+}
+
+// TestModulesLoadInThePluginHost: the modules of compiled packages are what
+// the plugin host loads: pinned, present, and compiling in its sandbox.
+func TestModulesLoadInThePluginHost(t *testing.T) {
+	for _, dir := range []string{"testdata/full", "../../examples/childsupport"} {
+		out := filepath.Join(t.TempDir(), "pkg")
+		if err := compileOK(t, dir, Options{}).Write(out); err != nil {
+			t.Fatal(err)
+		}
+		mods, err := plugins.VerifyPackage(t.Context(), filepath.Join(out, "package.json"), plugins.Config{})
+		if err != nil {
+			t.Fatalf("%s: the plugin host refuses the package: %v", dir, err)
+		}
+		if len(mods) == 0 {
+			t.Fatalf("%s: no modules", dir)
+		}
 	}
 }
