@@ -32,7 +32,7 @@ func TestMain(m *testing.M) { os.Exit(storetest.Run(m)) }
 // minimal project's scope, and returns it with the host's authentication block.
 func tokenIssuer(t *testing.T) (*authtest.Issuer, string) {
 	is := authtest.StartIssuer(t, issuer.DevOptions{Scopes: []string{"parcels:write"}}, nil)
-	block := fmt.Sprintf("authentication: {issuer: %q, jwksUrl: %q, audience: %q, scopeClaim: scope, scopeSeparator: ' '}\n",
+	block := fmt.Sprintf("authentication: {issuer: %q, jwksUrl: %q, audience: %q, scopeClaim: scope, scopeSeparator: ' ', authorityClaims: {purpose: purpose}}\n",
 		is.Config.Issuer, is.JWKSURL, is.Config.AccessTokens.Audiences[0])
 	return is, block
 }
@@ -205,5 +205,46 @@ func TestRegistryDocumentDescribesWhatTheCallerMayUse(t *testing.T) {
 	}
 	if len(e.Operations) == 0 || e.Operations[0].ReadableRequestFields == nil || len(e.Operations[0].ReadableRequestFields) != 0 {
 		t.Fatalf("operations %+v: a non-request entity lists no readable request fields", e.Operations)
+	}
+}
+
+func TestHostServesTheExamplesFormAndConcealsRequestEntities(t *testing.T) {
+	is, auth := tokenIssuer(t)
+	cfg := deployment(t, "../examples/childsupport", storetest.NewDatabase(t), auth)
+	h, err := host.Open(context.Background(), cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	srv := httptest.NewServer(h.Handler())
+	defer srv.Close()
+	want, err := os.ReadFile(filepath.Join(cfg.Package, "forms", "child-support-application", "schema.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, body := get(t, srv.URL+"/metadata/forms/child-support-application/schema.json")
+	if resp.StatusCode != 200 || !bytes.Equal(body, want) {
+		t.Fatalf("form schema: %d %s", resp.StatusCode, body)
+	}
+	var form map[string]any
+	json.Unmarshal(body, &form)
+	if form["$id"] != "https://childsupport.example.test/metadata/forms/child-support-application/schema.json" {
+		t.Errorf("form $id = %v", form["$id"])
+	}
+	// Applications are change requests: not served as ordinary records.
+	req, _ := http.NewRequest("GET", srv.URL+"/v1/records/applications", nil)
+	req.Header.Set("Authorization", "Bearer "+is.Token(t, issuer.DevStandardClientID))
+	r, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Body.Close()
+	if r.StatusCode != 404 {
+		t.Fatalf("request entity list answered %d", r.StatusCode)
+	}
+	// Service offices are public through the anonymous profile.
+	resp, body = get(t, srv.URL+"/v1/records/service-offices")
+	if resp.StatusCode != 200 || !strings.Contains(string(body), `"items":[]`) {
+		t.Fatalf("public list: %d %s", resp.StatusCode, body)
 	}
 }

@@ -69,7 +69,9 @@ func New(o Options) *API {
 	if a.docs != nil {
 		r.Get("/openapi.json", a.openapi)
 		r.Get("/v1/schemas/{entity}", a.entitySchema)
-		r.Get(a.docs.FormPathPrefix()+"{form}/schema.json", a.formSchema)
+		for path, body := range a.docs.Forms() {
+			r.Get(path, func(w http.ResponseWriter, r *http.Request) { writePublic(w, "application/schema+json", body) })
+		}
 	}
 	if a.access != nil {
 		r.Get("/v1/registry", a.registry)
@@ -205,15 +207,6 @@ func (a *API) openapi(w http.ResponseWriter, r *http.Request) {
 
 func (a *API) entitySchema(w http.ResponseWriter, r *http.Request) {
 	b, err := a.docs.EntitySchema(chi.URLParam(r, "entity"))
-	if err != nil {
-		a.fail(w, r, err)
-		return
-	}
-	writePublic(w, "application/schema+json", b)
-}
-
-func (a *API) formSchema(w http.ResponseWriter, r *http.Request) {
-	b, err := a.docs.FormSchema(chi.URLParam(r, "form"))
 	if err != nil {
 		a.fail(w, r, err)
 		return

@@ -5,10 +5,8 @@ package metadata
 
 import (
 	"fmt"
-	"net/url"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/registrum/registrum/host/model"
 	"github.com/registrum/registrum/host/problem"
@@ -19,8 +17,7 @@ import (
 type Documents struct {
 	openapi  []byte
 	entities map[string][]byte // by entity id
-	forms    map[string][]byte // by form id
-	formBase string
+	forms    map[string][]byte // by route path
 }
 
 // Load reads the published documents of p from its package folder dir.
@@ -56,13 +53,9 @@ func Load(p *model.Package, dir string) (*Documents, error) {
 		}
 	}
 	for _, f := range p.Forms {
-		if d.forms[f.ID], err = need(generate.FormSchemaPath(f.ID)); err != nil {
+		if d.forms[generate.FormRoutePath(p, f.ID)], err = need(generate.FormSchemaPath(f.ID)); err != nil {
 			return nil, err
 		}
-	}
-	d.formBase = "/forms/"
-	if u, err := url.Parse(p.Registry.URLs.MetadataBase); err == nil && u.Path != "" {
-		d.formBase = strings.TrimRight(u.Path, "/") + "/forms/"
 	}
 	return d, nil
 }
@@ -78,14 +71,6 @@ func (d *Documents) EntitySchema(entityID string) ([]byte, error) {
 	return nil, problem.NotFound()
 }
 
-// FormPathPrefix is the path under which form schemas are published:
-// the path of {metadata_base} followed by /forms/.
-func (d *Documents) FormPathPrefix() string { return d.formBase }
-
-// FormSchema returns the schema of a form, or the concealed not-found.
-func (d *Documents) FormSchema(formID string) ([]byte, error) {
-	if b, ok := d.forms[formID]; ok {
-		return b, nil
-	}
-	return nil, problem.NotFound()
-}
+// Forms returns the form schemas by the path they are published at: the
+// path of {metadata_base}, then /forms/<form-id>/schema.json.
+func (d *Documents) Forms() map[string][]byte { return d.forms }
