@@ -8,8 +8,9 @@ import "unsafe"
 // garbage collector does not reclaim them while the host holds their address.
 var buffers = map[uint32][]byte{}
 
-// lastOutput keeps the latest output reachable until the next call.
-var lastOutput []byte
+// output holds the latest output until the next call, which reuses its
+// memory: the host copies an output before it calls again.
+var output = make([]byte, 0, 4096)
 
 func addr(b []byte) uint32 { return uint32(uintptr(unsafe.Pointer(unsafe.SliceData(b)))) }
 
@@ -23,7 +24,7 @@ func input(ptr, size uint32) []byte {
 }
 
 func reply(out []byte) uint64 {
-	lastOutput = out
+	output = out
 	if len(out) == 0 {
 		return 0
 	}
@@ -59,10 +60,10 @@ func alloc(size uint32) uint32 {
 func free(ptr uint32) { delete(buffers, ptr) }
 
 //go:wasmexport registrum_plan
-func plan(ptr, size uint32) uint64 { return reply(RunPlan(input(ptr, size))) }
+func plan(ptr, size uint32) uint64 { return reply(appendPlan(output[:0], input(ptr, size))) }
 
 //go:wasmexport registrum_handle_event
-func handleEvent(ptr, size uint32) uint64 { return reply(RunEvent(input(ptr, size))) }
+func handleEvent(ptr, size uint32) uint64 { return reply(appendEvent(output[:0], input(ptr, size))) }
 
 //go:wasmexport registrum_compute_action
-func computeAction(ptr, size uint32) uint64 { return reply(RunAction(input(ptr, size))) }
+func computeAction(ptr, size uint32) uint64 { return reply(appendAction(output[:0], input(ptr, size))) }

@@ -161,43 +161,53 @@ func HandleAction(f func(Inputs) ActionResult) { actionHandler = f }
 // RunPlan runs the registered planner on an input document and returns its
 // output document, exactly as the host's call does. Tests use it to run a
 // planner without a WebAssembly runtime.
-func RunPlan(input []byte) []byte {
+func RunPlan(input []byte) []byte { return appendPlan(nil, input) }
+
+// RunEvent runs the registered hook handler on an event body and returns
+// its output document.
+func RunEvent(input []byte) []byte { return appendEvent(nil, input) }
+
+// RunAction runs the registered action handler on an input document and
+// returns its output document.
+func RunAction(input []byte) []byte { return appendAction(nil, input) }
+
+// appendPlan appends the registered planner's output for input to buf.
+func appendPlan(buf, input []byte) []byte {
 	if planner == nil {
-		return []byte(`{"error":"no planner registered"}`)
+		return append(buf, `{"error":"no planner registered"}`...)
 	}
 	// Parsed strings share the input's memory: give them a private copy,
 	// as the host reuses its input buffer.
 	req, err := contract.ParseObjectMember(bytes.Clone(input), "request")
 	if err != nil {
-		return []byte(`{"error":"bad input"}`)
+		return append(buf, `{"error":"bad input"}`...)
 	}
-	return planner(req).AppendJSON(nil)
+	return planner(req).AppendJSON(buf)
 }
 
-// RunEvent runs the registered hook handler on an event body and returns
-// its output document.
-func RunEvent(input []byte) []byte {
+// appendEvent appends the registered hook handler's output for input to buf.
+func appendEvent(buf, input []byte) []byte {
 	if hookHandler == nil {
-		return []byte(`{"error":"no hook handler registered"}`)
+		return append(buf, `{"error":"no hook handler registered"}`...)
 	}
 	raw := bytes.Clone(input)
 	v, err := contract.ParseCheckedValue(raw)
 	body, ok := v.(map[string]any)
 	if err != nil || !ok {
-		return []byte(`{"error":"bad input"}`)
+		return append(buf, `{"error":"bad input"}`...)
 	}
-	return hookHandler(Event{Raw: raw, Body: body}).AppendJSON(nil)
+	return hookHandler(Event{Raw: raw, Body: body}).AppendJSON(buf)
 }
 
-// RunAction runs the registered action handler on an input document and
-// returns its output document.
-func RunAction(input []byte) []byte {
+// appendAction appends the registered action handler's output for input to
+// buf.
+func appendAction(buf, input []byte) []byte {
 	if actionHandler == nil {
-		return []byte(`{"error":"no action handler registered"}`)
+		return append(buf, `{"error":"no action handler registered"}`...)
 	}
 	in, err := contract.ParseObjectMember(bytes.Clone(input), "inputs")
 	if err != nil {
-		return []byte(`{"error":"bad input"}`)
+		return append(buf, `{"error":"bad input"}`...)
 	}
-	return actionHandler(in).AppendJSON(nil)
+	return actionHandler(in).AppendJSON(buf)
 }
