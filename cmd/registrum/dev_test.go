@@ -1,0 +1,306 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+type devRun struct {
+	cmd    *exec.Cmd
+	output strings.Builder
+}
+
+// startDev runs `registrum dev` from the repository root and waits for its
+// next steps.
+func startDev(t *testing.T, data string) *devRun {
+	t.Helper()
+	cmd := exec.Command(binary, "dev", "--data", data, "--port", "0", "--issuer-port", "0")
+	cmd.Dir = filepath.Join("..", "..")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	r := &devRun{cmd: cmd}
+	done := make(chan error, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			r.output.WriteString(sc.Text() + "\n")
+			if strings.HasPrefix(sc.Text(), "Press Ctrl-C") {
+				done <- nil
+				io.Copy(io.Discard, stdout)
+				return
+			}
+		}
+		done <- io.ErrUnexpectedEOF
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			cmd.Process.Kill()
+			cmd.Wait()
+			t.Fatalf("registrum dev ended before it was ready:\n%s\n%s", r.output.String(), stderr.String())
+		}
+	case <-time.After(120 * time.Second):
+		cmd.Process.Kill()
+		t.Fatalf("registrum dev not ready after 120s:\n%s\n%s", r.output.String(), stderr.String())
+	}
+	return r
+}
+
+// stop sends sig and checks that dev exits cleanly with no postgres left.
+func (r *devRun) stop(t *testing.T, data string, sig syscall.Signal) {
+	t.Helper()
+	pid := postmasterPID(t, data)
+	if err := r.cmd.Process.Signal(sig); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- r.cmd.Wait() }()
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Errorf("registrum dev exited with %v after %v", err, sig)
+		}
+	case <-time.After(60 * time.Second):
+		r.cmd.Process.Kill()
+		t.Fatalf("registrum dev did not stop after %v", sig)
+	}
+	if err := syscall.Kill(pid, 0); err == nil {
+		syscall.Kill(pid, syscall.SIGKILL)
+		t.Fatalf("postmaster %d outlived registrum dev", pid)
+	}
+}
+
+func postmasterPID(t *testing.T, data string) int {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(data, "postgres", "data", "postmaster.pid"))
+	if err != nil {
+		t.Fatalf("no postmaster.pid: %v", err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(strings.SplitN(string(b), "\n", 2)[0]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pid
+}
+
+// shellWords splits a printed command line as a POSIX shell would for the
+// quoting the next steps use: single quotes, double quotes with \$ and \".
+func shellWords(line string) []string {
+	var words []string
+	var cur strings.Builder
+	in, quote := false, byte(0)
+	for i := 0; i < len(line); i++ {
+		c := line[i]
+		switch {
+		case quote == '\'':
+			if c == '\'' {
+				quote = 0
+			} else {
+				cur.WriteByte(c)
+			}
+		case quote == '"':
+			if c == '"' {
+				quote = 0
+			} else if c == '\\' && i+1 < len(line) && strings.ContainsRune(`$"\`, rune(line[i+1])) {
+				i++
+				cur.WriteByte(line[i])
+			} else {
+				cur.WriteByte(c)
+			}
+		case c == '\'' || c == '"':
+			quote, in = c, true
+		case c == ' ':
+			if in {
+				words = append(words, cur.String())
+				cur.Reset()
+				in = false
+			}
+		default:
+			cur.WriteByte(c)
+			in = true
+		}
+	}
+	if in {
+		words = append(words, cur.String())
+	}
+	return words
+}
+
+// runCurl performs a printed curl line with Go's client, after substituting
+// $TOKEN and the placeholders.
+func runCurl(t *testing.T, line string, subst map[string]string) (*http.Response, []byte) {
+	t.Helper()
+	for k, v := range subst {
+		line = strings.ReplaceAll(line, k, v)
+	}
+	args := shellWords(strings.TrimSpace(line))
+	if args[0] != "curl" {
+		t.Fatalf("not a curl line: %s", line)
+	}
+	method, target, body := "GET", "", ""
+	header := http.Header{}
+	get := false
+	form := url.Values{}
+	for i := 1; i < len(args); i++ {
+		switch args[i] {
+		case "-sS", "-i":
+		case "-G":
+			get = true
+		case "-X":
+			i++
+			method = args[i]
+		case "-H":
+			i++
+			k, v, _ := strings.Cut(args[i], ": ")
+			header.Add(k, v)
+		case "-d":
+			i++
+			body = args[i]
+		case "--data-urlencode":
+			i++
+			k, v, _ := strings.Cut(args[i], "=")
+			form.Add(k, v)
+		default:
+			target = args[i]
+		}
+	}
+	if get && len(form) > 0 {
+		sep := "?"
+		if strings.Contains(target, "?") {
+			sep = "&"
+		}
+		target += sep + form.Encode()
+	}
+	req, err := http.NewRequest(method, target, strings.NewReader(body))
+	if err != nil {
+		t.Fatalf("%s: %v", line, err)
+	}
+	req.Header = header
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp, b
+}
+
+// printed returns the lines of the next steps that start with prefix.
+func printed(out, prefix string) []string {
+	var lines []string
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasPrefix(strings.TrimSpace(l), prefix) {
+			lines = append(lines, strings.TrimSpace(l))
+		}
+	}
+	return lines
+}
+
+func TestDevServesTheExampleKeepsRecordsAndLeavesNoPostgres(t *testing.T) {
+	root, err := os.MkdirTemp("", "rgdev")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(root) })
+	os.Chmod(root, 0o755)
+	data := filepath.Join(root, "data")
+
+	run := startDev(t, data)
+	out := run.output.String()
+
+	// The printed token command works.
+	subst := map[string]string{"$TOKEN": printedToken(t, run, out)}
+
+	curls := printed(out, "curl ")
+	if len(curls) != 4 {
+		t.Fatalf("want 4 curl lines (create, patch, list, next page), got:\n%s", out)
+	}
+	// Create, twice.
+	var location, etag string
+	for i := 0; i < 2; i++ {
+		resp, b := runCurl(t, curls[0], subst)
+		if resp.StatusCode != http.StatusCreated {
+			t.Fatalf("the printed create answered %d %s", resp.StatusCode, b)
+		}
+		location, etag = resp.Header.Get("Location"), resp.Header.Get("ETag")
+	}
+	subst["<Location>"], subst["<ETag>"] = location, etag
+	resp, b := runCurl(t, curls[1], subst)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("the printed patch answered %d %s", resp.StatusCode, b)
+	}
+	resp, b = runCurl(t, curls[2], subst)
+	var page struct {
+		Items    []json.RawMessage `json:"items"`
+		PageInfo struct {
+			NextCursor *string `json:"nextCursor"`
+		} `json:"pageInfo"`
+	}
+	json.Unmarshal(b, &page)
+	if resp.StatusCode != 200 || len(page.Items) != 1 || page.PageInfo.NextCursor == nil {
+		t.Fatalf("the printed list answered %d %s", resp.StatusCode, b)
+	}
+	subst["<nextCursor>"] = *page.PageInfo.NextCursor
+	resp, b = runCurl(t, curls[3], subst)
+	json.Unmarshal(b, &page)
+	if resp.StatusCode != 200 || len(page.Items) != 1 {
+		t.Fatalf("the printed next page answered %d %s", resp.StatusCode, b)
+	}
+	run.stop(t, data, syscall.SIGTERM)
+
+	// A second start finds the record created before.
+	run = startDev(t, data)
+	subst["$TOKEN"] = printedToken(t, run, run.output.String())
+	curls = printed(run.output.String(), "curl ")
+	base := regexp.MustCompile(`https?://127\.0\.0\.1:\d+`).FindString(curls[0])
+	resp, b = runCurl(t, fmt.Sprintf(`curl -sS '%s%s%s' -H "Authorization: Bearer $TOKEN"`, base, location, profileQuery(curls[0])), subst)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("after a restart the record answers %d %s", resp.StatusCode, b)
+	}
+	run.stop(t, data, syscall.SIGINT)
+}
+
+// printedToken runs the printed `export TOKEN=$(registrum token …)` command.
+func printedToken(t *testing.T, run *devRun, out string) string {
+	t.Helper()
+	exportLine := printed(out, "export TOKEN=$(")
+	if len(exportLine) != 1 {
+		run.cmd.Process.Kill()
+		t.Fatalf("no token export line in:\n%s", out)
+	}
+	tokenCmd := shellWords(strings.TrimSuffix(strings.TrimPrefix(exportLine[0], "export TOKEN=$("), ")"))
+	tok, err := exec.Command(binary, tokenCmd[1:]...).Output()
+	if err != nil || strings.Count(strings.TrimSpace(string(tok)), ".") != 2 {
+		run.cmd.Process.Kill()
+		t.Fatalf("the printed token command failed: %v %s", err, tok)
+	}
+	return strings.TrimSpace(string(tok))
+}
+
+// profileQuery returns the ?accessProfile=… of a printed URL, or "".
+func profileQuery(curl string) string {
+	if m := regexp.MustCompile(`\?accessProfile=[^' ]+`).FindString(curl); m != "" {
+		return m
+	}
+	return ""
+}
