@@ -144,6 +144,8 @@ type Verifier struct {
 	fetchMu     sync.Mutex // serializes fetches
 	lastAttempt time.Time  // guarded by fetchMu
 
+	verified verifiedCache
+
 	runMu   sync.Mutex
 	cancel  context.CancelFunc
 	stopped chan struct{}
@@ -350,11 +352,18 @@ func (v *Verifier) verify(ctx context.Context, token string) (*Claims, error) {
 	if key == nil {
 		return nil, refuse(ReasonKeyUnknown, "kid not in the key set")
 	}
+	if v.verified.seen(token, key) {
+		return v.claims(jws.UnsafePayloadWithoutVerification())
+	}
 	payload, err := jws.Verify(key)
 	if err != nil {
 		return nil, refuse(ReasonSignature, "signature does not verify")
 	}
-	return v.claims(payload)
+	c, err := v.claims(payload)
+	if err == nil {
+		v.verified.add(token, key)
+	}
+	return c, err
 }
 
 // headerAlgorithm reads alg from the protected header so that a refused

@@ -579,3 +579,41 @@ func TestCloseCancelsABackgroundFetchInFlight(t *testing.T) {
 		t.Fatal("refresh loop still running after Close")
 	}
 }
+
+func TestAVerifiedTokenIsRecheckedAfterItsKeyChanges(t *testing.T) {
+	clk := newClock()
+	a := newKey(t, "a")
+	ks := newKeyServer(t, a)
+	cfg := settings(ks.URL)
+	v, _ := NewVerifier(cfg, nil, WithClock(clk.Now))
+	ctx := context.Background()
+	tok := a.Sign(t, "at+jwt", claimsAt(clk.Now()))
+	for i := 0; i < 2; i++ { // the second time from the cache of verified signatures
+		if _, err := v.Verify(ctx, tok); err != nil {
+			t.Fatalf("verify %d: %v", i, err)
+		}
+	}
+	// The same token, its signature altered: not a cache hit, refused.
+	bad := tok[:len(tok)-2] + map[bool]string{true: "AA", false: "AB"}[tok[len(tok)-2:] != "AA"]
+	if _, err := v.Verify(ctx, bad); err == nil {
+		t.Fatal("a token with an altered signature was accepted")
+	}
+	// The issuer replaces the key behind kid "a": the cached verification no
+	// longer counts, and the token is refused under the new key.
+	ks.SetKeys(newKey(t, "a"))
+	clk.Advance(cfg.KeySetRefresh())
+	if _, err := v.Verify(ctx, tok); err == nil {
+		t.Fatal("a token verified under a replaced key was still accepted")
+	}
+	// Lifetime is checked on every request, cached or not.
+	v2, _ := NewVerifier(cfg, nil, WithClock(clk.Now))
+	ks.SetKeys(a)
+	tok2 := a.Sign(t, "at+jwt", claimsAt(clk.Now()))
+	if _, err := v2.Verify(ctx, tok2); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(time.Hour)
+	if _, err := v2.Verify(ctx, tok2); err == nil {
+		t.Fatal("an expired token was accepted from the cache")
+	}
+}
