@@ -16,6 +16,7 @@ import (
 	"github.com/goccy/go-yaml/ast"
 	"github.com/goccy/go-yaml/parser"
 
+	"github.com/registrum/registrum/internal/secrets"
 	"github.com/registrum/registrum/issuer/audit"
 	"github.com/registrum/registrum/issuer/keys"
 )
@@ -67,7 +68,6 @@ const (
 	tokenPath                       = "/token"
 	healthPath                      = "/health"
 	readyPath                       = "/ready"
-	secretRefPrefix                 = "secret:file/"
 	jwtBearerAssertionType          = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
 	clientCredentialsGrant          = "client_credentials"
 	defaultPrincipalClaim           = "sub"
@@ -636,7 +636,7 @@ func validateConfig(d *yamlDoc, fc *fileConfig) (*Config, error) {
 		return nil, d.fail("audit.hashKeyRef", "must differ from signer.tokenRef", nil)
 	}
 	c.AuditHashKeyRef = *a.HashKeyRef
-	hk, err := keys.ResolveFileSecret(c.SecretRoot, c.AuditHashKeyRef)
+	hk, err := secrets.ResolveFile(c.SecretRoot, c.AuditHashKeyRef)
 	if err != nil {
 		return nil, d.fail("audit.hashKeyRef", "must name a regular owner-only file under secretProviders.file.root", err)
 	}
@@ -644,8 +644,8 @@ func validateConfig(d *yamlDoc, fc *fileConfig) (*Config, error) {
 		return nil, d.fail("audit.hashKeyRef", fmt.Sprintf("the key must be at least %d bytes", MinimumHashKeyBytes), nil)
 	}
 	c.Audit.HashKey = hk
-	secretPath := filepath.Join(c.SecretRoot, strings.TrimPrefix(c.AuditHashKeyRef, secretRefPrefix))
-	if secretPath == c.Audit.Path || (c.Signer.PrivateKeyRef != "" && filepath.Join(c.SecretRoot, strings.TrimPrefix(c.Signer.PrivateKeyRef, secretRefPrefix)) == c.Audit.Path) {
+	secretPath := filepath.Join(c.SecretRoot, strings.TrimPrefix(c.AuditHashKeyRef, secrets.FilePrefix))
+	if secretPath == c.Audit.Path || (c.Signer.PrivateKeyRef != "" && filepath.Join(c.SecretRoot, strings.TrimPrefix(c.Signer.PrivateKeyRef, secrets.FilePrefix)) == c.Audit.Path) {
 		return nil, d.fail("audit.path", "must not be a secret file", nil)
 	}
 
@@ -810,7 +810,7 @@ func validateSigner(d *yamlDoc, fs *fileSigner, c *Config, resolve func(string) 
 			return d.fail("signer.privateKeyRef", err.Error(), nil)
 		}
 		c.Signer.PrivateKeyRef = *fs.PrivateKeyRef
-		if _, err := keys.ResolveFileSecret(c.SecretRoot, c.Signer.PrivateKeyRef); err != nil {
+		if _, err := secrets.ResolveFile(c.SecretRoot, c.Signer.PrivateKeyRef); err != nil {
 			return d.fail("signer.privateKeyRef", "must name a regular owner-only file under secretProviders.file.root", err)
 		}
 	default:
@@ -931,7 +931,7 @@ func checkJWKSPath(p string) error {
 }
 
 func checkSecretRef(ref string) error {
-	if _, err := keys.ParseSecretRef(ref); err != nil {
+	if _, err := secrets.ParseRef(ref); err != nil {
 		return errors.New(`must be "secret:file/<name>" with a plain file name of 1 to 128 bytes of A-Z a-z 0-9 . _ - starting with a letter or digit`)
 	}
 	return nil

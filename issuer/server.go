@@ -23,8 +23,8 @@ import (
 	"github.com/go-jose/go-jose/v4"
 
 	"github.com/registrum/registrum/internal/canonjson"
+	"github.com/registrum/registrum/internal/secrets"
 	"github.com/registrum/registrum/issuer/audit"
-	"github.com/registrum/registrum/issuer/keys"
 	"github.com/registrum/registrum/issuer/signer"
 )
 
@@ -154,7 +154,7 @@ func New(cfg *Config, logger *slog.Logger, opt ...Option) (*Server, error) {
 func buildSigner(cfg *Config) (signer.Signer, error) {
 	switch cfg.Signer.Kind {
 	case SignerLocalJWK:
-		priv, err := keys.ResolveFileSecret(cfg.SecretRoot, cfg.Signer.PrivateKeyRef)
+		priv, err := secrets.ResolveFile(cfg.SecretRoot, cfg.Signer.PrivateKeyRef)
 		if err != nil {
 			return nil, fmt.Errorf("issuer: %s: signer.privateKeyRef: %w", cfg.File, err)
 		}
@@ -169,7 +169,7 @@ func buildSigner(cfg *Config) (signer.Signer, error) {
 			KeyVersion: cfg.Signer.KeyVersion, Timeout: cfg.Signer.Timeout, Active: cfg.Signing.Active,
 		}
 		if cfg.Signer.TokenRef != "" {
-			tok, err := keys.ResolveFileSecret(cfg.SecretRoot, cfg.Signer.TokenRef)
+			tok, err := secrets.ResolveFile(cfg.SecretRoot, cfg.Signer.TokenRef)
 			if err != nil {
 				return nil, fmt.Errorf("issuer: %s: signer.tokenRef: %w", cfg.File, err)
 			}

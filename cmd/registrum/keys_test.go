@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/registrum/registrum/internal/secrets"
 	"github.com/registrum/registrum/issuer/keys"
 )
 
@@ -26,10 +27,10 @@ func runKeysCmd(t *testing.T, args ...string) (string, error) {
 
 func TestKeysGenerateCommand(t *testing.T) {
 	dir := t.TempDir()
-	secrets, public := filepath.Join(dir, "secrets"), filepath.Join(dir, "public")
+	secretsDir, public := filepath.Join(dir, "secrets"), filepath.Join(dir, "public")
 	for _, alg := range []string{"ES256", "EdDSA", "RS256"} {
 		t.Run(alg, func(t *testing.T) {
-			out, err := runKeysCmd(t, "keys", "generate", "--alg", alg, "--secrets-root", secrets, "--public-out", public, "--name", "client-"+strings.ToLower(alg))
+			out, err := runKeysCmd(t, "keys", "generate", "--alg", alg, "--secrets-root", secretsDir, "--public-out", public, "--name", "client-"+strings.ToLower(alg))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -47,14 +48,14 @@ func TestKeysGenerateCommand(t *testing.T) {
 			if err != nil || pub.KeyID != kid || pub.Algorithm != alg {
 				t.Fatalf("public JWK %+v: %v", pub, err)
 			}
-			info, err := os.Stat(filepath.Join(secrets, "client-"+strings.ToLower(alg)))
+			info, err := os.Stat(filepath.Join(secretsDir, "client-"+strings.ToLower(alg)))
 			if err != nil || info.Mode().Perm() != 0o600 {
 				t.Fatalf("secret file: %v, %v", info, err)
 			}
-			if info, err := os.Stat(secrets); err != nil || info.Mode().Perm() != 0o700 {
+			if info, err := os.Stat(secretsDir); err != nil || info.Mode().Perm() != 0o700 {
 				t.Fatalf("secrets folder: %v", err)
 			}
-			if _, err := keys.ResolveFileSecret(secrets, ref); err != nil {
+			if _, err := secrets.ResolveFile(secretsDir, ref); err != nil {
 				t.Fatal(err)
 			}
 		})
@@ -67,7 +68,7 @@ func TestKeysGenerateCommand(t *testing.T) {
 		}
 	})
 	t.Run("unknown algorithm", func(t *testing.T) {
-		_, err := runKeysCmd(t, "keys", "generate", "--alg", "HS256", "--secrets-root", secrets, "--public-out", public)
+		_, err := runKeysCmd(t, "keys", "generate", "--alg", "HS256", "--secrets-root", secretsDir, "--public-out", public)
 		if err == nil || !strings.Contains(err.Error(), `"HS256"`) {
 			t.Fatalf("err = %v", err)
 		}

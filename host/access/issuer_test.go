@@ -2,10 +2,7 @@ package access_test
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"reflect"
-	"strings"
 	"testing"
 
 	"github.com/registrum/registrum/host/access"
@@ -21,20 +18,10 @@ import (
 // fixture's profiles read, and decides with the tokens it issues.
 func TestDecidesWithTokensOfTheRealIssuer(t *testing.T) {
 	// The standard client's authority: a district claim for the clerk's boundary.
-	is := authtest.StartIssuer(t, issuer.DevOptions{Scopes: []string{"parcels:write", "parcels:read"}}, func(dir string) {
-		reg := filepath.Join(dir, "clients", issuer.DevStandardClientID+".yaml")
-		raw, err := os.ReadFile(reg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		edited := strings.Replace(string(raw), `purpose: "local-development"`, "purpose: \"local-development\"\n    district: \"south\"", 1)
-		if edited == string(raw) {
-			t.Fatal("dev registration changed shape: no purpose claim to extend")
-		}
-		if err := os.WriteFile(reg, []byte(edited), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	})
+	is := authtest.StartIssuer(t, issuer.DevOptions{
+		Scopes: []string{"parcels:write", "parcels:read"},
+		Claims: map[string]string{"purpose": "local-development", "district": "south"},
+	}, nil)
 	acfg := authSettings(is.JWKSURL)
 	acfg.Issuer, acfg.Audience = is.Config.Issuer, "urn:registrum:dev"
 	v, err := auth.NewVerifier(acfg, nil)

@@ -17,7 +17,7 @@ import (
 
 	"github.com/goccy/go-yaml"
 
-	"github.com/registrum/registrum/issuer/keys"
+	"github.com/registrum/registrum/internal/secrets"
 )
 
 // Config is the runtime configuration of `registrum serve`.
@@ -142,11 +142,11 @@ func (c *Config) validate() error {
 	if c.HostKeyRef == "" {
 		return c.fail("hostKeyRef", "is required")
 	}
-	if _, err := keys.ParseSecretRef(c.HostKeyRef); err != nil {
+	if _, err := secrets.ParseRef(c.HostKeyRef); err != nil {
 		return c.fail("hostKeyRef", "%v", err)
 	}
 	if c.Database.URLRef != "" {
-		if _, err := keys.ParseSecretRef(c.Database.URLRef); err != nil {
+		if _, err := secrets.ParseRef(c.Database.URLRef); err != nil {
 			return c.fail("database.urlRef", "%v", err)
 		}
 	}
@@ -174,7 +174,7 @@ const MinHostKeyBytes = 32
 
 // HostKey resolves the host's root secret.
 func (c *Config) HostKey() ([]byte, error) {
-	k, err := keys.ResolveFileSecret(c.Secrets.Root, c.HostKeyRef)
+	k, err := secrets.ResolveFile(c.Secrets.Root, c.HostKeyRef)
 	if err != nil {
 		return nil, c.fail("hostKeyRef", "%v", err)
 	}
@@ -189,7 +189,7 @@ func (c *Config) DatabaseURL() (string, error) {
 	if c.Database.URL != "" {
 		return c.Database.URL, nil
 	}
-	b, err := keys.ResolveFileSecret(c.Secrets.Root, c.Database.URLRef)
+	b, err := secrets.ResolveFile(c.Secrets.Root, c.Database.URLRef)
 	if err != nil {
 		return "", c.fail("database.urlRef", "%v", err)
 	}

@@ -7,6 +7,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/registrum/registrum/internal/secrets"
 )
 
 // GeneratedFiles describes a key pair written by [GenerateFiles].
@@ -40,8 +42,8 @@ func GenerateFiles(alg, secretsRoot, publicOut, name string) (*GeneratedFiles, e
 	if name == "" {
 		name = "jwk-" + public.KeyID
 	}
-	ref := SecretFilePrefix + name
-	if _, err := ParseSecretRef(ref); err != nil {
+	ref := secrets.FilePrefix + name
+	if _, err := secrets.ParseRef(ref); err != nil {
 		return nil, fmt.Errorf("keys: generate: --name: %w", err)
 	}
 	if err := ensureOwnerOnlyDir(secretsRoot); err != nil {
@@ -74,7 +76,7 @@ func GenerateFiles(alg, secretsRoot, publicOut, name string) (*GeneratedFiles, e
 		return nil, fmt.Errorf("keys: generate: write the public JWK: %w", err)
 	}
 	// Read both back through the same checks the issuer applies at start-up.
-	if _, err := ResolveFileSecret(secretsRoot, ref); err != nil {
+	if _, err := secrets.ResolveFile(secretsRoot, ref); err != nil {
 		os.Remove(out.SecretPath)
 		os.Remove(out.PublicPath)
 		return nil, fmt.Errorf("keys: generate: the written secret does not pass its own checks: %w", err)

@@ -8,19 +8,20 @@ import (
 
 	jose "github.com/go-jose/go-jose/v4"
 
+	"github.com/registrum/registrum/internal/secrets"
 	"github.com/registrum/registrum/issuer/keys"
 )
 
 func TestGenerateFiles(t *testing.T) {
 	base := t.TempDir()
-	secrets := filepath.Join(base, "secrets")
+	secretsDir := filepath.Join(base, "secrets")
 	public := filepath.Join(base, "public")
 
-	g, err := keys.GenerateFiles("ES256", secrets, public, "issuer-signing")
+	g, err := keys.GenerateFiles("ES256", secretsDir, public, "issuer-signing")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if g.SecretRef != "secret:file/issuer-signing" || g.SecretPath != filepath.Join(secrets, "issuer-signing") ||
+	if g.SecretRef != "secret:file/issuer-signing" || g.SecretPath != filepath.Join(secretsDir, "issuer-signing") ||
 		g.PublicPath != filepath.Join(public, g.KeyID+".json") || g.Algorithm != "ES256" {
 		t.Fatalf("%+v", g)
 	}
@@ -31,7 +32,7 @@ func TestGenerateFiles(t *testing.T) {
 		}
 		return info.Mode().Perm()
 	}
-	if m := mode(secrets); m != 0o700 {
+	if m := mode(secretsDir); m != 0o700 {
 		t.Fatalf("secrets folder mode %04o, want 0700", m)
 	}
 	if m := mode(g.SecretPath); m != 0o600 {
@@ -44,7 +45,7 @@ func TestGenerateFiles(t *testing.T) {
 	if pub.KeyID != g.KeyID {
 		t.Fatalf("kid %q, reported %q", pub.KeyID, g.KeyID)
 	}
-	raw, err := keys.ResolveFileSecret(secrets, g.SecretRef)
+	raw, err := secrets.ResolveFile(secretsDir, g.SecretRef)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +58,7 @@ func TestGenerateFiles(t *testing.T) {
 	}
 
 	t.Run("default name", func(t *testing.T) {
-		g2, err := keys.GenerateFiles("EdDSA", secrets, public, "")
+		g2, err := keys.GenerateFiles("EdDSA", secretsDir, public, "")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -68,7 +69,7 @@ func TestGenerateFiles(t *testing.T) {
 	t.Run("never overwrites a secret", func(t *testing.T) {
 		before, _ := os.ReadFile(g.SecretPath)
 		entries, _ := os.ReadDir(public)
-		_, err := keys.GenerateFiles("ES256", secrets, public, "issuer-signing")
+		_, err := keys.GenerateFiles("ES256", secretsDir, public, "issuer-signing")
 		wantErr(t, err, "file exists")
 		after, _ := os.ReadFile(g.SecretPath)
 		entries2, _ := os.ReadDir(public)
@@ -87,11 +88,11 @@ func TestGenerateFiles(t *testing.T) {
 		}
 	})
 	t.Run("refuses a bad name or algorithm", func(t *testing.T) {
-		_, err := keys.GenerateFiles("ES256", secrets, public, "../escape")
+		_, err := keys.GenerateFiles("ES256", secretsDir, public, "../escape")
 		wantErr(t, err, "--name")
-		_, err = keys.GenerateFiles("ES384", secrets, public, "x")
+		_, err = keys.GenerateFiles("ES384", secretsDir, public, "x")
 		wantErr(t, err, `"ES384"`)
-		if _, err := os.Stat(filepath.Join(secrets, "x")); err == nil {
+		if _, err := os.Stat(filepath.Join(secretsDir, "x")); err == nil {
 			t.Fatal("a refused generation left a secret")
 		}
 	})

@@ -303,3 +303,10 @@ func TestGenerate(t *testing.T) {
 		t.Fatal("generated RSA keys would be refused")
 	}
 }
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}

@@ -16,7 +16,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/registrum/registrum/issuer/keys"
+	"github.com/registrum/registrum/internal/secrets"
 )
 
 // The limits of the http kind.
@@ -147,7 +147,7 @@ var b64token = regexp.MustCompile(`^[A-Za-z0-9._~+/-]+=*$`)
 // readCredential reads the bearer credential the reference names. Errors
 // name the reference and never the content.
 func readCredential(root, ref string) (string, error) {
-	b, err := keys.ResolveFileSecret(root, ref)
+	b, err := secrets.ResolveFile(root, ref)
 	if err != nil {
 		return "", fmt.Errorf("credential: %w", err)
 	}

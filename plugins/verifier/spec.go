@@ -14,8 +14,8 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/registrum/registrum/internal/canonjson"
+	"github.com/registrum/registrum/internal/secrets"
 	"github.com/registrum/registrum/internal/strictjson"
-	"github.com/registrum/registrum/issuer/keys"
 )
 
 // Kind is how a verifier is reached.
@@ -99,7 +99,7 @@ func (s Spec) validate() error {
 		if _, err := checkEndpoint(s.Endpoint); err != nil {
 			return fmt.Errorf("endpoint: %w", err)
 		}
-		if _, err := keys.ParseSecretRef(s.AuthorizationRef); err != nil {
+		if _, err := secrets.ParseRef(s.AuthorizationRef); err != nil {
 			return fmt.Errorf("authorizationRef: %w", err)
 		}
 	default:

@@ -13,9 +13,9 @@ import (
 
 	"github.com/registrum/registrum/host/model"
 	"github.com/registrum/registrum/host/problem"
-	"github.com/registrum/registrum/store/query"
 	"github.com/registrum/registrum/store"
 	"github.com/registrum/registrum/store/layout"
+	"github.com/registrum/registrum/store/query"
 	"github.com/registrum/registrum/store/storetest"
 )
 

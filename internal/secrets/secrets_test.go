@@ -1,4 +1,4 @@
-package keys_test
+package secrets_test
 
 import (
 	"bytes"
@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/registrum/registrum/issuer/keys"
+	"github.com/registrum/registrum/internal/secrets"
 )
 
 // secretBytes is distinctive content: no error may ever contain it.
@@ -27,7 +27,7 @@ func TestResolveFileSecretAccepts(t *testing.T) {
 		writeFile(t, root, "key-"+perm.String()[1:4], []byte(secretBytes), perm)
 	}
 	for _, name := range []string{"key-rw-", "key-r--"} {
-		got, err := keys.ResolveFileSecret(root, "secret:file/"+name)
+		got, err := secrets.ResolveFile(root, "secret:file/"+name)
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
@@ -44,25 +44,25 @@ func TestResolveFileSecretAccepts(t *testing.T) {
 		if err := os.Symlink("..data/linked", filepath.Join(root, "linked")); err != nil {
 			t.Fatal(err)
 		}
-		got, err := keys.ResolveFileSecret(root, "secret:file/linked")
+		got, err := secrets.ResolveFile(root, "secret:file/linked")
 		if err != nil || string(got) != secretBytes {
 			t.Fatalf("got %q, %v", got, err)
 		}
 	})
 	t.Run("size edges", func(t *testing.T) {
-		writeFile(t, root, "max", bytes.Repeat([]byte{'a'}, keys.MaxSecretBytes), 0o600)
-		if got, err := keys.ResolveFileSecret(root, "secret:file/max"); err != nil || len(got) != keys.MaxSecretBytes {
+		writeFile(t, root, "max", bytes.Repeat([]byte{'a'}, secrets.MaxBytes), 0o600)
+		if got, err := secrets.ResolveFile(root, "secret:file/max"); err != nil || len(got) != secrets.MaxBytes {
 			t.Fatalf("%d bytes, %v", len(got), err)
 		}
-		writeFile(t, root, "max1", bytes.Repeat([]byte{'a'}, keys.MaxSecretBytes+1), 0o600)
-		_, err := keys.ResolveFileSecret(root, "secret:file/max1")
+		writeFile(t, root, "max1", bytes.Repeat([]byte{'a'}, secrets.MaxBytes+1), 0o600)
+		_, err := secrets.ResolveFile(root, "secret:file/max1")
 		wantErr(t, err, `"secret:file/max1"`, "larger than 65536 bytes")
 		writeFile(t, root, "one", []byte{0}, 0o600)
-		if got, err := keys.ResolveFileSecret(root, "secret:file/one"); err != nil || len(got) != 1 {
+		if got, err := secrets.ResolveFile(root, "secret:file/one"); err != nil || len(got) != 1 {
 			t.Fatalf("%d bytes, %v", len(got), err)
 		}
 		writeFile(t, root, "empty", nil, 0o600)
-		_, err = keys.ResolveFileSecret(root, "secret:file/empty")
+		_, err = secrets.ResolveFile(root, "secret:file/empty")
 		wantErr(t, err, "empty")
 	})
 }
@@ -76,7 +76,7 @@ func TestResolveFileSecretRefusesBadReferences(t *testing.T) {
 		"secret:file/ok\x00", "secret:file/é",
 	}
 	for _, ref := range bad {
-		_, err := keys.ResolveFileSecret(root, ref)
+		_, err := secrets.ResolveFile(root, ref)
 		if err == nil {
 			t.Fatalf("%q accepted", ref)
 		}
@@ -84,10 +84,10 @@ func TestResolveFileSecretRefusesBadReferences(t *testing.T) {
 			t.Fatalf("%q: error %q does not explain the reference rule", ref, err)
 		}
 	}
-	if _, err := keys.ResolveFileSecret(root, "secret:file/"+strings.Repeat("a", 128)); err == nil || strings.Contains(err.Error(), "secret reference") {
+	if _, err := secrets.ResolveFile(root, "secret:file/"+strings.Repeat("a", 128)); err == nil || strings.Contains(err.Error(), "secret reference") {
 		t.Fatalf("a 128-byte name must pass the grammar (and then not be found): %v", err)
 	}
-	_, err := keys.ResolveFileSecret("", "secret:file/ok")
+	_, err := secrets.ResolveFile("", "secret:file/ok")
 	wantErr(t, err, "no secret root")
 }
 
@@ -123,7 +123,7 @@ func TestResolveFileSecretRefusesUnsafeFiles(t *testing.T) {
 	}
 	for name, parts := range cases {
 		t.Run(name, func(t *testing.T) {
-			_, err := keys.ResolveFileSecret(root, "secret:file/"+name)
+			_, err := secrets.ResolveFile(root, "secret:file/"+name)
 			wantErr(t, err, append([]string{`"secret:file/` + name + `"`}, parts...)...)
 			noLeak(t, err)
 		})
@@ -135,7 +135,7 @@ func TestResolveFileSecretRefusesUnsafeFiles(t *testing.T) {
 		}
 		p := writeFile(t, root, "foreign", []byte(secretBytes), 0o600)
 		must(t, os.Chown(p, 65534, 65534))
-		_, err := keys.ResolveFileSecret(root, "secret:file/foreign")
+		_, err := secrets.ResolveFile(root, "secret:file/foreign")
 		wantErr(t, err, "owned by uid 65534")
 		noLeak(t, err)
 	})
@@ -145,5 +145,30 @@ func must(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// writeFile writes data with exactly perm (whatever the umask).
+func writeFile(t *testing.T, dir, name string, data []byte, perm os.FileMode) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, data, perm); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(p, perm); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func wantErr(t *testing.T, err error, parts ...string) {
+	t.Helper()
+	if err == nil {
+		t.Fatalf("no error; want one mentioning %q", parts)
+	}
+	for _, p := range parts {
+		if !strings.Contains(err.Error(), p) {
+			t.Fatalf("error %q does not mention %q", err, p)
+		}
 	}
 }
