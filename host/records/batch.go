@@ -18,7 +18,6 @@ import (
 	"github.com/registrum/registrum/internal/canonjson"
 	"github.com/registrum/registrum/internal/strictjson"
 	"github.com/registrum/registrum/store"
-	"github.com/registrum/registrum/store/layout"
 )
 
 // Change-context bounds from the specification's limits.
@@ -114,15 +113,9 @@ func (s *Service) batchItem(ctx context.Context, w *store.Writer, c Call, e *mod
 		j.ChangeContext = cc
 		return w.Create(ctx, e, id, it.values, j)
 	default:
-		cur, err := w.Lock(ctx, e, it.id)
+		cur, err := s.lockCurrent(ctx, w, e, grant, it.id, it.ifMatch)
 		if err != nil {
 			return nil, err
-		}
-		if cur.Lifecycle != layout.LifecycleActive || !grant.Admits(cur.Values) {
-			return nil, store.ErrNotFound
-		}
-		if !s.matches(it.ifMatch, cur) {
-			return nil, store.ErrStale
 		}
 		next, err := s.applyPatch(e, cur, it.patch)
 		if err != nil {

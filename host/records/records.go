@@ -223,15 +223,9 @@ func (s *Service) Patch(ctx context.Context, c Call, e *model.Entity, id, ifMatc
 		return nil, err
 	}
 	return s.write(ctx, e, idem, func(w *store.Writer) (*store.Outcome, error) {
-		cur, err := w.Lock(ctx, e, id)
+		cur, err := s.lockCurrent(ctx, w, e, grant, id, ifMatch)
 		if err != nil {
 			return nil, err
-		}
-		if cur.Lifecycle != layout.LifecycleActive || !grant.Admits(cur.Values) {
-			return nil, store.ErrNotFound
-		}
-		if !s.matches(ifMatch, cur) {
-			return nil, store.ErrStale
 		}
 		next, err := s.applyPatch(e, cur, ops)
 		if err != nil {
@@ -278,15 +272,9 @@ func (s *Service) Tombstone(ctx context.Context, c Call, e *model.Entity, id, if
 		return nil, err
 	}
 	return s.write(ctx, e, idem, func(w *store.Writer) (*store.Outcome, error) {
-		cur, err := w.Lock(ctx, e, id)
+		cur, err := s.lockCurrent(ctx, w, e, grant, id, ifMatch)
 		if err != nil {
 			return nil, err
-		}
-		if cur.Lifecycle != layout.LifecycleActive || !grant.Admits(cur.Values) {
-			return nil, store.ErrNotFound
-		}
-		if !s.matches(ifMatch, cur) {
-			return nil, store.ErrStale
 		}
 		j, err := s.journal(c, grant, e, id, cur.Values)
 		if err != nil {
@@ -303,6 +291,22 @@ func (s *Service) Tombstone(ctx context.Context, c Call, e *model.Entity, id, if
 		out.Status = http.StatusOK
 		return out, nil
 	})
+}
+
+// lockCurrent locks a live record the grant admits and checks that ifMatch
+// names its current revision.
+func (s *Service) lockCurrent(ctx context.Context, w *store.Writer, e *model.Entity, grant *access.Grant, id, ifMatch string) (*store.Record, error) {
+	cur, err := w.Lock(ctx, e, id)
+	if err != nil {
+		return nil, err
+	}
+	if cur.Lifecycle != layout.LifecycleActive || !grant.Admits(cur.Values) {
+		return nil, store.ErrNotFound
+	}
+	if !s.matches(ifMatch, cur) {
+		return nil, store.ErrStale
+	}
+	return cur, nil
 }
 
 // matches reports whether an If-Match value names the record's current
