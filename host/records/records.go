@@ -204,17 +204,7 @@ func (s *Service) Patch(ctx context.Context, c Call, e *model.Entity, id, ifMatc
 	if e.MutationMode == model.CreateOnly {
 		return nil, problem.NotFound()
 	}
-	grant, err := s.decide(ctx, c, model.OpPatch, e)
-	if err != nil {
-		return nil, err
-	}
-	if !values.IsUUID(id) {
-		return nil, problem.NotFound()
-	}
-	if ifMatch == "" {
-		return nil, problem.New(problem.PreconditionRequired, "a patch needs the record's ETag in If-Match")
-	}
-	idem, err := s.idempotency(c, grant, "patch", e.ID, id, ifMatch, string(body))
+	grant, idem, err := s.admitChange(ctx, c, model.OpPatch, e, id, ifMatch, string(body))
 	if err != nil {
 		return nil, err
 	}
@@ -257,17 +247,7 @@ func (s *Service) Tombstone(ctx context.Context, c Call, e *model.Entity, id, if
 	if !e.Tombstone {
 		return nil, problem.NotFound()
 	}
-	grant, err := s.decide(ctx, c, model.OpTombstone, e)
-	if err != nil {
-		return nil, err
-	}
-	if !values.IsUUID(id) {
-		return nil, problem.NotFound()
-	}
-	if ifMatch == "" {
-		return nil, problem.New(problem.PreconditionRequired, "a tombstone needs the record's ETag in If-Match")
-	}
-	idem, err := s.idempotency(c, grant, "tombstone", e.ID, id, ifMatch)
+	grant, idem, err := s.admitChange(ctx, c, model.OpTombstone, e, id, ifMatch, "")
 	if err != nil {
 		return nil, err
 	}
@@ -291,6 +271,27 @@ func (s *Service) Tombstone(ctx context.Context, c Call, e *model.Entity, id, if
 		out.Status = http.StatusOK
 		return out, nil
 	})
+}
+
+// admitChange checks what a change of one existing record needs before its
+// body is read: the grant, a well-formed record id (else not-found), an
+// If-Match (else 428), and the idempotency binding of the request.
+func (s *Service) admitChange(ctx context.Context, c Call, op string, e *model.Entity, id, ifMatch, body string) (*access.Grant, *store.Idempotency, error) {
+	grant, err := s.decide(ctx, c, op, e)
+	if err != nil {
+		return nil, nil, err
+	}
+	if !values.IsUUID(id) {
+		return nil, nil, problem.NotFound()
+	}
+	if ifMatch == "" {
+		return nil, nil, problem.New(problem.PreconditionRequired, "a %s needs the record's ETag in If-Match", op)
+	}
+	idem, err := s.idempotency(c, grant, op, e.ID, id, ifMatch, body)
+	if err != nil {
+		return nil, nil, err
+	}
+	return grant, idem, nil
 }
 
 // lockCurrent locks a live record the grant admits and checks that ifMatch
