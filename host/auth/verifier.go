@@ -311,6 +311,9 @@ func (v *Verifier) verify(ctx context.Context, token string) (*Claims, error) {
 	if len(token) == 0 || len(token) > MaximumTokenBytes || strings.Count(token, ".") != 2 {
 		return nil, refuse(ReasonMalformed, "not a compact JWS of at most %d bytes", MaximumTokenBytes)
 	}
+	if c, ok := v.cached(token); ok {
+		return c, nil
+	}
 	alg, err := headerAlgorithm(token)
 	if err != nil {
 		return nil, err
@@ -352,18 +355,22 @@ func (v *Verifier) verify(ctx context.Context, token string) (*Claims, error) {
 	if key == nil {
 		return nil, refuse(ReasonKeyUnknown, "kid not in the key set")
 	}
-	if v.verified.seen(token, key) {
-		return v.claims(jws.UnsafePayloadWithoutVerification())
-	}
 	payload, err := jws.Verify(key)
 	if err != nil {
 		return nil, refuse(ReasonSignature, "signature does not verify")
 	}
 	c, err := v.claims(payload)
-	if err == nil {
-		v.verified.add(token, key)
+	if err != nil {
+		return nil, err
 	}
-	return c, err
+	vt := &verifiedToken{kid: h.KeyID, key: key, claims: c, expires: c.Expiry}
+	for _, name := range []string{"nbf", "iat"} {
+		if t, ok := numericDate(c.Raw[name]); ok && t.After(vt.notBefore) {
+			vt.notBefore = t
+		}
+	}
+	v.verified.add(token, vt)
+	return c, nil
 }
 
 // headerAlgorithm reads alg from the protected header so that a refused
