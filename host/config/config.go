@@ -7,6 +7,7 @@ package config
 
 import (
 	"bytes"
+	"errors"
 
 	"fmt"
 	"net"
@@ -93,14 +94,28 @@ func Load(path string) (*Config, error) {
 		return nil, &Error{File: path, Rule: fmt.Sprintf("the file is larger than %d bytes", MaxFileBytes)}
 	}
 	var c Config
-	if err := yaml.NewDecoder(bytes.NewReader(raw), yaml.Strict()).Decode(&c); err != nil {
-		return nil, &Error{File: path, Rule: yaml.FormatError(err, false, true)}
+	if err := decode(raw, &c); err != nil {
+		return nil, &Error{File: path, Rule: err.Error()}
 	}
 	c.path = path
 	if err := c.validate(); err != nil {
 		return nil, err
 	}
 	return &c, nil
+}
+
+// decode decodes the document strictly. The YAML decoder panics on some
+// malformed documents (a tag where a list is expected); that is a refusal too.
+func decode(raw []byte, c *Config) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("malformed YAML the decoder cannot read")
+		}
+	}()
+	if err := yaml.NewDecoder(bytes.NewReader(raw), yaml.Strict()).Decode(c); err != nil {
+		return errors.New(yaml.FormatError(err, false, true))
+	}
+	return nil
 }
 
 func (c *Config) fail(keyPath, format string, args ...any) error {

@@ -48,6 +48,7 @@ func TestLoadRefusalsNameFileKeyAndRule(t *testing.T) {
 	}{
 		{"unknown key", valid + "extra: 1\n", "", "unknown field"},
 		{"nested unknown key", strings.Replace(valid, "port: 8080}", "port: 8080, tls: true}", 1), "", "unknown field"},
+		{"tag where a list is expected", valid + "authentication:\n  revokedKeyIds: !00\n", "", "malformed YAML"},
 		{"version", strings.Replace(valid, "version: 1", "version: 2", 1), "version", "must equal 1"},
 		{"address", strings.Replace(valid, "address: 127.0.0.1, port: 8080", "address: localhost, port: 8080", 1), "listener.address", "IP address"},
 		{"port", strings.Replace(valid, "port: 8080", "port: 70000", 1), "listener.port", "between 0 and 65535"},
