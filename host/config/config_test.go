@@ -121,3 +121,21 @@ func TestSecretsAreResolvedUnderTheRoot(t *testing.T) {
 		t.Fatalf("database url %q %v", url, err)
 	}
 }
+
+func FuzzLoad(f *testing.F) {
+	f.Add([]byte(valid))
+	f.Add([]byte(valid + "authentication: {issuer: https://i, jwksUrl: https://i/jwks, audience: a, scopeClaim: scope, scopeSeparator: ' '}\n"))
+	f.Add([]byte("authentication:\n  revokedKeyIds: !00\n"))
+	f.Add([]byte("version: [1\n"))
+	dir := f.TempDir()
+	f.Fuzz(func(t *testing.T, doc []byte) {
+		p := filepath.Join(dir, "c.yaml")
+		if err := os.WriteFile(p, doc, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		c, err := Load(p)
+		if err == nil && (c.Version != 1 || c.Package == "" || c.HostKeyRef == "") {
+			t.Fatalf("accepted an invalid configuration: %+v", c)
+		}
+	})
+}
