@@ -3,9 +3,7 @@ package host_test
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -13,7 +11,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/registrum/registrum/host"
 	"github.com/registrum/registrum/host/auth/authtest"
 	"github.com/registrum/registrum/issuer"
 	"github.com/registrum/registrum/store/storetest"
@@ -59,17 +56,10 @@ func withoutTrace(t *testing.T, b []byte) string {
 
 func TestRowBoundariesAndConcealmentWithRealTokens(t *testing.T) {
 	is := authtest.StartIssuer(t, issuer.DevOptions{Scopes: []string{"offices:write"}, Claims: map[string]string{"district": "north"}}, nil)
-	auth := fmt.Sprintf("authentication: {issuer: %q, jwksUrl: %q, audience: %q, scopeClaim: scope, scopeSeparator: ' '}\n",
-		is.Config.Issuer, is.JWKSURL, is.Config.AccessTokens.Audiences[0])
+	auth := is.HostAuthentication()
 	dsn := storetest.NewDatabase(t)
 	cfg := deployment(t, "testdata/bounded", dsn, auth)
-	h, err := host.Open(context.Background(), cfg, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close()
-	srv := httptest.NewServer(h.Handler())
-	defer srv.Close()
+	_, srv := serve(t, cfg)
 	clerk := caller{srv: srv, token: is.Token(t, issuer.DevStandardClientID)}
 	anonymous := caller{srv: srv}
 

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -32,9 +31,22 @@ func TestMain(m *testing.M) { os.Exit(storetest.Run(m)) }
 // minimal project's scope, and returns it with the host's authentication block.
 func tokenIssuer(t *testing.T) (*authtest.Issuer, string) {
 	is := authtest.StartIssuer(t, issuer.DevOptions{Scopes: []string{"parcels:write"}}, nil)
-	block := fmt.Sprintf("authentication: {issuer: %q, jwksUrl: %q, audience: %q, scopeClaim: scope, scopeSeparator: ' ', authorityClaims: {purpose: purpose}}\n",
-		is.Config.Issuer, is.JWKSURL, is.Config.AccessTokens.Audiences[0])
-	return is, block
+	return is, is.HostAuthentication()
+}
+
+// serve opens the host of cfg and serves it over loopback HTTP until t ends.
+func serve(t *testing.T, cfg *config.Config) (*host.Host, *httptest.Server) {
+	t.Helper()
+	h, err := host.Open(context.Background(), cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h.Handler())
+	t.Cleanup(func() {
+		srv.Close()
+		h.Close()
+	})
+	return h, srv
 }
 
 // deployment compiles a project and writes a runtime configuration for it.
@@ -78,13 +90,7 @@ func get(t *testing.T, url string) (*http.Response, []byte) {
 func TestHostServesThePackagesPublishedDocuments(t *testing.T) {
 	_, auth := tokenIssuer(t)
 	cfg := deployment(t, "project/testdata/minimal", storetest.NewDatabase(t), auth)
-	h, err := host.Open(context.Background(), cfg, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close()
-	srv := httptest.NewServer(h.Handler())
-	defer srv.Close()
+	h, srv := serve(t, cfg)
 
 	want, err := os.ReadFile(filepath.Join(cfg.Package, "openapi.json"))
 	if err != nil {
@@ -144,13 +150,7 @@ func TestHostRefusesAModifiedPackage(t *testing.T) {
 func TestRegistryDocumentDescribesWhatTheCallerMayUse(t *testing.T) {
 	is, auth := tokenIssuer(t)
 	cfg := deployment(t, "project/testdata/minimal", storetest.NewDatabase(t), auth)
-	h, err := host.Open(context.Background(), cfg, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close()
-	srv := httptest.NewServer(h.Handler())
-	defer srv.Close()
+	_, srv := serve(t, cfg)
 	// Without a token, the clerk profile shows nothing.
 	resp, body := get(t, srv.URL+"/v1/registry")
 	if resp.StatusCode != 200 || !strings.Contains(string(body), `"entities":[]`) {
@@ -211,13 +211,7 @@ func TestRegistryDocumentDescribesWhatTheCallerMayUse(t *testing.T) {
 func TestHostServesTheExamplesFormAndConcealsRequestEntities(t *testing.T) {
 	is, auth := tokenIssuer(t)
 	cfg := deployment(t, "../examples/childsupport", storetest.NewDatabase(t), auth)
-	h, err := host.Open(context.Background(), cfg, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close()
-	srv := httptest.NewServer(h.Handler())
-	defer srv.Close()
+	_, srv := serve(t, cfg)
 	want, err := os.ReadFile(filepath.Join(cfg.Package, "forms", "child-support-application", "schema.json"))
 	if err != nil {
 		t.Fatal(err)

@@ -4,10 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"log/slog"
 	"math/rand/v2"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"os"
 	"slices"
@@ -21,7 +19,6 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/registrum/registrum/host"
 	"github.com/registrum/registrum/issuer"
 	"github.com/registrum/registrum/store/storetest"
 )
@@ -87,13 +84,7 @@ func TestPerformanceReport(t *testing.T) {
 	is, auth := tokenIssuer(t)
 	dsn := storetestDatabase(t)
 	cfg := deployment(t, "testdata/perf", dsn, auth)
-	h, err := host.Open(ctx, cfg, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close()
-	srv := httptest.NewServer(h.Handler())
-	defer srv.Close()
+	h, srv := serve(t, cfg)
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: clients * 2, MaxConnsPerHost: clients * 2}}
 	token := "Bearer " + is.Token(t, issuer.DevStandardClientID)
 	pool, err := pgxpool.New(ctx, dsn)

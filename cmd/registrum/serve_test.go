@@ -94,8 +94,7 @@ func TestTwoHostsOnOneDatabaseKeepConstraintsIdempotencyAndIfMatch(t *testing.T)
 	}
 	dsn := storetest.NewDatabase(t)
 	is := authtest.StartIssuer(t, issuer.DevOptions{Scopes: []string{"parcels:write"}}, nil)
-	auth := fmt.Sprintf("authentication: {issuer: %q, jwksUrl: %q, audience: %q, scopeClaim: scope, scopeSeparator: ' '}\n",
-		is.Config.Issuer, is.JWKSURL, is.Config.AccessTokens.Audiences[0])
+	auth := is.HostAuthentication()
 	bearer = is.Token(t, issuer.DevStandardClientID)
 	t.Cleanup(func() { bearer = "" })
 	hosts := []string{startServe(t, dir, pkg, dsn, auth), startServe(t, dir, pkg, dsn, auth)}

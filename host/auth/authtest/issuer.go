@@ -2,6 +2,7 @@ package authtest
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -90,4 +91,12 @@ func (is *Issuer) Token(t testing.TB, clientID string) string {
 	}
 	t.Fatalf("authtest: the dev issuer has no client %q", clientID)
 	return ""
+}
+
+// HostAuthentication returns the record host's `authentication` settings
+// (one YAML line) that trust this issuer: its issuer id, key set and audience,
+// scopes in "scope" split on spaces, and the purpose in claim "purpose".
+func (is *Issuer) HostAuthentication() string {
+	return fmt.Sprintf("authentication: {issuer: %q, jwksUrl: %q, audience: %q, scopeClaim: scope, scopeSeparator: ' ', authorityClaims: {purpose: purpose}}\n",
+		is.Config.Issuer, is.JWKSURL, is.Config.AccessTokens.Audiences[0])
 }
