@@ -2,10 +2,11 @@ package host_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"slices"
@@ -85,7 +86,6 @@ func TestPerformanceReport(t *testing.T) {
 	dsn := storetestDatabase(t)
 	cfg := deployment(t, "testdata/perf", dsn, auth)
 	h, srv := serve(t, cfg)
-	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: clients * 2, MaxConnsPerHost: clients * 2}}
 	token := "Bearer " + is.Token(t, issuer.DevStandardClientID)
 	pool, err := pgxpool.New(ctx, dsn)
 	if err != nil {
@@ -93,28 +93,10 @@ func TestPerformanceReport(t *testing.T) {
 	}
 	defer pool.Close()
 
-	do := func(req *http.Request, want int) error {
-		req.Header.Set("Authorization", token)
-		resp, err := client.Do(req)
-		if err != nil {
-			return err
-		}
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != want {
-			return fmt.Errorf("status %d", resp.StatusCode)
-		}
-		return nil
-	}
 	var seq atomic.Int64
 
 	// Creates.
-	apiCreate := measure(clients, phase, func(w, i int) error {
-		body := fmt.Sprintf(`{"data":{"code":"h-%d","category":"c","amount":%d}}`, seq.Add(1), i)
-		req, _ := http.NewRequest("POST", srv.URL+"/v1/records/items", strings.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		return do(req, 201)
-	})
+	apiCreate := wrkLoad(t, "create", srv.URL, clients, phase, token, wrkCreates(fmt.Sprintf("h%d", time.Now().UnixNano())))
 	pkgRev := h.Package().Revision
 	baseCreate := measure(clients, phase, func(w, i int) error {
 		id := uuid.NewString()
@@ -146,20 +128,41 @@ func TestPerformanceReport(t *testing.T) {
 		ids = append(ids, id)
 	}
 	r.Close()
-	apiRead := measure(clients, phase, func(w, i int) error {
-		req, _ := http.NewRequest("GET", srv.URL+"/v1/records/items/"+ids[rand.IntN(len(ids))], nil)
-		return do(req, 200)
-	})
-	baseRead := measure(clients, phase, func(w, i int) error {
+	paths := make([]string, len(ids))
+	for i, id := range ids {
+		paths[i] = "/v1/records/items/" + id
+	}
+	rand.Shuffle(len(paths), func(i, j int) { paths[i], paths[j] = paths[j], paths[i] })
+	apiRead := wrkLoad(t, "read", srv.URL, clients, phase, token, wrkPaths(paths))
+	readOne := func(id string) (map[string]any, error) {
 		var rev int64
 		var lc string
 		var ct, ut time.Time
 		var code, cat string
 		var amount *int64
 		var note *string
-		return pool.QueryRow(ctx, `SELECT revision, lifecycle, created_at, updated_at, f_code, f_category, f_amount, f_note FROM registrum_data.e_item WHERE record_id = $1`,
-			ids[rand.IntN(len(ids))]).Scan(&rev, &lc, &ct, &ut, &code, &cat, &amount, &note)
+		err := pool.QueryRow(ctx, `SELECT revision, lifecycle, created_at, updated_at, f_code, f_category, f_amount, f_note FROM registrum_data.e_item WHERE record_id = $1`,
+			id).Scan(&rev, &lc, &ct, &ut, &code, &cat, &amount, &note)
+		return map[string]any{"id": id, "revision": rev, "code": code, "category": cat, "amount": amount, "note": note}, err
+	}
+	baseRead := measure(clients, phase, func(w, i int) error {
+		_, err := readOne(ids[rand.IntN(len(ids))])
+		return err
 	})
+	// The HTTP ceiling: the same statement behind a bare net/http handler
+	// (no authentication, access decision, ETag or envelope), driven by the
+	// same load generator.
+	bare := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rec, err := readOne(strings.TrimPrefix(r.URL.Path, "/v1/records/items/"))
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusNotFound)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(rec)
+	}))
+	defer bare.Close()
+	bareRead := wrkLoad(t, "read-bare", bare.URL, clients, phase, token, wrkPaths(paths))
 
 	// A filtered, sorted page of 50 over many records.
 	t0 := time.Now()
@@ -170,10 +173,7 @@ func TestPerformanceReport(t *testing.T) {
 	pool.Exec(ctx, "ANALYZE registrum_data.e_item")
 	load := time.Since(t0)
 	q := url.Values{"$filter": {"category eq 'c' and amount ge 1000"}, "$orderby": {"amount desc"}, "$top": {"50"}}
-	apiPage := measure(clients, phase, func(w, i int) error {
-		req, _ := http.NewRequest("GET", srv.URL+"/v1/records/items?"+q.Encode(), nil)
-		return do(req, 200)
-	})
+	apiPage := wrkLoad(t, "page", srv.URL, clients, phase, token, wrkPaths([]string{"/v1/records/items?" + q.Encode()}))
 	basePage := measure(clients, phase, func(w, i int) error {
 		rs, err := pool.Query(ctx, `SELECT record_id::text, revision, lifecycle, created_at, updated_at, f_code, f_category, f_amount, f_note FROM registrum_data.e_item
 			WHERE lifecycle = 'active' AND f_category = $1::text AND f_amount >= $2::bigint ORDER BY f_amount DESC, record_id DESC LIMIT 51`, "c", int64(1000))
@@ -196,9 +196,10 @@ func TestPerformanceReport(t *testing.T) {
 			name, api.rate(), api.p50.Round(time.Microsecond*10), api.p99.Round(time.Microsecond*10), api.failures,
 			base.rate(), base.p50.Round(time.Microsecond*10), base.p99.Round(time.Microsecond*10), api.rate()/base.rate())
 	}
-	t.Logf("\n%d concurrent clients, %s per phase, %d bulk rows loaded in %v\n| phase | record host over HTTP | pgx baseline | ratio |\n|---|---|---|---|\n%s\n%s\n%s",
+	t.Logf("\n%d concurrent clients, %s per phase, %d bulk rows loaded in %v\n| phase | record host over HTTP | pgx baseline | ratio |\n|---|---|---|---|\n%s\n%s\n%s\n%s",
 		clients, phase, rows, load.Round(time.Millisecond),
-		line("create", apiCreate, baseCreate), line("read one", apiRead, baseRead), line("page of 50, filtered and sorted", apiPage, basePage))
+		line("create", apiCreate, baseCreate),
+		line("read one", apiRead, baseRead), line("read one: bare net/http handler + pgx (HTTP ceiling)", bareRead, baseRead), line("page of 50, filtered and sorted", apiPage, basePage))
 	if apiCreate.failures+apiRead.failures+apiPage.failures > 0 {
 		t.Errorf("some requests failed")
 	}

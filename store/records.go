@@ -89,14 +89,7 @@ type querier interface {
 }
 
 func (s *Store) get(ctx context.Context, db querier, e *model.Entity, id string, forUpdate bool) (*Record, error) {
-	sel := []string{layout.ColRevision, layout.ColLifecycle, layout.ColCreatedAt, layout.ColUpdatedAt}
-	for _, f := range e.Fields {
-		sel = append(sel, selectExpr(f))
-	}
-	q := "SELECT " + strings.Join(sel, ", ") + " FROM " + layout.Table(e) + " WHERE " + layout.ColRecordID + " = $1"
-	if forUpdate {
-		q += " FOR UPDATE"
-	}
+	q := s.readSQL(e, forUpdate)
 	rec := &Record{Entity: e, ID: id, Values: make(map[string]any, len(e.Fields))}
 	raw := make([]any, len(e.Fields))
 	dest := []any{&rec.Revision, &rec.Lifecycle, &rec.CreatedAt, &rec.UpdatedAt}
@@ -114,6 +107,24 @@ func (s *Store) get(ctx context.Context, db querier, e *model.Entity, id string,
 	}
 	rec.CreatedAt, rec.UpdatedAt = rec.CreatedAt.UTC(), rec.UpdatedAt.UTC()
 	return rec, nil
+}
+
+// readSQL returns the statement reading one record of e by id, built once
+// per entity.
+func (s *Store) readSQL(e *model.Entity, forUpdate bool) string {
+	qs, ok := s.reads.Load(e)
+	if !ok {
+		sel := []string{layout.ColRevision, layout.ColLifecycle, layout.ColCreatedAt, layout.ColUpdatedAt}
+		for _, f := range e.Fields {
+			sel = append(sel, selectExpr(f))
+		}
+		q := "SELECT " + strings.Join(sel, ", ") + " FROM " + layout.Table(e) + " WHERE " + layout.ColRecordID + " = $1"
+		qs, _ = s.reads.LoadOrStore(e, [2]string{q, q + " FOR UPDATE"})
+	}
+	if forUpdate {
+		return qs.([2]string)[1]
+	}
+	return qs.([2]string)[0]
 }
 
 // selectExpr reads a field column so that it scans into a storage-form value.

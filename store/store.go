@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -21,6 +22,8 @@ type Store struct {
 	pool   *pgxpool.Pool
 	pkg    *model.Package
 	owners map[string]layout.Owner
+	// reads caches the single-record SELECT of each entity (readSQL).
+	reads sync.Map // *model.Entity → [2]string: plain, FOR UPDATE
 }
 
 // Connect opens a connection pool to the database named by dsn (a URL or

@@ -52,6 +52,7 @@ type API struct {
 	ready    func(ctx context.Context) error
 	typeBase string
 	handler  http.Handler
+	links    map[string]string // entity id → Link header of its records
 }
 
 // New builds the edge.
@@ -61,6 +62,10 @@ func New(o Options) *API {
 		a.log = slog.New(slog.DiscardHandler)
 	}
 	a.typeBase = a.pkg.Registry.URLs.ProblemTypeBase
+	a.links = make(map[string]string, len(a.pkg.Entities))
+	for _, e := range a.pkg.Entities {
+		a.links[e.ID] = a.link(e)
+	}
 	r := chi.NewRouter()
 	r.NotFound(a.notFound)
 	r.MethodNotAllowed(a.notFound)
@@ -132,8 +137,20 @@ func (a *API) call(r *http.Request) records.Call {
 	return c
 }
 
+// link returns the Link header of an entity's records: its profile and
+// its schema.
+func (a *API) link(e *model.Entity) string {
+	if l, ok := a.links[e.ID]; ok {
+		return l
+	}
+	return fmt.Sprintf(`<%s>; rel="profile", </v1/schemas/%s>; rel="describedby"`, a.pkg.Registry.URLs.Profile, e.ID)
+}
+
 // acceptsLD reports whether the client asked for JSON-LD.
 func acceptsLD(accept string) bool {
+	if !strings.Contains(accept, "ld+json") {
+		return false
+	}
 	for _, part := range strings.Split(accept, ",") {
 		mt, _, err := mime.ParseMediaType(strings.TrimSpace(part))
 		if err == nil && mt == "application/ld+json" {
@@ -187,8 +204,9 @@ func (a *API) createRecord(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, err)
 		return
 	}
-	res, err := a.records.Create(r.Context(), a.call(r), e, body)
-	a.answer(w, r, e, res, err)
+	c := a.call(r)
+	res, err := a.records.Create(r.Context(), c, e, body)
+	a.answer(w, r, e, c.Representation, res, err)
 }
 
 func (a *API) registry(w http.ResponseWriter, r *http.Request) {
@@ -263,7 +281,7 @@ func (a *API) listRecords(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, err)
 		return
 	}
-	w.Header().Set("Link", fmt.Sprintf(`<%s>; rel="profile", </v1/schemas/%s>; rel="describedby"`, a.pkg.Registry.URLs.Profile, e.ID))
+	w.Header().Set("Link", a.link(e))
 	w.Header().Set("Vary", "Accept")
 	writeRaw(w, res.Status, contentType(c.Representation), res.Body)
 }
@@ -274,8 +292,9 @@ func (a *API) getRecord(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, err)
 		return
 	}
-	res, err := a.records.Get(r.Context(), a.call(r), e, chi.URLParam(r, "recordId"))
-	a.answer(w, r, e, res, err)
+	c := a.call(r)
+	res, err := a.records.Get(r.Context(), c, e, chi.URLParam(r, "recordId"))
+	a.answer(w, r, e, c.Representation, res, err)
 }
 
 func (a *API) patchRecord(w http.ResponseWriter, r *http.Request) {
@@ -289,8 +308,9 @@ func (a *API) patchRecord(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, err)
 		return
 	}
-	res, err := a.records.Patch(r.Context(), a.call(r), e, chi.URLParam(r, "recordId"), r.Header.Get("If-Match"), body)
-	a.answer(w, r, e, res, err)
+	c := a.call(r)
+	res, err := a.records.Patch(r.Context(), c, e, chi.URLParam(r, "recordId"), r.Header.Get("If-Match"), body)
+	a.answer(w, r, e, c.Representation, res, err)
 }
 
 func (a *API) tombstoneRecord(w http.ResponseWriter, r *http.Request) {
@@ -299,13 +319,14 @@ func (a *API) tombstoneRecord(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, err)
 		return
 	}
-	res, err := a.records.Tombstone(r.Context(), a.call(r), e, chi.URLParam(r, "recordId"), r.Header.Get("If-Match"))
-	a.answer(w, r, e, res, err)
+	c := a.call(r)
+	res, err := a.records.Tombstone(r.Context(), c, e, chi.URLParam(r, "recordId"), r.Header.Get("If-Match"))
+	a.answer(w, r, e, c.Representation, res, err)
 }
 
 // answer writes a record result with its ETag, Location and Link headers,
 // or the refusal.
-func (a *API) answer(w http.ResponseWriter, r *http.Request, e *model.Entity, res *records.Result, err error) {
+func (a *API) answer(w http.ResponseWriter, r *http.Request, e *model.Entity, rep records.Representation, res *records.Result, err error) {
 	if err != nil {
 		a.fail(w, r, err)
 		return
@@ -315,12 +336,12 @@ func (a *API) answer(w http.ResponseWriter, r *http.Request, e *model.Entity, re
 	if res.Location != "" {
 		h.Set("Location", res.Location)
 	}
-	h.Set("Link", fmt.Sprintf(`<%s>; rel="profile", </v1/schemas/%s>; rel="describedby"`, a.pkg.Registry.URLs.Profile, e.ID))
+	h.Set("Link", a.link(e))
 	h.Set("Vary", "Accept")
 	if res.Replayed {
 		h.Set("Idempotent-Replayed", "true")
 	}
-	h.Set("Content-Type", contentType(a.call(r).Representation))
+	h.Set("Content-Type", contentType(rep))
 	h.Set("Cache-Control", "no-store")
 	w.WriteHeader(res.Status)
 	w.Write(res.Body)

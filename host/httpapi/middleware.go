@@ -26,8 +26,10 @@ var traceparentRE = regexp.MustCompile(`^[0-9a-f]{2}-([0-9a-f]{32})-[0-9a-f]{16}
 
 // newTraceID adopts the trace id of a valid W3C traceparent header, or makes one.
 func newTraceID(r *http.Request) string {
-	if m := traceparentRE.FindStringSubmatch(r.Header.Get("traceparent")); m != nil && m[1] != "00000000000000000000000000000000" {
-		return m[1]
+	if tp := r.Header.Get("traceparent"); tp != "" {
+		if m := traceparentRE.FindStringSubmatch(tp); m != nil && m[1] != "00000000000000000000000000000000" {
+			return m[1]
+		}
 	}
 	var b [16]byte
 	rand.Read(b[:])

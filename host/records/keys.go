@@ -7,14 +7,37 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
+	"hash"
 	"strings"
 )
 
 // Keys are the host's keyed-digest keys, derived from its root secret.
 type Keys struct {
-	etag      []byte
-	reference []byte
+	etag      keyedHash
+	reference keyedHash
 	cursor    []byte
+}
+
+// keyedHash is an HMAC-SHA-256 keyed once; every use starts from a clone of
+// it, which saves keying the hash again on each request.
+type keyedHash struct{ proto hash.Cloner }
+
+func newKeyedHash(key []byte) keyedHash {
+	m := hmac.New(sha256.New, key)
+	// Reset stores the keyed inner and outer states, so a clone's Sum
+	// restores the outer state instead of hashing the padded key again.
+	m.Reset()
+	return keyedHash{proto: m.(hash.Cloner)}
+}
+
+func (k keyedHash) new() hash.Hash {
+	h, err := k.proto.Clone()
+	if err != nil {
+		// HMAC-SHA-256 always clones (crypto/hmac and crypto/sha256 implement
+		// hash.Cloner).
+		panic("records: clone HMAC-SHA-256: " + err.Error())
+	}
+	return h
 }
 
 // DeriveKeys derives the ETag, reference and cursor keys from the host's root secret
@@ -32,12 +55,12 @@ func DeriveKeys(root []byte) (Keys, error) {
 	if err != nil {
 		return Keys{}, fmt.Errorf("records: derive keys: %w", err)
 	}
-	return Keys{etag: etag, reference: ref, cursor: cursor}, nil
+	return Keys{etag: newKeyedHash(etag), reference: newKeyedHash(ref), cursor: cursor}, nil
 }
 
 // keyed returns HMAC-SHA-256 of a domain label and length-prefixed parts.
-func keyed(key []byte, domain string, parts ...string) []byte {
-	m := hmac.New(sha256.New, key)
+func keyed(key keyedHash, domain string, parts ...string) []byte {
+	m := key.new()
 	m.Write([]byte(domain))
 	var n [8]byte
 	for _, p := range parts {

@@ -76,12 +76,29 @@ func NewCodec(p *model.Package) (*Codec, error) {
 
 var (
 	dateRE    = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}$`)
-	uuidRE    = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
 	decimalRE = regexp.MustCompile(`^-?(0|[1-9][0-9]*)(\.[0-9]+)?$`)
 )
 
 // IsUUID reports whether s is a UUID in its lowercase hyphenated form.
-func IsUUID(s string) bool { return uuidRE.MatchString(s) }
+func IsUUID(s string) bool {
+	if len(s) != 36 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch i {
+		case 8, 13, 18, 23:
+			if c != '-' {
+				return false
+			}
+		default:
+			if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+				return false
+			}
+		}
+	}
+	return true
+}
 
 // Decode checks a wire value (nil for JSON null) against the field and
 // returns its storage form. A null for a required field is refused.

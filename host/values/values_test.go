@@ -137,3 +137,21 @@ func TestEncodeWritesTimestampsInUTC(t *testing.T) {
 		t.Fatalf("got %v", got)
 	}
 }
+
+func TestIsUUID(t *testing.T) {
+	for s, want := range map[string]bool{
+		"3f2b8c1e-4d5a-4b6c-8d7e-9f0a1b2c3d4e":  true,
+		"00000000-0000-0000-0000-000000000000":  true,
+		"3F2B8C1E-4D5A-4B6C-8D7E-9F0A1B2C3D4E":  false, // lowercase form only
+		"3f2b8c1e4d5a-4b6c-8d7e-9f0a1b2c3d4e-":  false,
+		"3f2b8c1e-4d5a-4b6c-8d7e-9f0a1b2c3d4":   false,
+		"3f2b8c1e-4d5a-4b6c-8d7e-9f0a1b2c3d4e0": false,
+		"3f2b8c1e-4d5a-4b6c-8d7e-9f0a1b2c3d4g":  false,
+		"{3f2b8c1e-4d5a-4b6c-8d7e-9f0a1b2c3d4}": false,
+		"":                                      false,
+	} {
+		if got := IsUUID(s); got != want {
+			t.Errorf("IsUUID(%q) = %v, want %v", s, got, want)
+		}
+	}
+}
