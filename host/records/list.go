@@ -2,7 +2,6 @@ package records
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"sort"
@@ -96,7 +95,7 @@ func (s *Service) List(ctx context.Context, c Call, e *model.Entity, opts query.
 	if c.Representation == JSONLD {
 		page.Context = s.pkg.Registry.URLs.Context
 	}
-	body, err := json.Marshal(page)
+	body, err := page.AppendJSON(make([]byte, 0, 256+256*len(page.Items)))
 	if err != nil {
 		return nil, fmt.Errorf("records: render page: %w", err)
 	}

@@ -8,7 +8,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -358,7 +357,7 @@ func (s *Service) outcome(rec *store.Record, grant *access.Grant, rep Representa
 	if rec.Lifecycle == layout.LifecycleTombstoned {
 		env.Data.Tombstoned = true
 	}
-	body, err := json.Marshal(env)
+	body, err := env.AppendJSON(make([]byte, 0, 512))
 	if err != nil {
 		return nil, fmt.Errorf("records: render envelope: %w", err)
 	}

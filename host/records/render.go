@@ -1,0 +1,182 @@
+package records
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"unicode/utf8"
+)
+
+// The envelope and collection bodies are written by hand rather than by
+// encoding/json's reflection, which was the largest cost of a page of
+// records. The bytes are exactly those json.Marshal writes for the same
+// structs (members in declaration order, domainData members sorted, HTML
+// characters escaped); render_test.go holds them to that.
+
+// MarshalJSON writes the envelope; see AppendJSON.
+func (e Envelope) MarshalJSON() ([]byte, error) { return e.AppendJSON(nil) }
+
+// AppendJSON appends the envelope's JSON to b.
+func (e *Envelope) AppendJSON(b []byte) ([]byte, error) {
+	b = append(b, '{')
+	if e.Context != "" {
+		b = append(b, `"@context":`...)
+		b = appendString(b, e.Context)
+		b = append(b, ',')
+	}
+	b = append(b, `"data":{"recordIdentifier":`...)
+	b = appendString(b, e.Data.RecordIdentifier)
+	b = append(b, `,"revisionIdentifier":`...)
+	b = appendString(b, e.Data.RevisionIdentifier)
+	b = append(b, `,"domainData":`...)
+	b, err := appendDomainData(b, e.Data.DomainData)
+	if err != nil {
+		return nil, err
+	}
+	if e.Data.Snapshot != "" {
+		b = append(b, `,"snapshot":`...)
+		b = appendString(b, e.Data.Snapshot)
+	}
+	if e.Data.Tombstoned {
+		b = append(b, `,"tombstoned":true`...)
+	}
+	b = append(b, `},"meta":`...)
+	b = e.Meta.appendJSON(b)
+	return append(b, '}'), nil
+}
+
+// MarshalJSON writes the collection; see AppendJSON.
+func (c Collection) MarshalJSON() ([]byte, error) { return c.AppendJSON(nil) }
+
+// AppendJSON appends the collection's JSON to b.
+func (c *Collection) AppendJSON(b []byte) ([]byte, error) {
+	b = append(b, '{')
+	if c.Context != "" {
+		b = append(b, `"@context":`...)
+		b = appendString(b, c.Context)
+		b = append(b, ',')
+	}
+	b = append(b, `"items":`...)
+	if c.Items == nil {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, '[')
+		for i := range c.Items {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			it := &c.Items[i]
+			b = append(b, `{"recordIdentifier":`...)
+			b = appendString(b, it.RecordIdentifier)
+			b = append(b, `,"revisionIdentifier":`...)
+			b = appendString(b, it.RevisionIdentifier)
+			b = append(b, `,"domainData":`...)
+			var err error
+			if b, err = appendDomainData(b, it.DomainData); err != nil {
+				return nil, err
+			}
+			b = append(b, '}')
+		}
+		b = append(b, ']')
+	}
+	b = append(b, `,"pageInfo":{"nextCursor":`...)
+	if c.PageInfo.NextCursor == nil {
+		b = append(b, "null"...)
+	} else {
+		b = appendString(b, *c.PageInfo.NextCursor)
+	}
+	b = append(b, `},"meta":`...)
+	b = c.Meta.appendJSON(b)
+	if c.Count != nil {
+		b = append(b, `,"count":`...)
+		b = strconv.AppendInt(b, *c.Count, 10)
+	}
+	return append(b, '}'), nil
+}
+
+func (m *Meta) appendJSON(b []byte) []byte {
+	b = append(b, `{"registryIdentifier":`...)
+	b = appendString(b, m.RegistryIdentifier)
+	b = append(b, `,"datasetIdentifier":`...)
+	b = appendString(b, m.DatasetIdentifier)
+	b = append(b, `,"entityTypeIdentifier":`...)
+	b = appendString(b, m.EntityTypeIdentifier)
+	return append(b, '}')
+}
+
+// appendDomainData appends a domainData object, members sorted by name.
+func appendDomainData(b []byte, dd map[string]any) ([]byte, error) {
+	if dd == nil {
+		return append(b, "null"...), nil
+	}
+	var names [32]string
+	keys := names[:0]
+	for k := range dd {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	b = append(b, '{')
+	for i, k := range keys {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendString(b, k)
+		b = append(b, ':')
+		var err error
+		if b, err = appendValue(b, dd[k]); err != nil {
+			return nil, fmt.Errorf("domainData member %q: %w", k, err)
+		}
+	}
+	return append(b, '}'), nil
+}
+
+// appendValue appends a wire value (see values.Encode).
+func appendValue(b []byte, v any) ([]byte, error) {
+	switch x := v.(type) {
+	case nil:
+		return append(b, "null"...), nil
+	case string:
+		return appendString(b, x), nil
+	case bool:
+		return strconv.AppendBool(b, x), nil
+	case int64:
+		return strconv.AppendInt(b, x, 10), nil
+	case json.RawMessage:
+		// json.Marshal compacts a raw message and escapes HTML characters
+		// in it; wire values are already compact (canonical JSON).
+		if !needsHTMLEscape(x) && json.Valid(x) && !bytes.ContainsAny(x, " \t\r\n") {
+			return append(b, x...), nil
+		}
+	}
+	out, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	return append(b, out...), nil
+}
+
+// appendString appends s as a JSON string exactly as json.Marshal writes it.
+func appendString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= utf8.RuneSelf || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			// Rare in identifiers and most values: leave escaping,
+			// invalid UTF-8 and U+2028/U+2029 to encoding/json.
+			out, _ := json.Marshal(s)
+			return append(b, out...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
+}
+
+func needsHTMLEscape(raw []byte) bool {
+	for _, c := range raw {
+		if c == '<' || c == '>' || c == '&' || c >= utf8.RuneSelf {
+			return true
+		}
+	}
+	return false
+}
