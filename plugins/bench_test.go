@@ -147,23 +147,37 @@ func BenchmarkLoad(b *testing.B) {
 
 // BenchmarkWASMGuest splits the WebAssembly planner's cost: the example
 // planner's entry point called directly through wazero on the 2 KiB input,
-// as the runtime compiles it (interruptible: a check on every loop
-// back-edge, and a per-call deadline watched by wazero) and without those
-// checks (not safe for untrusted modules; shown only to measure them).
+// as the runtime compiles it ("checks": the interrupt checks the runtime adds
+// to every module, a per-call deadline), with wazero's own interruption
+// instead ("wazero-interrupt": WithCloseOnContextDone, a call back into Go at
+// every loop header, what the runtime used before), and without any
+// ("uninterruptible": not safe for untrusted modules; shown only to measure
+// the checks).
 func BenchmarkWASMGuest(b *testing.B) {
 	ctx := context.Background()
-	bin, err := os.ReadFile(filepath.Join(wasmDir, "planner.wasm"))
+	orig, err := os.ReadFile(filepath.Join(wasmDir, "planner.wasm"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	checked, err := plugins.AddInterruptChecks(orig)
 	if err != nil {
 		b.Fatal(err)
 	}
 	input := benchInput(b)
-	for _, interruptible := range []bool{true, false} {
-		name := map[bool]string{true: "interruptible", false: "uninterruptible"}[interruptible]
-		b.Run(name, func(b *testing.B) {
-			rt := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfig().WithCloseOnContextDone(interruptible))
+	for _, tc := range []struct {
+		name            string
+		bin             []byte
+		closeOnDeadline bool
+	}{
+		{"checks", checked, false},
+		{"wazero-interrupt", orig, true},
+		{"uninterruptible", orig, false},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			rt := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfig().WithCloseOnContextDone(tc.closeOnDeadline))
 			defer rt.Close(ctx)
 			wasi_snapshot_preview1.MustInstantiate(ctx, rt)
-			mod, err := rt.InstantiateWithConfig(ctx, bin, wazero.NewModuleConfig().WithStartFunctions("_initialize"))
+			mod, err := rt.InstantiateWithConfig(ctx, tc.bin, wazero.NewModuleConfig().WithStartFunctions("_initialize"))
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -174,10 +188,7 @@ func BenchmarkWASMGuest(b *testing.B) {
 			ptr := uint32(st[0])
 			plan := mod.ExportedFunction("registrum_plan")
 			for b.Loop() {
-				callCtx, cancel := ctx, context.CancelFunc(func() {})
-				if interruptible {
-					callCtx, cancel = context.WithTimeout(ctx, 10*time.Second)
-				}
+				callCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
 				mod.Memory().Write(ptr, input)
 				st[0], st[1] = uint64(ptr), uint64(len(input))
 				if err := plan.CallWithStack(callCtx, st); err != nil {

@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -220,5 +222,48 @@ func TestCancelledCallIsNotAFailure(t *testing.T) {
 	_, err := attack(ctx, set, "hostile", "loop")
 	if !errors.Is(err, context.Canceled) || plugins.FailureKindOf(err) != "" {
 		t.Fatalf("want context.Canceled and no failure kind, got %v", err)
+	}
+}
+
+// TestWASMLoopStopsDuringGC checks an endless guest loop is stopped at its
+// limit while the host collects garbage without pause, on one and on two
+// processors: compiled guest code must give the Go scheduler a chance to
+// stop its goroutine, or a collection waits for the loop and the timer that
+// stops it never runs.
+func TestWASMLoopStopsDuringGC(t *testing.T) {
+	const wall = 200 * time.Millisecond
+	for _, procs := range []int{1, 2} {
+		t.Run(fmt.Sprintf("GOMAXPROCS=%d", procs), func(t *testing.T) {
+			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+			set := hostile(t, plugins.Config{Limits: plugins.Limits{WallTime: wall}})
+			stop := make(chan struct{})
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				for {
+					select {
+					case <-stop:
+						return
+					default:
+						runtime.GC()
+					}
+				}
+			}()
+			defer func() { close(stop); <-done }()
+			for range 3 {
+				// A plain call first, so the loop runs in a warm instance
+				// (the previous one was discarded) and the time below is
+				// the loop's alone.
+				if _, err := attack(context.Background(), set, "hostile", "none"); err != nil {
+					t.Fatal(err)
+				}
+				start := time.Now()
+				_, err := attack(context.Background(), set, "hostile", "loop")
+				requireFailure(t, err, plugins.FailureTimeout)
+				if took := time.Since(start); took > wall+50*time.Millisecond {
+					t.Fatalf("the loop ran %s, over the %s limit + 50ms", took, wall)
+				}
+			}
+		})
 	}
 }

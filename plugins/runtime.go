@@ -60,9 +60,12 @@ func NewRuntime(ctx context.Context, cfg Config) (*Runtime, error) {
 	} else {
 		cache = wazero.NewCompilationCache()
 	}
+	// Calls are stopped at their wall-time limit by the interrupt checks
+	// loadWASM adds to each module (see interrupt.go), not by wazero's
+	// WithCloseOnContextDone, which costs a Go guest two to three times
+	// its run time.
 	rc := wazero.NewRuntimeConfig().
 		WithMemoryLimitPages(limits.MemoryPages).
-		WithCloseOnContextDone(true).
 		WithCompilationCache(cache)
 	wr := wazero.NewRuntimeWithConfig(ctx, rc)
 	if _, err := wasi_snapshot_preview1.Instantiate(ctx, wr); err != nil {

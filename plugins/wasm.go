@@ -79,6 +79,10 @@ type wasmInstance struct {
 	alloc, free, entry api.Function
 	stderr             *limitedBuffer
 	stack              []uint64
+	// flag is the module's interrupt flag; interrupt sets it, which traps
+	// the guest at its next loop iteration or function call.
+	flag      api.MutableGlobal
+	interrupt func()
 	// buf and bufCap locate the guest's input buffer.
 	buf, bufCap uint32
 }
@@ -88,7 +92,13 @@ type wasmInstance struct {
 const initialInputBuffer = 64 << 10
 
 func (r *Runtime) loadWASM(ctx context.Context, m Module, src []byte) (program, error) {
-	compiled, err := r.wasm.CompileModule(ctx, src)
+	// src is the reviewed module, its digest already checked; what runs is
+	// that module with interrupt checks added.
+	code, err := addInterruptChecks(src)
+	if err != nil {
+		return nil, fmt.Errorf("compile WebAssembly: add interrupt checks: %w", err)
+	}
+	compiled, err := r.wasm.CompileModule(ctx, code)
 	if err != nil {
 		return nil, fmt.Errorf("compile WebAssembly: %w", err)
 	}
@@ -141,9 +151,11 @@ func (p *wasmProgram) instantiate(ctx context.Context) (*wasmInstance, error) {
 	// No filesystem, environment, arguments, network or real clocks: the
 	// module config grants nothing beyond the deterministic defaults and the
 	// module's capabilities. Sleep stays a no-op in every case.
+	// The start function (_initialize, for a Go reactor) is called below,
+	// once the interrupt is armed.
 	cfg := wazero.NewModuleConfig().
 		WithName("").
-		WithStartFunctions("_initialize").
+		WithStartFunctions().
 		WithStderr(stderr)
 	if p.module.has(CapabilityClock) {
 		cfg = cfg.WithSysWalltime().WithSysNanotime()
@@ -155,6 +167,11 @@ func (p *wasmProgram) instantiate(ctx context.Context) (*wasmInstance, error) {
 	if err != nil {
 		return nil, classifyWASM(ctx, err, nil, stderr, p.rt.limits)
 	}
+	flag, ok := mod.ExportedGlobal(interruptExport).(api.MutableGlobal)
+	if !ok {
+		_ = mod.Close(context.Background())
+		return nil, fmt.Errorf("the module has no %s flag", interruptExport)
+	}
 	inst := &wasmInstance{
 		mod:    mod,
 		alloc:  mod.ExportedFunction(exportAlloc),
@@ -162,26 +179,16 @@ func (p *wasmProgram) instantiate(ctx context.Context) (*wasmInstance, error) {
 		entry:  mod.ExportedFunction(p.entry),
 		stderr: stderr,
 		stack:  make([]uint64, 2),
+		flag:   flag,
 	}
-	res, err := mod.ExportedFunction(exportABIVersion).Call(ctx)
+	inst.interrupt = func() { flag.Set(1) }
+	disarm := context.AfterFunc(ctx, inst.interrupt)
+	err = p.initialize(ctx, inst)
+	if !disarm() && err == nil {
+		// The limit passed as initialisation returned: the flag is set.
+		err = fmt.Errorf("initialisation: %w", ctx.Err())
+	}
 	if err != nil {
-		_ = mod.Close(context.Background())
-		return nil, classifyWASM(ctx, err, mod, stderr, p.rt.limits)
-	}
-	if len(res) != 1 || res[0] != abiVersion {
-		_ = mod.Close(context.Background())
-		return nil, fmt.Errorf("guest ABI version %v, host speaks %d", res, abiVersion)
-	}
-	res, err = mod.ExportedFunction(exportKinds).Call(ctx)
-	if err != nil {
-		_ = mod.Close(context.Background())
-		return nil, classifyWASM(ctx, err, mod, stderr, p.rt.limits)
-	}
-	if len(res) != 1 || res[0]&kindBit(p.kind) == 0 {
-		_ = mod.Close(context.Background())
-		return nil, fmt.Errorf("the module registers no %s handler", p.kind)
-	}
-	if err := inst.grow(ctx, initialInputBuffer); err != nil {
 		_ = mod.Close(context.Background())
 		var f *Failure
 		if errors.As(err, &f) {
@@ -190,6 +197,31 @@ func (p *wasmProgram) instantiate(ctx context.Context) (*wasmInstance, error) {
 		return nil, classifyWASM(ctx, err, mod, stderr, p.rt.limits)
 	}
 	return inst, nil
+}
+
+// initialize runs a new instance's start function, checks its ABI version
+// and kinds, and allocates its input buffer.
+func (p *wasmProgram) initialize(ctx context.Context, inst *wasmInstance) error {
+	if start := inst.mod.ExportedFunction("_initialize"); start != nil {
+		if _, err := start.Call(ctx); err != nil {
+			return err
+		}
+	}
+	res, err := inst.mod.ExportedFunction(exportABIVersion).Call(ctx)
+	if err != nil {
+		return err
+	}
+	if len(res) != 1 || res[0] != abiVersion {
+		return fmt.Errorf("guest ABI version %v, host speaks %d", res, abiVersion)
+	}
+	res, err = inst.mod.ExportedFunction(exportKinds).Call(ctx)
+	if err != nil {
+		return err
+	}
+	if len(res) != 1 || res[0]&kindBit(p.kind) == 0 {
+		return fmt.Errorf("the module registers no %s handler", p.kind)
+	}
+	return inst.grow(ctx, initialInputBuffer)
 }
 
 func (p *wasmProgram) get(ctx context.Context) (*wasmInstance, error) {
@@ -221,11 +253,18 @@ func (p *wasmProgram) call(ctx context.Context, _ contract.Kind, input []byte, _
 	}
 	callCtx, cancel := context.WithTimeout(ctx, p.rt.limits.WallTime)
 	defer cancel()
+	disarm := context.AfterFunc(callCtx, inst.interrupt)
 	out, err := inst.invoke(callCtx, input, p.rt.limits.MaxOutputBytes)
-	if err != nil {
+	armed := disarm()
+	if err != nil || !armed {
 		// A failed instance may be closed, half-way through its heap, or
-		// hold a pinned output: never reuse it.
+		// hold a pinned output; an instance whose call met its limit as it
+		// returned has (or is about to have) its interrupt flag set:
+		// never reuse either.
 		_ = inst.mod.Close(context.Background())
+		if err == nil {
+			return out, nil
+		}
 		var f *Failure
 		if errors.As(err, &f) {
 			return nil, f
