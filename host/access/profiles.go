@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/registrum/registrum/host/auth"
 	"github.com/registrum/registrum/host/model"
@@ -37,6 +38,37 @@ type Profiles struct {
 	verifier     *auth.Verifier
 	principalRef func(string) string
 	codec        *values.Codec
+	refs         referenceCache
+}
+
+// referenceCacheEntries bounds the cache of principal references.
+const referenceCacheEntries = 4096
+
+// referenceCache remembers the keyed references of recent principals, so
+// that a caller's many requests cost one keyed hash. Principals come only
+// from verified tokens.
+type referenceCache struct {
+	mu sync.Mutex
+	m  map[string]string
+}
+
+// reference returns the keyed reference of principal.
+func (d *Profiles) reference(principal string) string {
+	d.refs.mu.Lock()
+	ref, ok := d.refs.m[principal]
+	d.refs.mu.Unlock()
+	if ok {
+		return ref
+	}
+	ref = d.principalRef(principal)
+	d.refs.mu.Lock()
+	if d.refs.m == nil || len(d.refs.m) >= referenceCacheEntries {
+		// Start afresh rather than track recency.
+		d.refs.m = make(map[string]string, 64)
+	}
+	d.refs.m[principal] = ref
+	d.refs.mu.Unlock()
+	return ref
 }
 
 type route struct {
@@ -353,7 +385,7 @@ func (d *Profiles) Decide(ctx context.Context, r Request) (*Grant, error) {
 	if err != nil {
 		return nil, concealed("profile %q: %v", p.m.ID, err)
 	}
-	out := g.result(p.m, d.principalRef(principal), bounds)
+	out := g.result(p.m, d.reference(principal), bounds)
 	out.claims, out.decider, out.Purpose = claims, d, claims.Purpose
 	return out, nil
 }

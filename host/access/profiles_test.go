@@ -3,6 +3,7 @@ package access_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -360,5 +361,34 @@ func TestGrantCarriesThePurpose(t *testing.T) {
 		Bearer: f.token("scope", "parcels:read", "purpose", "inspection")})
 	if pub.Purpose != "" || pub.PrincipalReference != "" {
 		t.Fatalf("an anonymous grant carries the token's authority: %+v", pub)
+	}
+}
+
+func TestPrincipalReferencesAreComputedOncePerPrincipal(t *testing.T) {
+	f := newFixture(t)
+	calls := map[string]int{}
+	v, err := auth.NewVerifier(authSettings(authtest.NewKeyServer(t, f.key).URL), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := access.NewProfiles(f.pkg, v, func(p string) string { calls[p]++; return "ref:" + p })
+	if err != nil {
+		t.Fatal(err)
+	}
+	parcel := f.entity("parcel")
+	for i := range 5 {
+		for _, sub := range []string{"service:a", "service:b"} {
+			g, err := d.Decide(context.Background(), access.Request{Operation: model.OpList, Entity: parcel,
+				Bearer: f.token("sub", sub, "jti", fmt.Sprint(sub, i), "scope", "parcels:write", "district", "north")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if g.PrincipalReference != "ref:"+sub {
+				t.Fatalf("reference %q for %s", g.PrincipalReference, sub)
+			}
+		}
+	}
+	if calls["service:a"] != 1 || calls["service:b"] != 1 {
+		t.Fatalf("keyed reference computed %v times, want once per principal", calls)
 	}
 }
