@@ -225,3 +225,38 @@ func mustMarshal(t *testing.T, v any) []byte {
 	}
 	return b
 }
+
+// TestParseObjectMember checks the input reader of guests: one member name
+// holding an object, nothing else.
+func TestParseObjectMember(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want string // the inner object re-encoded, or "error"
+	}{
+		{`{"request":{"a":"x","b":[1,{"c":null}]}}`, `{"a":"x","b":[1,{"c":null}]}`},
+		{` { "request" : { } } `, `{}`},
+		{`{"request":{"a":1},"request":{"a":2}}`, `{"a":2}`},
+		{`{}`, "error"},
+		{`{"request":1}`, "error"},
+		{`{"request":{},"other":{}}`, "error"},
+		{`{"other":{}}`, "error"},
+		{`{"request":{}} x`, "error"},
+		{`{"request":{}`, "error"},
+		{`{"request" {}}`, "error"},
+		{`[]`, "error"},
+		{``, "error"},
+	} {
+		m, err := contract.ParseObjectMember([]byte(tc.in), "request")
+		got := "error"
+		if err == nil {
+			b, aerr := contract.AppendValue(nil, m)
+			if aerr != nil {
+				t.Fatal(aerr)
+			}
+			got = string(b)
+		}
+		if got != tc.want {
+			t.Errorf("ParseObjectMember(%s) = %s (%v), want %s", tc.in, got, err, tc.want)
+		}
+	}
+}

@@ -104,7 +104,13 @@ type Event struct {
 // map[string]string). It panics on another type: that is a bug in the
 // module, and the host sees it as a trap.
 func Value(v any) FieldSource {
-	b, err := contract.AppendValue(nil, v)
+	// Size the buffer for a plain string so encoding allocates once: each
+	// allocation costs about half a microsecond inside a WebAssembly guest.
+	size := 16
+	if s, ok := v.(string); ok {
+		size = len(s) + 2
+	}
+	b, err := contract.AppendValue(make([]byte, 0, size), v)
 	if err != nil {
 		panic(fmt.Sprintf("guest.Value: %v", err))
 	}
