@@ -267,3 +267,22 @@ func TestWASMLoopStopsDuringGC(t *testing.T) {
 		})
 	}
 }
+
+// TestWASMGarbageIsCollected checks a pooled instance keeps collecting its
+// garbage call after call. The guest's deterministic clock must advance
+// slowly: with wazero's default (1 ms a reading) the Go runtime's collector
+// stops once about two seconds of guest time have passed (some 65,000
+// planner calls, or a few calls that each make 64 MiB of garbage), and the
+// instance then fails with "memory".
+func TestWASMGarbageIsCollected(t *testing.T) {
+	set := hostile(t, plugins.Config{PoolSize: 1, Limits: plugins.Limits{WallTime: 10 * time.Second}})
+	for i := range 40 {
+		out, err := attack(context.Background(), set, "hostile", "churn")
+		if err != nil {
+			t.Fatalf("call %d: %v (%v)", i, err, detail(err))
+		}
+		if got := probeResult(t, out); got != "ok" {
+			t.Fatalf("call %d: %s", i, got)
+		}
+	}
+}

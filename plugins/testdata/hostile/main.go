@@ -54,6 +54,7 @@ func alloc(size uint32) uint32 { return pin(make([]byte, size)) }
 func free(ptr uint32) { delete(pinned, ptr) }
 
 var hoard [][]byte
+var churn []byte
 var calls int
 
 // member returns the string value of "name" in a flat JSON input.
@@ -115,6 +116,13 @@ func plan(ptr, size uint32) uint64 {
 		b := make([]byte, 8)
 		_, _ = rand.Read(b)
 		out = result(fmt.Sprintf("clock:%d:%x", time.Now().Year(), b))
+	case "churn":
+		// Make garbage the collector must reclaim within the call (the
+		// runtime reads its clock in every collection).
+		for range 64 {
+			churn = make([]byte, 1<<20)
+		}
+		out = result("ok")
 	case "state":
 		out = result(fmt.Sprintf("state:%d", calls))
 	case "big":
