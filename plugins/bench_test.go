@@ -199,3 +199,18 @@ func BenchmarkWASMGuest(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkInterruptRewrite measures the part of a WebAssembly load that adds
+// the interrupt checks to the example planner (included in BenchmarkLoad).
+func BenchmarkInterruptRewrite(b *testing.B) {
+	bin, err := os.ReadFile(filepath.Join(wasmDir, "planner.wasm"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(bin)))
+	for b.Loop() {
+		if _, err := plugins.AddInterruptChecks(bin); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
