@@ -51,11 +51,11 @@ type Grant struct {
 	// Purpose is the token's purpose claim, "" when anonymous or absent.
 	Purpose string
 	// Readable and Writable hold the fields the caller may read and write.
-	Readable map[string]bool
-	Writable map[string]bool
+	Readable FieldSet
+	Writable FieldSet
 	// Filterable and Sortable hold the fields $filter and $orderby may name.
-	Filterable map[string]bool
-	Sortable   map[string]bool
+	Filterable FieldSet
+	Sortable   FieldSet
 	// AllowCount allows $count.
 	AllowCount bool
 	// Source is the profile's authored grant on the entity (request
@@ -223,19 +223,19 @@ type Unrestricted struct{}
 // Decide grants everything: every field readable and writable, every field
 // of a filterable type filterable and of a sortable type sortable, and $count.
 func (Unrestricted) Decide(_ context.Context, r Request) (*Grant, error) {
-	g := &Grant{Profile: r.Profile, Readable: map[string]bool{}, Writable: map[string]bool{},
-		Filterable: map[string]bool{}, Sortable: map[string]bool{}, AllowCount: true}
+	var all, filterable, sortable []string
 	for _, f := range r.Entity.Fields {
-		g.Readable[f.ID] = true
-		g.Writable[f.ID] = true
+		all = append(all, f.ID)
 		switch f.Type {
 		case model.TypeText, model.TypeStructured, model.TypeCRS84Point:
 		case model.TypeBoolean:
-			g.Filterable[f.ID] = true
+			filterable = append(filterable, f.ID)
 		default:
-			g.Filterable[f.ID] = true
-			g.Sortable[f.ID] = true
+			filterable = append(filterable, f.ID)
+			sortable = append(sortable, f.ID)
 		}
 	}
-	return g, nil
+	every := NewFieldSet(all...)
+	return &Grant{Profile: r.Profile, Readable: every, Writable: every,
+		Filterable: NewFieldSet(filterable...), Sortable: NewFieldSet(sortable...), AllowCount: true}, nil
 }

@@ -113,11 +113,3 @@ func code(err error) problem.Code {
 	}
 	return ""
 }
-
-func set(ids ...string) map[string]bool {
-	m := map[string]bool{}
-	for _, id := range ids {
-		m[id] = true
-	}
-	return m
-}

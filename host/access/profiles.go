@@ -84,7 +84,7 @@ type profile struct {
 type grant struct {
 	src                                    *model.Grant
 	ops                                    map[string]bool
-	readable, writable, filterable, sortby map[string]bool
+	readable, writable, filterable, sortby FieldSet
 	rules                                  []rule
 }
 
@@ -209,7 +209,7 @@ func compileGrant(pkg *model.Package, e *model.Entity, mg *model.Grant, anonymou
 		name  string
 		ids   []string
 		slots bool
-		out   *map[string]bool
+		out   *FieldSet
 	}{
 		{"readableFields", mg.ReadableFields, true, &g.readable},
 		{"writableFields", mg.WritableFields, true, &g.writable},
@@ -296,15 +296,13 @@ func compileRules(e *model.Entity, rb model.RowBoundaries, anonymous bool, at st
 	return rules, nil
 }
 
-func fieldSet(e *model.Entity, ids []string, slots bool, at string) (map[string]bool, error) {
-	out := make(map[string]bool, len(ids))
+func fieldSet(e *model.Entity, ids []string, slots bool, at string) (FieldSet, error) {
 	for i, id := range ids {
 		if e.Field(id) == nil && !(slots && hasSlot(e, id)) {
-			return nil, fmt.Errorf("access: %s[%d]: entity %q has no field %q", at, i, e.ID, id)
+			return FieldSet{}, fmt.Errorf("access: %s[%d]: entity %q has no field %q", at, i, e.ID, id)
 		}
-		out[id] = true
 	}
-	return out, nil
+	return NewFieldSet(ids...), nil
 }
 
 func hasSlot(e *model.Entity, id string) bool {
@@ -487,10 +485,10 @@ func (g *grant) result(p *model.Profile, principalRef string, bounds Boundaries)
 		Profile:            p.ID,
 		Anonymous:          p.Anonymous,
 		PrincipalReference: principalRef,
-		Readable:           clone(g.readable),
-		Writable:           clone(g.writable),
-		Filterable:         clone(g.filterable),
-		Sortable:           clone(g.sortby),
+		Readable:           g.readable,
+		Writable:           g.writable,
+		Filterable:         g.filterable,
+		Sortable:           g.sortby,
 		AllowCount:         g.src.AllowCount,
 		Source:             g.src,
 		boundaries:         bounds,
@@ -508,14 +506,6 @@ func stringClaim(c *auth.Claims, name string) string {
 	v, _ := c.Claim(name)
 	s, _ := v.(string)
 	return s
-}
-
-func clone(m map[string]bool) map[string]bool {
-	out := make(map[string]bool, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
 }
 
 func contains(list []string, s string) bool {

@@ -167,8 +167,8 @@ func TestGrantsNarrowFieldsPerProfile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := struct{ r, w, fl, so map[string]bool }{set("parcel-code", "district", "org", "area", "note"), set("area", "note"), set("area"), set("area")}
-	if !reflect.DeepEqual(clerk.Readable, want.r) || !reflect.DeepEqual(clerk.Writable, want.w) || !reflect.DeepEqual(clerk.Filterable, want.fl) || !reflect.DeepEqual(clerk.Sortable, want.so) || !clerk.AllowCount {
+	want := struct{ r, w, fl, so []string }{[]string{"area", "district", "note", "org", "parcel-code"}, []string{"area", "note"}, []string{"area"}, []string{"area"}}
+	if !reflect.DeepEqual(clerk.Readable.IDs(), want.r) || !reflect.DeepEqual(clerk.Writable.IDs(), want.w) || !reflect.DeepEqual(clerk.Filterable.IDs(), want.fl) || !reflect.DeepEqual(clerk.Sortable.IDs(), want.so) || !clerk.AllowCount {
 		t.Fatalf("clerk grant = %+v", clerk)
 	}
 	if clerk.Source == nil || clerk.Source.Entity != "parcel" {
@@ -179,21 +179,23 @@ func TestGrantsNarrowFieldsPerProfile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !reflect.DeepEqual(auditor.Readable, set("parcel-code", "district")) || len(auditor.Writable) != 0 || len(auditor.Filterable) != 0 || auditor.AllowCount {
+	if !reflect.DeepEqual(auditor.Readable.IDs(), []string{"district", "parcel-code"}) || auditor.Writable.Len() != 0 || auditor.Filterable.Len() != 0 || auditor.AllowCount {
 		t.Fatalf("auditor grant = %+v", auditor)
 	}
 	public, err := f.d.Decide(ctx, access.Request{Operation: model.OpGet, Entity: parcel, Profile: "public"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !reflect.DeepEqual(public.Readable, set("parcel-code")) || len(public.Writable) != 0 {
+	if !reflect.DeepEqual(public.Readable.IDs(), []string{"parcel-code"}) || public.Writable.Len() != 0 {
 		t.Fatalf("public grant = %+v", public)
 	}
-	// A caller changing its grant's sets does not change the next decision.
-	clerk.Readable["secret"] = true
+	// A caller changing the ids it was given does not change the grant or
+	// the next decision (field sets are immutable; IDs returns a copy).
+	ids := clerk.Readable.IDs()
+	ids[0] = "secret"
 	again, _ := f.d.Decide(ctx, access.Request{Operation: model.OpList, Entity: parcel, Bearer: f.token("scope", "parcels:write", "district", "north")})
-	if again.Readable["secret"] {
-		t.Fatal("grants share their field sets")
+	if again.Readable.Has("secret") || clerk.Readable.Has("secret") || !again.Readable.Has("area") {
+		t.Fatal("a caller changed a grant's field set")
 	}
 }
 

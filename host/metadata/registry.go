@@ -137,10 +137,8 @@ func Registry(ctx context.Context, p *model.Package, d access.Decider, caller ac
 			if e.IsRequestEntity() && !g.Anonymous && g.Source != nil {
 				oe.ReadableRequestFields = append(oe.ReadableRequestFields, g.Source.ReadableRequestFields...)
 			}
-			for id, ok := range g.Readable {
-				if ok {
-					readable[id] = true
-				}
+			for id := range g.Readable.All() {
+				readable[id] = true
 			}
 			entry.Operations = append(entry.Operations, oe)
 		}
@@ -215,15 +213,15 @@ func capability(cr *model.ChangeRequest, request map[string]bool, readableBy map
 }
 
 // inEntityOrder lists the members of a field set in the entity's field order.
-func inEntityOrder(e *model.Entity, set map[string]bool) []string {
+func inEntityOrder(e *model.Entity, set access.FieldSet) []string {
 	out := []string{}
 	for _, f := range e.Fields {
-		if set[f.ID] {
+		if set.Has(f.ID) {
 			out = append(out, f.ID)
 		}
 	}
 	for _, s := range e.Attachments {
-		if set[s.ID] {
+		if set.Has(s.ID) {
 			out = append(out, s.ID)
 		}
 	}

@@ -3,6 +3,7 @@ package records
 import (
 	"strconv"
 
+	"github.com/registrum/registrum/host/access"
 	"github.com/registrum/registrum/host/model"
 	"github.com/registrum/registrum/host/values"
 	"github.com/registrum/registrum/store"
@@ -48,10 +49,10 @@ func MetaOf(p *model.Package, e *model.Entity) Meta {
 }
 
 // envelope builds the envelope of a record, narrowed to readable fields.
-func (s *Service) envelope(rec *store.Record, readable map[string]bool, rep Representation) Envelope {
+func (s *Service) envelope(rec *store.Record, readable access.FieldSet, rep Representation) Envelope {
 	dd := make(map[string]any, len(rec.Entity.Fields))
 	for _, f := range rec.Entity.Fields {
-		if !readable[f.ID] {
+		if !readable.Has(f.ID) {
 			continue
 		}
 		dd[f.APIName] = values.Encode(f, rec.Values[f.ID])

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"sort"
 	"strconv"
 	"time"
 
@@ -45,9 +44,9 @@ func (s *Service) List(ctx context.Context, c Call, e *model.Entity, opts query.
 		return nil, err
 	}
 	allowed := query.Allowed{
-		Readable:   ids(grant.Readable),
-		Filterable: ids(grant.Filterable),
-		Sortable:   ids(grant.Sortable),
+		Readable:   grant.Readable.IDs(),
+		Filterable: grant.Filterable.IDs(),
+		Sortable:   grant.Sortable.IDs(),
 		AllowCount: grant.AllowCount,
 	}
 	caller := query.Caller{Principal: grant.PrincipalReference, Profile: grant.Profile, PackageRevision: s.pkg.Revision}
@@ -100,18 +99,6 @@ func (s *Service) List(ctx context.Context, c Call, e *model.Entity, opts query.
 		return nil, fmt.Errorf("records: render page: %w", err)
 	}
 	return &Result{Status: http.StatusOK, Body: body}, nil
-}
-
-// ids returns the members of a field set in a stable order.
-func ids(set map[string]bool) []string {
-	out := make([]string, 0, len(set))
-	for id, ok := range set {
-		if ok {
-			out = append(out, id)
-		}
-	}
-	sort.Strings(out)
-	return out
 }
 
 // storeBoundaries converts the grant's resolved row boundaries for the store.

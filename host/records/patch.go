@@ -101,13 +101,13 @@ func checkPatchPath(e *model.Entity, grant *access.Grant, path, at string, write
 	seg, deeper, _ := strings.Cut(rest, "/")
 	name := strings.ReplaceAll(strings.ReplaceAll(seg, "~1", "/"), "~0", "~")
 	f := e.FieldByAPIName(name)
-	if f == nil || !grant.Readable[f.ID] && !grant.Writable[f.ID] {
+	if f == nil || !grant.Readable.Has(f.ID) && !grant.Writable.Has(f.ID) {
 		return problem.At(problem.RequestInvalid, strictjson.Pointer("data", name), "%q is not a field of %s: envelope members and unknown names cannot be patched", name, e.ID)
 	}
-	if write && !grant.Writable[f.ID] {
+	if write && !grant.Writable.Has(f.ID) {
 		return problem.At(problem.RequestInvalid, strictjson.Pointer("data", name), "%s is not writable", name)
 	}
-	if !write && !grant.Readable[f.ID] {
+	if !write && !grant.Readable.Has(f.ID) {
 		return problem.At(problem.RequestInvalid, strictjson.Pointer("data", name), "%s is not readable", name)
 	}
 	if deeper != "" && f.Type != model.TypeStructured && f.Type != model.TypeCRS84Point {

@@ -16,8 +16,8 @@ func patchEntity() (*model.Entity, *access.Grant) {
 		{ID: "hidden", APIName: "hidden", Type: model.TypeString},
 	}}
 	g := &access.Grant{
-		Readable: map[string]bool{"name": true, "doc": true},
-		Writable: map[string]bool{"name": true, "doc": true},
+		Readable: access.NewFieldSet("name", "doc"),
+		Writable: access.NewFieldSet("name", "doc"),
 	}
 	return e, g
 }

@@ -411,7 +411,7 @@ func (s *Service) decodeFields(e *model.Entity, grant *access.Grant, data map[st
 	stored := map[string]any{}
 	for _, name := range sortedKeys(data) {
 		f := e.FieldByAPIName(name)
-		if f == nil || !grant.Writable[f.ID] {
+		if f == nil || !grant.Writable.Has(f.ID) {
 			return nil, problem.At(problem.RequestInvalid, strictjson.Pointer("data", name), "unknown member %q: not a writable field of %s", name, e.ID)
 		}
 		v, err := s.decodeValue(f, data[name])
