@@ -119,6 +119,11 @@ func TestPluginThatExitsInsideVerifyIsRetry(t *testing.T) {
 	}
 }
 
+// schedulingSlack is how late past its deadline a call may return in these
+// tests: the bound shows the host does not wait on a verifier, with room for
+// a loaded two-core CI machine running other packages' tests at once.
+const schedulingSlack = 750 * time.Millisecond
+
 func TestHungVerifierIsRetryAtTheDeadlineAndKilled(t *testing.T) {
 	p := newProcess(t, "hostile")
 	pidFile := filepath.Join(bins, "hostile.pid")
@@ -135,7 +140,7 @@ func TestHungVerifierIsRetryAtTheDeadlineAndKilled(t *testing.T) {
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("error %v does not wrap context.DeadlineExceeded", err)
 	}
-	if elapsed < deadline || elapsed > deadline+250*time.Millisecond {
+	if elapsed < deadline || elapsed > deadline+schedulingSlack {
 		t.Fatalf("returned after %v, want at the %v deadline", elapsed, deadline)
 	}
 	b, err := os.ReadFile(pidFile)
@@ -184,7 +189,7 @@ func TestCallWaitingBehindAHungCallGivesUpAtItsDeadline(t *testing.T) {
 	start := time.Now()
 	v, err := verify(t, p, 200*time.Millisecond, attachment("ok", []byte("x")), strings.NewReader("x"))
 	wantRetry(t, v, err, verifier.CauseDeadline)
-	if elapsed := time.Since(start); elapsed > 450*time.Millisecond {
+	if elapsed := time.Since(start); elapsed > 200*time.Millisecond+schedulingSlack {
 		t.Fatalf("waiting call returned after %v", elapsed)
 	}
 }
