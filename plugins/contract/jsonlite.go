@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/bits"
 	"slices"
 	"strconv"
 	"unicode/utf16"
@@ -51,6 +52,7 @@ type parser struct {
 	b       []byte
 	i       int
 	checked bool
+	plain   bool // the last string str read had no escapes and shares b (checked input)
 }
 
 func (p *parser) fail(what string) error {
@@ -192,6 +194,14 @@ func (p *parser) array(depth int) (any, error) {
 
 func (p *parser) number() (any, error) {
 	start := p.i
+	if err := p.scanNumber(); err != nil {
+		return nil, err
+	}
+	return json.Number(p.b[start:p.i]), nil
+}
+
+// scanNumber reads one JSON number without converting it.
+func (p *parser) scanNumber() error {
 	if p.b[p.i] == '-' {
 		p.i++
 	}
@@ -205,12 +215,12 @@ func (p *parser) number() (any, error) {
 	}
 	intStart := p.i
 	if n := digits(); n == 0 || n > 1 && p.b[intStart] == '0' {
-		return nil, p.fail("invalid number")
+		return p.fail("invalid number")
 	}
 	if p.i < len(p.b) && p.b[p.i] == '.' {
 		p.i++
 		if digits() == 0 {
-			return nil, p.fail("invalid number")
+			return p.fail("invalid number")
 		}
 	}
 	if p.i < len(p.b) && (p.b[p.i] == 'e' || p.b[p.i] == 'E') {
@@ -219,20 +229,22 @@ func (p *parser) number() (any, error) {
 			p.i++
 		}
 		if digits() == 0 {
-			return nil, p.fail("invalid number")
+			return p.fail("invalid number")
 		}
 	}
-	return json.Number(p.b[start:p.i]), nil
+	return nil
 }
 
 func (p *parser) str() (string, error) {
 	p.i++ // opening quote
 	start := p.i
+	p.plain = false
 	if p.checked {
-		// Fast path for checked input: find the closing quote eight bytes
-		// per step and share the bytes.
-		if end := quoteOrBackslash(p.b[start:]); end >= 0 && p.b[start+end] == '"' {
+		// Fast path for checked input: find the closing quote (eight bytes
+		// per step past the first few) and share the bytes.
+		if end := stringEnd(p.b, start) - start; end >= 0 && p.b[start+end] == '"' {
 			p.i = start + end + 1
+			p.plain = true
 			if end == 0 {
 				return "", nil
 			}
@@ -339,9 +351,11 @@ func (p *parser) hex4() (rune, bool) {
 	return r, true
 }
 
-// Word-at-a-time helpers. Inside a WebAssembly guest every loop back-edge
-// costs a sandbox check (an exit to the host), so these scans test 32 bytes
-// per iteration, then 8, then 1.
+// Word-at-a-time helpers. Inside a WebAssembly guest every loop iteration
+// and every branch is costly, so these scans test 8 or 32 bytes per
+// iteration with branch-free bit tricks, then find the byte within the word
+// from its bits (word reads bytes little-endian on every platform, so the
+// lowest flagged bit is the first flagged byte).
 const (
 	lsb   = 0x0101010101010101
 	msb   = 0x8080808080808080
@@ -349,41 +363,52 @@ const (
 	bslsh = lsb * '\\'
 )
 
-// word reads 8 bytes of b at i, little-endian.
-func word(b []byte, i int) uint64 {
-	_ = b[i+7]
-	return uint64(b[i]) | uint64(b[i+1])<<8 | uint64(b[i+2])<<16 | uint64(b[i+3])<<24 |
-		uint64(b[i+4])<<32 | uint64(b[i+5])<<40 | uint64(b[i+6])<<48 | uint64(b[i+7])<<56
+// quoteOrBackslashBits returns a word with the high bit set in the lowest
+// byte of w that is '"' or '\\' (bytes above it may be flagged too), or 0.
+func quoteOrBackslashBits(w uint64) uint64 {
+	x, y := w^quote, w^bslsh
+	return ((x-lsb)&^x | (y-lsb)&^y) & msb
 }
 
-// hasQuoteOrBackslash reports whether w holds a '"' or '\\' byte.
-func hasQuoteOrBackslash(w uint64) bool {
-	return ((w^quote)-lsb)&^(w^quote)&msb != 0 || ((w^bslsh)-lsb)&^(w^bslsh)&msb != 0
-}
-
-// hasSpecial reports whether w holds a byte a JSON string must escape or
-// check: < 0x20, >= 0x80, '"' or '\\'.
-func hasSpecial(w uint64) bool {
-	return (w-lsb*0x20)&^w&msb != 0 || w&msb != 0 || hasQuoteOrBackslash(w)
+// specialBits is quoteOrBackslashBits for the bytes a JSON string must
+// escape or check: < 0x20, >= 0x80, '"' or '\\'.
+func specialBits(w uint64) uint64 {
+	return ((w-lsb*0x20)&^w|w)&msb | quoteOrBackslashBits(w)
 }
 
 // quoteOrBackslash returns the index of the first '"' or '\\' in b, or -1.
 func quoteOrBackslash(b []byte) int {
 	i := 0
 	for ; i+32 <= len(b); i += 32 {
-		if hasQuoteOrBackslash(word(b, i)) || hasQuoteOrBackslash(word(b, i+8)) || hasQuoteOrBackslash(word(b, i+16)) || hasQuoteOrBackslash(word(b, i+24)) {
+		if quoteOrBackslashBits(word(b, i))|quoteOrBackslashBits(word(b, i+8))|
+			quoteOrBackslashBits(word(b, i+16))|quoteOrBackslashBits(word(b, i+24)) != 0 {
 			break
 		}
 	}
 	for ; i+8 <= len(b); i += 8 {
-		if hasQuoteOrBackslash(word(b, i)) {
-			break
+		if t := quoteOrBackslashBits(word(b, i)); t != 0 {
+			return i + bits.TrailingZeros64(t)>>3
 		}
 	}
 	for ; i < len(b); i++ {
 		if b[i] == '"' || b[i] == '\\' {
 			return i
 		}
+	}
+	return -1
+}
+
+// stringEnd returns the index of the first '"' or '\\' in b at or after i,
+// or -1. Most strings are short: the first two words are tested before the
+// unrolled scan.
+func stringEnd(b []byte, i int) int {
+	for n := i + 16; i+8 <= len(b) && i < n; i += 8 {
+		if t := quoteOrBackslashBits(word(b, i)); t != 0 {
+			return i + bits.TrailingZeros64(t)>>3
+		}
+	}
+	if j := quoteOrBackslash(b[i:]); j >= 0 {
+		return i + j
 	}
 	return -1
 }
@@ -504,12 +529,24 @@ const hexDigits = "0123456789abcdef"
 
 // AppendString appends s as a JSON string. Invalid UTF-8 becomes U+FFFD.
 func AppendString(buf []byte, s string) []byte {
-	buf = append(buf, '"')
-	// Copy the longest prefix that needs no escaping in one append, testing
-	// eight bytes per step: inside a WebAssembly guest every loop iteration
-	// costs a sandbox check, so fewer iterations matter more than fewer
-	// instructions.
+	// Find the longest prefix that needs no escaping, testing eight bytes
+	// per step: inside a WebAssembly guest every loop iteration and every
+	// call is costly, so fewer of them matter more than fewer instructions.
+	if plain(s) {
+		// The common case: the string as it is, between quotes, in one
+		// copy.
+		n := len(buf)
+		if cap(buf)-n < len(s)+2 {
+			buf = slices.Grow(buf, len(s)+2)
+		}
+		buf = buf[:n+len(s)+2]
+		buf[n] = '"'
+		copy(buf[n+1:], s)
+		buf[n+1+len(s)] = '"'
+		return buf
+	}
 	i := plainPrefix(s)
+	buf = append(buf, '"')
 	buf = append(buf, s[:i]...)
 	start := i
 	for i < len(s) {
@@ -550,18 +587,41 @@ func AppendString(buf []byte, s string) []byte {
 	return append(buf, '"')
 }
 
+// plain reports whether s holds no byte specialBits flags, reading it in
+// words (overlapping ones at the end) rather than byte by byte: a byte loop
+// costs about ten nanoseconds per byte inside a WebAssembly guest.
+func plain(s string) bool {
+	n := len(s)
+	var w uint64
+	switch {
+	case n >= 8:
+		for i := 0; i+8 < n; i += 8 {
+			w |= specialBits(stringWord(s, i))
+		}
+		return w|specialBits(stringWord(s, n-8)) == 0
+	case n >= 4:
+		w = word32(s, 0) | word32(s, n-4)<<32
+	case n > 0:
+		// Pad with a byte that is never special.
+		w = uint64(s[0]) | uint64(s[n/2])<<8 | uint64(s[n-1])<<16 | 'a'*(lsb>>24)<<24
+	default:
+		return true
+	}
+	return specialBits(w) == 0
+}
+
 // plainPrefix returns the length of the longest prefix of s, in whole
-// 8-byte words, holding no byte hasSpecial looks for.
+// 8-byte words, holding no byte specialBits flags.
 func plainPrefix(s string) int {
 	b := unsafe.Slice(unsafe.StringData(s), len(s))
 	i := 0
 	for ; i+32 <= len(b); i += 32 {
-		if hasSpecial(word(b, i)) || hasSpecial(word(b, i+8)) || hasSpecial(word(b, i+16)) || hasSpecial(word(b, i+24)) {
+		if specialBits(word(b, i))|specialBits(word(b, i+8))|specialBits(word(b, i+16))|specialBits(word(b, i+24)) != 0 {
 			break
 		}
 	}
 	for ; i+8 <= len(b); i += 8 {
-		if hasSpecial(word(b, i)) {
+		if specialBits(word(b, i)) != 0 {
 			break
 		}
 	}
@@ -586,21 +646,7 @@ func (r PlanResult) AppendJSON(buf []byte) []byte {
 }
 
 func (e Effect) appendJSON(buf []byte) []byte {
-	buf = append(buf, `{"id":`...)
-	buf = AppendString(buf, e.ID)
-	buf = append(buf, `,"operation":`...)
-	buf = AppendString(buf, string(e.Operation))
-	buf = append(buf, `,"target":{"entity":`...)
-	buf = AppendString(buf, e.Target.Entity)
-	if e.Target.FromField != "" {
-		buf = append(buf, `,"fromField":`...)
-		buf = AppendString(buf, e.Target.FromField)
-	}
-	if e.Target.FromEffect != "" {
-		buf = append(buf, `,"fromEffect":`...)
-		buf = AppendString(buf, e.Target.FromEffect)
-	}
-	buf = append(buf, '}')
+	buf = appendEffectHead(buf, e.ID, e.Operation, e.Target)
 	if len(e.Set) > 0 {
 		buf = append(buf, `,"set":{`...)
 		for i, k := range sortedKeys(e.Set, (&keyBuf{})[:0]) {
@@ -612,15 +658,40 @@ func (e Effect) appendJSON(buf []byte) []byte {
 		}
 		buf = append(buf, '}')
 	}
-	if len(e.Clear) > 0 {
-		buf = append(buf, `,"clear":[`...)
-		for i, f := range e.Clear {
-			if i > 0 {
-				buf = append(buf, ',')
-			}
-			buf = AppendString(buf, f)
+	return append(appendClear(buf, e.Clear), '}')
+}
+
+// appendClear appends an effect's clear member, if it has one.
+func appendClear(buf []byte, clear []string) []byte {
+	if len(clear) == 0 {
+		return buf
+	}
+	buf = append(buf, `,"clear":[`...)
+	for i, f := range clear {
+		if i > 0 {
+			buf = append(buf, ',')
 		}
-		buf = append(buf, ']')
+		buf = AppendString(buf, f)
+	}
+	return append(buf, ']')
+}
+
+// appendEffectHead appends an effect's opening brace, id, operation and
+// target; its set, clear and closing brace follow.
+func appendEffectHead(buf []byte, id string, op Operation, t Target) []byte {
+	buf = append(buf, `{"id":`...)
+	buf = AppendString(buf, id)
+	buf = append(buf, `,"operation":`...)
+	buf = AppendString(buf, string(op))
+	buf = append(buf, `,"target":{"entity":`...)
+	buf = AppendString(buf, t.Entity)
+	if t.FromField != "" {
+		buf = append(buf, `,"fromField":`...)
+		buf = AppendString(buf, t.FromField)
+	}
+	if t.FromEffect != "" {
+		buf = append(buf, `,"fromEffect":`...)
+		buf = AppendString(buf, t.FromEffect)
 	}
 	return append(buf, '}')
 }
@@ -708,12 +779,31 @@ func (r ActionResult) AppendJSON(buf []byte) []byte {
 // a new map costs several microseconds inside a WebAssembly guest.
 func ParseObjectMember(b []byte, name string) (map[string]any, error) {
 	p := parser{b: b, checked: true}
+	var obj map[string]any
+	err := p.onlyMember(name, func() (bool, error) {
+		v, err := p.value(1)
+		m, ok := v.(map[string]any)
+		if ok {
+			obj = m
+		}
+		return ok, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return obj, nil
+}
+
+// onlyMember reads a document that must be an object holding only the
+// member name (repeated or not). For each occurrence it calls value with p
+// at the member's value, which value reads, reporting whether it is an
+// object; the last occurrence must be one.
+func (p *parser) onlyMember(name string, value func() (bool, error)) error {
 	p.space()
 	if p.i >= len(p.b) || p.b[p.i] != '{' {
-		return nil, errors.New("input: not a JSON object")
+		return errors.New("input: not a JSON object")
 	}
 	p.i++
-	var inner any
 	found := false
 	for first := true; ; first = false {
 		p.space()
@@ -721,18 +811,20 @@ func ParseObjectMember(b []byte, name string) (map[string]any, error) {
 			p.i++
 			break
 		}
-		k, v, err := p.member(1)
+		k, err := p.key()
 		if err != nil {
-			return nil, err
-		}
-		if k != name {
-			return nil, fmt.Errorf("input: only the member %q is allowed", name)
+			return err
 		}
 		// A repeated member: the last one wins, as in a parsed map.
-		inner, found = v, true
+		if found, err = value(); err != nil {
+			return err
+		}
+		if k != name {
+			return fmt.Errorf("input: only the member %q is allowed", name)
+		}
 		p.space()
 		if p.i >= len(p.b) {
-			return nil, p.fail("unexpected end")
+			return p.fail("unexpected end")
 		}
 		c := p.b[p.i]
 		p.i++
@@ -741,16 +833,15 @@ func ParseObjectMember(b []byte, name string) (map[string]any, error) {
 		}
 		if c != ',' {
 			p.i--
-			return nil, p.fail("expected ',' or '}'")
+			return p.fail("expected ',' or '}'")
 		}
 	}
 	p.space()
 	if p.i != len(p.b) {
-		return nil, p.fail("trailing data")
+		return p.fail("trailing data")
 	}
-	obj, ok := inner.(map[string]any)
-	if !found || !ok {
-		return nil, fmt.Errorf("input.%s: missing or not an object", name)
+	if !found {
+		return fmt.Errorf("input.%s: missing or not an object", name)
 	}
-	return obj, nil
+	return nil
 }
