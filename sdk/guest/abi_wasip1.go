@@ -37,7 +37,7 @@ func abiVersion() uint32 { return 1 }
 //go:wasmexport registrum_kinds
 func kinds() uint32 {
 	var k uint32
-	if planner != nil {
+	if planner != nil || fastPlanner != nil {
 		k |= 1
 	}
 	if hookHandler != nil {
@@ -59,8 +59,14 @@ func alloc(size uint32) uint32 {
 //go:wasmexport registrum_free
 func free(ptr uint32) { delete(buffers, ptr) }
 
+// scratch is the memory fast planner calls reuse: a module's instance runs
+// one call at a time.
+var scratch fastScratch
+
 //go:wasmexport registrum_plan
-func plan(ptr, size uint32) uint64 { return reply(appendPlan(output[:0], input(ptr, size))) }
+func plan(ptr, size uint32) uint64 {
+	return reply(appendPlan(output[:0], input(ptr, size), &scratch))
+}
 
 //go:wasmexport registrum_handle_event
 func handleEvent(ptr, size uint32) uint64 { return reply(appendEvent(output[:0], input(ptr, size))) }

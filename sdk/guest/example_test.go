@@ -35,6 +35,37 @@ func ExampleHandlePlan() {
 	// {"refusal":{"kind":"household_missing"}}
 }
 
+// The fast planner API reads the request straight from the input bytes and
+// writes the plan as it goes: no map, `any` value or PlanResult is built,
+// which makes a call several times cheaper inside a WebAssembly guest. This
+// is ExampleHandlePlan's planner with it, and its output is byte for byte
+// the same. Effects are written in order; each effect's set members and
+// clear list follow the call that begins it.
+func ExampleHandlePlanFast() {
+	guest.HandlePlanFast(func(req guest.Fields, plan *guest.PlanWriter) {
+		id, ok := req.String("household_id")
+		if !ok || id == "" {
+			plan.Refuse("household_missing")
+			return
+		}
+		plan.Patch("update_household", guest.Target{Entity: "household", FromField: "household_id"})
+		plan.SetFromField("size", "size")
+		if req.IsNull("phone") { // explicit null: clear; absent: leave alone
+			plan.Clear("phone")
+		}
+		if contact, ok := req.Object("contact"); ok {
+			plan.SetRaw("contact_name", contact.Raw("name")) // a value copied through
+		}
+	})
+	fmt.Printf("%s\n", guest.RunPlan([]byte(`{"request":{"household_id":"h-1","size":4,"phone":null}}`)))
+	fmt.Printf("%s\n", guest.RunPlan([]byte(`{"request":{"household_id":"h-1","contact":{"name":"Ama"}}}`)))
+	fmt.Printf("%s\n", guest.RunPlan([]byte(`{"request":{"size":4}}`)))
+	// Output:
+	// {"effects":[{"id":"update_household","operation":"patch","target":{"entity":"household","fromField":"household_id"},"set":{"size":{"fromField":"size"}},"clear":["phone"]}]}
+	// {"effects":[{"id":"update_household","operation":"patch","target":{"entity":"household","fromField":"household_id"},"set":{"contact_name":{"value":"Ama"},"size":{"fromField":"size"}}}]}
+	// {"refusal":{"kind":"household_missing"}}
+}
+
 // A hook handler receives the exact captured event body and acknowledges it
 // or asks for a retry with a short kind.
 func ExampleHandleEvent() {
