@@ -30,25 +30,51 @@ func benchInput(tb testing.TB) []byte {
 
 // BenchmarkPlanner compares, in one run, the per-call cost of the example
 // planner: the same logic as a plain Go function (the baseline, with and
-// without its JSON), Go compiled to WebAssembly (pooled warm instance, and a
-// fresh instance per call), and tengo. "engine" sub-benchmarks time the
-// sandbox alone; "call" ones add the host's input check and output
-// validation and canonicalisation.
+// without reading its input), Go compiled to WebAssembly (pooled warm
+// instance, and a fresh instance per call), and tengo. "engine"
+// sub-benchmarks time the sandbox alone; "call" ones add the host's input
+// check and output validation and canonicalisation.
+//
+// The WebAssembly module runs plan.PlanFast (the guest SDK's fast API), so
+// the go-func baselines run that natively: "go-func" on an already read
+// request (with the fast API, planning writes the output JSON), "go-func+json"
+// through guest.RunPlan (read the input, plan, write). "go-func-map" and
+// "go-func-map+json" are the same for plan.Plan, the map-based API.
 func BenchmarkPlanner(b *testing.B) {
 	ctx := context.Background()
 	input := benchInput(b)
-	req, err := contract.ParseObjectMember(input, "request")
-	if err != nil {
-		b.Fatal(err)
-	}
-	guest.HandlePlan(plan.Plan)
 
 	b.Run("go-func", func(b *testing.B) {
+		var r contract.FieldsReader
+		req, err := r.ReadObjectMember(input, "request")
+		if err != nil {
+			b.Fatal(err)
+		}
+		var w guest.PlanWriter
+		out := make([]byte, 0, 4096)
+		for b.Loop() {
+			w.Reset(out[:0])
+			plan.PlanFast(req, &w)
+			out = w.Finish()
+		}
+	})
+	b.Run("go-func+json", func(b *testing.B) {
+		guest.HandlePlanFast(plan.PlanFast)
+		for b.Loop() {
+			_ = guest.RunPlan(input)
+		}
+	})
+	b.Run("go-func-map", func(b *testing.B) {
+		req, err := contract.ParseObjectMember(input, "request")
+		if err != nil {
+			b.Fatal(err)
+		}
 		for b.Loop() {
 			_ = plan.Plan(req)
 		}
 	})
-	b.Run("go-func+json", func(b *testing.B) {
+	b.Run("go-func-map+json", func(b *testing.B) {
+		guest.HandlePlan(plan.Plan)
 		for b.Loop() {
 			_ = guest.RunPlan(input)
 		}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/registrum/registrum/examples/plugins/planner/plan"
@@ -54,15 +55,15 @@ var plannerCases = []struct {
 	{"empty request", `{}`, `{"refusal":{"kind":"child_missing"}}`},
 }
 
-// TestPlannerEquivalence runs the example planner written twice (tengo, and
-// Go compiled to WebAssembly) and the same Go logic natively on every case:
-// all three plans must be byte-identical canonical JSON, and equal the
-// expected plan.
+// TestPlannerEquivalence runs the example planner in every form (tengo; Go
+// against the guest SDK's fast API compiled to WebAssembly; and natively,
+// Go against both the fast and the map-based API) on every case: all plans
+// must be byte-identical canonical JSON, and equal the expected plan.
 func TestPlannerEquivalence(t *testing.T) {
 	ctx := context.Background()
 	runWASM, runTengo := planners(t, plugins.Config{})
-	guest.HandlePlan(plan.Plan)
-	for _, tc := range plannerCases {
+	nativeMap, nativeFast := runNative(t, plannerInputs(plannerCases))
+	for i, tc := range plannerCases {
 		t.Run(tc.name, func(t *testing.T) {
 			input := []byte(`{"request":` + tc.request + `}`)
 			w, err := runWASM(ctx, input)
@@ -73,7 +74,10 @@ func TestPlannerEquivalence(t *testing.T) {
 			if err != nil {
 				t.Fatalf("tengo: %v (%v)", err, detail(err))
 			}
-			native, err := canonjson.Transform(guest.RunPlan(input))
+			if !bytes.Equal(nativeMap[i], nativeFast[i]) {
+				t.Fatalf("native plans differ:\nmap  %s\nfast %s", nativeMap[i], nativeFast[i])
+			}
+			native, err := canonjson.Transform(nativeFast[i])
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -89,6 +93,70 @@ func TestPlannerEquivalence(t *testing.T) {
 			}
 		})
 	}
+}
+
+// plannerInputs returns the planner inputs of cases.
+func plannerInputs(cases []struct{ name, request, want string }) [][]byte {
+	inputs := make([][]byte, len(cases))
+	for i, tc := range cases {
+		inputs[i] = []byte(`{"request":` + tc.request + `}`)
+	}
+	return inputs
+}
+
+// runNative runs the example planner natively on every input, written
+// against the map-based API (plan.Plan) and against the fast API
+// (plan.PlanFast), and returns both outputs as written (not canonicalised).
+func runNative(t *testing.T, inputs [][]byte) (byMap, byFast [][]byte) {
+	t.Helper()
+	guest.HandlePlan(plan.Plan)
+	for _, in := range inputs {
+		byMap = append(byMap, guest.RunPlan(in))
+	}
+	guest.HandlePlanFast(plan.PlanFast)
+	for _, in := range inputs {
+		byFast = append(byFast, guest.RunPlan(in))
+	}
+	return byMap, byFast
+}
+
+// TestPlannerFastMatchesMap checks the example planner written against the
+// fast API writes byte for byte the plan the map-based one writes, on every
+// equivalence case and on every combination of absent, null, well- and
+// ill-typed values of the fields it reads, repeated members included.
+func TestPlannerFastMatchesMap(t *testing.T) {
+	inputs := plannerInputs(plannerCases)
+	choices := [][]string{
+		{``, `"child_id":null`, `"child_id":""`, `"child_id":"c-1"`, `"child_id":5`, `"child_id":"c-\u0041","child_id":"c-2"`},
+		{``, `"guardian":null`, `"guardian":"Ama"`, `"guardian":{}`, `"guardian":{"name":""}`, `"guardian":{"name":"K"}`,
+			`"guardian":{"name":"K","relationship":null}`, `"guardian":{"name":"K","relationship":{"b":1,"a":"\u0041"}}`,
+			`"guardian":{"name":"\u00c9\"","relationship":1.50,"name":"Ama"}`, `"guardian":{"name":"K"},"guardian":null`},
+		{``, `"address":null`, `"address":{"line1":"x","city":"Lomé"}`, `"address":"4 Rue Haute"`, `"address":3`},
+		{``, `"phone":null`, `"phone":"+228 90-12-34-56"`, `"phone":""`, `"phone":12`, `"phone":"a\"b - c\u002d"`, "\"phone\":\"1 \xff-2\""},
+		{``, `"notes":null`, `"notes":"moved"`, `"notes":1`, `"notes":"\u00e9 ` + strings.Repeat("n", 300) + `"`},
+	}
+	var combine func(i int, members []string)
+	combine = func(i int, members []string) {
+		if i == len(choices) {
+			inputs = append(inputs, []byte(`{"request":{`+strings.Join(members, ",")+`}}`))
+			return
+		}
+		for _, c := range choices[i] {
+			if c == "" {
+				combine(i+1, members)
+			} else {
+				combine(i+1, append(members, c))
+			}
+		}
+	}
+	combine(0, nil)
+	byMap, byFast := runNative(t, inputs)
+	for i, in := range inputs {
+		if !bytes.Equal(byMap[i], byFast[i]) {
+			t.Fatalf("input %s:\nmap  %s\nfast %s", in, byMap[i], byFast[i])
+		}
+	}
+	t.Logf("%d inputs", len(inputs))
 }
 
 // TestPlanTyped checks the typed Plan call gives the same plan as Call and

@@ -3,8 +3,11 @@
 // becomes a patch of the child record and, when a new guardian is named, a
 // create of the guardian record the child then points to.
 //
-// The same logic is written in tengo in ../planner.tengo; the two must
-// produce byte-identical plans for every request.
+// The logic is written three times, and all must produce byte-identical
+// plans for every request: Plan, against the guest SDK's map-based API
+// (guest.HandlePlan), the easiest to read; PlanFast, against its fast API
+// (guest.HandlePlanFast), which the WebAssembly build (../wasm) uses; and
+// the tengo script ../planner.tengo.
 package plan
 
 import (

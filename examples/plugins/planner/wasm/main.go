@@ -1,4 +1,5 @@
-// Command wasm is the example planner built as a WebAssembly module:
+// Command wasm is the example planner built as a WebAssembly module, with
+// the guest SDK's fast planner API (plan.PlanFast):
 //
 //	GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -o planner.wasm ./examples/plugins/planner/wasm
 package main
@@ -8,6 +9,6 @@ import (
 	"github.com/registrum/registrum/sdk/guest"
 )
 
-func init() { guest.HandlePlan(plan.Plan) }
+func init() { guest.HandlePlanFast(plan.PlanFast) }
 
 func main() {}
