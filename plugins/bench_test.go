@@ -39,7 +39,8 @@ func benchInput(tb testing.TB) []byte {
 // the go-func baselines run that natively: "go-func" on an already read
 // request (with the fast API, planning writes the output JSON), "go-func+json"
 // through guest.RunPlan (read the input, plan, write). "go-func-map" and
-// "go-func-map+json" are the same for plan.Plan, the map-based API.
+// "go-func-map+json" are the same for plan.Plan, the map-based API, which
+// "wasm-pooled-map" runs compiled to WebAssembly.
 func BenchmarkPlanner(b *testing.B) {
 	ctx := context.Background()
 	input := benchInput(b)
@@ -93,6 +94,8 @@ func BenchmarkPlanner(b *testing.B) {
 		set  *plugins.Set
 	}{
 		{"wasm-pooled", load(b, plugins.Config{PoolSize: 1, Limits: slack}, plugins.EngineWASM, filepath.Join(wasmDir, "planner.wasm"))},
+		// The same planner against the map-based guest API (plan.Plan).
+		{"wasm-pooled-map", load(b, plugins.Config{PoolSize: 1, Limits: slack}, plugins.EngineWASM, filepath.Join(wasmDir, "planner-map.wasm"))},
 		{"wasm-per-call", load(b, plugins.Config{InstancePerCall: true, Limits: slack}, plugins.EngineWASM, filepath.Join(wasmDir, "planner.wasm"))},
 		{"tengo", load(b, plugins.Config{Limits: slack}, plugins.EngineTengo, examplePath("planner/planner.tengo"))},
 	}

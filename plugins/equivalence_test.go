@@ -56,12 +56,15 @@ var plannerCases = []struct {
 }
 
 // TestPlannerEquivalence runs the example planner in every form (tengo; Go
-// against the guest SDK's fast API compiled to WebAssembly; and natively,
-// Go against both the fast and the map-based API) on every case: all plans
-// must be byte-identical canonical JSON, and equal the expected plan.
+// against the guest SDK's fast and map-based APIs, each compiled to
+// WebAssembly and run natively) on every case: all plans must be
+// byte-identical canonical JSON, and equal the expected plan.
 func TestPlannerEquivalence(t *testing.T) {
 	ctx := context.Background()
 	runWASM, runTengo := planners(t, plugins.Config{})
+	m, mdir := pinned(t, "planner", plugins.EngineWASM, contract.KindPlanner, filepath.Join(wasmDir, "planner-map.wasm"))
+	m.Writes = plan.Writes
+	mapSet := loadOne(t, newRuntime(t, plugins.Config{}), m, mdir)
 	nativeMap, nativeFast := runNative(t, plannerInputs(plannerCases))
 	for i, tc := range plannerCases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -73,6 +76,13 @@ func TestPlannerEquivalence(t *testing.T) {
 			g, err := runTengo(ctx, input)
 			if err != nil {
 				t.Fatalf("tengo: %v (%v)", err, detail(err))
+			}
+			wm, err := mapSet.Call(ctx, "planner", input)
+			if err != nil {
+				t.Fatalf("wasm (map API): %v (%v)", err, detail(err))
+			}
+			if !bytes.Equal(w, wm) {
+				t.Fatalf("wasm plans differ:\nfast API %s\nmap API  %s", w, wm)
 			}
 			if !bytes.Equal(nativeMap[i], nativeFast[i]) {
 				t.Fatalf("native plans differ:\nmap  %s\nfast %s", nativeMap[i], nativeFast[i])

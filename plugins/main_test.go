@@ -25,8 +25,10 @@ var (
 // guestBuilds are the WebAssembly modules the tests build from source.
 var guestBuilds = map[string]string{
 	"planner.wasm": "./examples/plugins/planner/wasm",
-	"hook.wasm":    "./examples/plugins/hook/wasm",
-	"hostile.wasm": "./plugins/testdata/hostile",
+	// The same planner with the map-based guest API (benchmark, equivalence).
+	"planner-map.wasm": "./plugins/testdata/plannermap",
+	"hook.wasm":        "./examples/plugins/hook/wasm",
+	"hostile.wasm":     "./plugins/testdata/hostile",
 }
 
 func TestMain(m *testing.M) {
