@@ -1,9 +1,7 @@
 package plugins
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"runtime"
@@ -12,7 +10,6 @@ import (
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 
-	"github.com/registrum/registrum/internal/canonjson"
 	"github.com/registrum/registrum/plugins/contract"
 )
 
@@ -261,13 +258,8 @@ func (s *Set) run(ctx context.Context, l *loaded, kind contract.Kind, input []by
 	if len(raw) > s.rt.limits.MaxOutputBytes {
 		return nil, fail(FailureInvalidOutput, fmt.Errorf("output of %d bytes is over the %d-byte limit", len(raw), s.rt.limits.MaxOutputBytes))
 	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(out); err != nil {
+	if err := decodeOutput(raw, out); err != nil {
 		return nil, fail(FailureInvalidOutput, fmt.Errorf("decode output: %w", err))
-	}
-	if dec.More() {
-		return nil, fail(FailureInvalidOutput, errors.New("decode output: trailing data after the document"))
 	}
 	switch o := out.(type) {
 	case *contract.PlanResult:
@@ -280,7 +272,7 @@ func (s *Set) run(ctx context.Context, l *loaded, kind contract.Kind, input []by
 	if err != nil {
 		return nil, fail(FailureInvalidOutput, fmt.Errorf("output: %w", err))
 	}
-	canon, err := canonjson.Marshal(out)
+	canon, err := canonicalOutput(out)
 	if err != nil {
 		return nil, fail(FailureInvalidOutput, err)
 	}
