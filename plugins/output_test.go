@@ -98,40 +98,39 @@ func TestOutputDecodingAndCanonicalFormMatchTheGeneralPath(t *testing.T) {
 	}
 }
 
+// sameAsGeneralPath checks that decoding doc and writing it canonically
+// gives what encoding/json and the general canonicaliser give.
+func sameAsGeneralPath[R any](t *testing.T, doc string) {
+	t.Helper()
+	var fast, general R
+	if err := decodeOutput([]byte(doc), &fast); err != nil {
+		t.Fatalf("decodeOutput(%s): %v", doc, err)
+	}
+	if err := decodeWithEncodingJSON([]byte(doc), &general); err != nil {
+		t.Fatalf("encoding/json(%s): %v", doc, err)
+	}
+	got, err := canonicalOutput(&fast)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := canonjson.Marshal(&general)
+	if !bytes.Equal(got, want) {
+		t.Fatalf("%s: got %s, want %s", doc, got, want)
+	}
+}
+
 func TestOutputHookAndActionMatchTheGeneralPath(t *testing.T) {
 	for _, doc := range []string{
 		`{"outcome":"acknowledged"}`, `{"kind":"busy","outcome":"retry"}`, ` { "outcome" : "retry" , "kind" : "x.y" } `,
 	} {
-		var fast, general contract.HookResult
-		if err := decodeOutput([]byte(doc), &fast); err != nil {
-			t.Fatal(err)
-		}
-		if err := decodeWithEncodingJSON([]byte(doc), &general); err != nil {
-			t.Fatal(err)
-		}
-		got, _ := canonicalOutput(&fast)
-		want, _ := canonjson.Marshal(&general)
-		if !bytes.Equal(got, want) {
-			t.Fatalf("hook %s: got %s, want %s", doc, got, want)
-		}
+		sameAsGeneralPath[contract.HookResult](t, doc)
 	}
 	for _, doc := range []string{
 		`{"writes":[{"id":"w","set":{"b":1.50,"a":{"y":2,"x":[true,null]}}},{"set":{"n":"é"},"id":"v"}]}`,
 		`{"refusal":{"field":"amount","code":"too_big"}}`,
 		`{"writes":[{"id":"w","set":null}]}`,
 	} {
-		var fast, general contract.ActionResult
-		if err := decodeOutput([]byte(doc), &fast); err != nil {
-			t.Fatal(err)
-		}
-		if err := decodeWithEncodingJSON([]byte(doc), &general); err != nil {
-			t.Fatal(err)
-		}
-		got, _ := canonicalOutput(&fast)
-		want, _ := canonjson.Marshal(&general)
-		if !bytes.Equal(got, want) {
-			t.Fatalf("action %s: got %s, want %s", doc, got, want)
-		}
+		sameAsGeneralPath[contract.ActionResult](t, doc)
 	}
 }
 
