@@ -286,3 +286,20 @@ func TestWASMGarbageIsCollected(t *testing.T) {
 		}
 	}
 }
+
+// TestWASMInputIsCheckedLikeTengos checks a WebAssembly module's input,
+// passed on as bytes, is refused exactly where a script's parsed input is.
+func TestWASMInputIsCheckedLikeTengos(t *testing.T) {
+	ctx := context.Background()
+	set := hostile(t, plugins.Config{})
+	for _, in := range []string{`not json`, `[]`, `{"request":[]}`, `{"request":{},"caller":"x"}`, `{}`, `{"request":{}} {}`,
+		"{\"request\":{\"attack\":\"none\",\"x\":\"\xff\"}}", "{\"request\":{\"attack\":\"none\",\"x\":\"\x01\"}}",
+		`{"request":{"attack":"none","x":"\q"}}`, `{"request":{"attack":"none"},"request":1}`} {
+		if _, err := set.Call(ctx, "hostile", []byte(in)); plugins.FailureKindOf(err) != plugins.FailureRefused {
+			t.Errorf("input %q: want refused, got %v", in, err)
+		}
+	}
+	if _, err := set.Call(ctx, "hostile", []byte(`{"request":1,"request":{"attack":"none"}}`)); err != nil {
+		t.Errorf("a repeated member whose last value is the request object: %v", err)
+	}
+}

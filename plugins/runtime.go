@@ -88,7 +88,11 @@ func (r *Runtime) Close(ctx context.Context) error {
 // program is one loaded module in its engine. call runs it on an input
 // document and returns its raw output document; errors are *Failure.
 type program interface {
+	// call runs the module on input; parsed is input as values when
+	// parsesInput reports that the engine uses them, else nil.
 	call(ctx context.Context, kind contract.Kind, input []byte, parsed any) ([]byte, error)
+	// parsesInput reports whether call needs the parsed input.
+	parsesInput() bool
 	close(ctx context.Context) error
 }
 
@@ -247,7 +251,18 @@ func (s *Set) run(ctx context.Context, l *loaded, kind contract.Kind, input []by
 	if len(input) > s.rt.limits.MaxInputBytes {
 		return nil, fail(FailureRefused, fmt.Errorf("input of %d bytes is over the %d-byte limit", len(input), s.rt.limits.MaxInputBytes))
 	}
-	parsed, err := checkInput(kind, input)
+	var parsed any
+	var err error
+	if l.prog.parsesInput() || kind == contract.KindHookHandler {
+		parsed, err = checkInput(kind, input)
+	} else {
+		// Checked as strictly, without building values the engine would
+		// not use.
+		err = contract.CheckObjectMember(input, inputMember(kind))
+		if err != nil {
+			err = fmt.Errorf("input: %w", err)
+		}
+	}
 	if err != nil {
 		return nil, fail(FailureRefused, err)
 	}
@@ -279,6 +294,18 @@ func (s *Set) run(ctx context.Context, l *loaded, kind contract.Kind, input []by
 	return canon, nil
 }
 
+// inputMember is the one member of a planner's or action handler's input
+// document, "" for a hook handler's.
+func inputMember(kind contract.Kind) string {
+	switch kind {
+	case contract.KindPlanner:
+		return "request"
+	case contract.KindActionHandler:
+		return "inputs"
+	}
+	return ""
+}
+
 // checkInput verifies the input document has its kind's shape: an object
 // with only "request" (planner) or "inputs" (action handler) holding an
 // object, or any JSON object (hook handler: the captured event body).
@@ -292,13 +319,8 @@ func checkInput(kind contract.Kind, input []byte) (any, error) {
 	if !ok {
 		return nil, errors.New("input: not a JSON object")
 	}
-	member := ""
-	switch kind {
-	case contract.KindPlanner:
-		member = "request"
-	case contract.KindActionHandler:
-		member = "inputs"
-	default:
+	member := inputMember(kind)
+	if member == "" {
 		return obj, nil
 	}
 	if _, ok := obj[member].(map[string]any); !ok {

@@ -184,6 +184,9 @@ func runVM(vm *tengo.VM) (err error) {
 
 func (p *tengoProgram) close(context.Context) error { return nil }
 
+// parsesInput is true: a script receives the input as values.
+func (p *tengoProgram) parsesInput() bool { return true }
+
 var tengoNowUnixMS = &tengo.UserFunction{Name: "now_unix_ms", Value: func(args ...tengo.Object) (tengo.Object, error) {
 	if len(args) != 0 {
 		return nil, tengo.ErrWrongNumArguments

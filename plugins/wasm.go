@@ -372,6 +372,9 @@ func classifyWASM(ctx context.Context, err error, mod api.Module, stderr *limite
 	return fail(FailureTrap, err)
 }
 
+// parsesInput is false: a module receives the input's bytes.
+func (p *wasmProgram) parsesInput() bool { return false }
+
 func (p *wasmProgram) close(ctx context.Context) error {
 	var err error
 	p.closed.Do(func() {

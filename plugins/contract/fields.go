@@ -63,6 +63,21 @@ func (r *FieldsReader) ReadObjectMember(b []byte, name string) (Fields, error) {
 	return Fields{b: b, m: r.m}, nil
 }
 
+// CheckObjectMember reports whether b is a document ParseObjectMember would
+// accept, with every string checked as ParseValue checks it (control
+// characters, UTF-8, escapes), without building anything. The host uses it
+// on inputs it passes on as bytes.
+func CheckObjectMember(b []byte, name string) error {
+	p := parser{b: b}
+	return p.onlyMember(name, func() (bool, error) {
+		if p.i < len(p.b) && p.b[p.i] == '{' {
+			_, err := p.object2(2, nil, false)
+			return true, err
+		}
+		return false, p.skip(1)
+	})
+}
+
 // key reads an object member's name, the ':' after it and the space around
 // them.
 func (p *parser) key() (string, error) {
@@ -131,7 +146,13 @@ func (p *parser) object2(depth int, m []member, index bool) ([]member, error) {
 			return nil, p.fail("expected object key")
 		}
 		var k string
-		if j := stringEnd(b, i+1); j >= 0 && b[j] == '"' {
+		// The fast paths below take a string up to its closing quote
+		// without checking its bytes: only for checked input.
+		j := -1
+		if p.checked {
+			j = stringEnd(b, i+1)
+		}
+		if j >= 0 && b[j] == '"' {
 			k = unsafe.String(unsafe.SliceData(b[i+1:j]), j-i-1)
 			i = j + 1
 		} else {
@@ -150,7 +171,11 @@ func (p *parser) object2(depth int, m []member, index bool) ([]member, error) {
 		i = spaceEnd(b, i+1)
 		start, plain := i, false
 		if i < len(b) && b[i] == '"' {
-			if j := stringEnd(b, i+1); j >= 0 && b[j] == '"' {
+			j := -1
+			if p.checked {
+				j = stringEnd(b, i+1)
+			}
+			if j >= 0 && b[j] == '"' {
 				i, plain = j+1, true
 			} else {
 				p.i = i
