@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -38,14 +39,16 @@ func randomPlanDoc(r *rand.Rand) string {
 			members = append(members, `"operation":"patch"`, fmt.Sprintf(`"target":{"fromEffect":"e0","entity":%q}`, pickName(r)))
 		}
 		var set []string
-		for range r.IntN(4) {
+		fields := slices.Clone(outputNames)
+		r.Shuffle(len(fields), func(i, j int) { fields[i], fields[j] = fields[j], fields[i] })
+		for _, field := range fields[:r.IntN(4)] {
 			switch r.IntN(3) {
 			case 0:
-				set = append(set, fmt.Sprintf(`%q:{"value": %s}`, pickName(r), outputValues[r.IntN(len(outputValues))]))
+				set = append(set, fmt.Sprintf(`%q:{"value": %s}`, field, outputValues[r.IntN(len(outputValues))]))
 			case 1:
-				set = append(set, fmt.Sprintf(`%q:{"fromField":%q}`, pickName(r), pickName(r)))
+				set = append(set, fmt.Sprintf(`%q:{"fromField":%q}`, field, pickName(r)))
 			default:
-				set = append(set, fmt.Sprintf(`%q:{"fromEffect":"e0"}`, pickName(r)))
+				set = append(set, fmt.Sprintf(`%q:{"fromEffect":"e0"}`, field))
 			}
 		}
 		if len(set) > 0 {
@@ -143,7 +146,10 @@ func TestOutputDecodingRefusesWhatItShould(t *testing.T) {
 		`{"effects":[{"id":"e","set":[]}]}`, `{"effects":[{"id":"e","set":{"f":{"value":1,"other":2}}}]}`,
 		`{"effects":[{"id":"e","set":{"f":"v"}}]}`, `{"effects":[{"id":"e","clear":"f"}]}`, `{"effects":[{"id":"e","clear":[1]}]}`,
 		`{"refusal":"no"}`, `{"refusal":{"kind":"k","reason":"free text"}}`, `{"effects":[{"id":"e"}]} }`,
-		`{"effects":[{"id":"\x"}]}`, strings.Repeat("[", 100) + strings.Repeat("]", 100),
+		`{"effects":[{"id":"\x"}]}`, `{"effects":[],"effects":[]}`, `{"effects":[{"id":"a","id":"b"}]}`,
+		`{"effects":[{"id":"e","set":{"f":{"value":1},"f":{"value":2}}}]}`, `{"effects":[{"id":"e","set":{"f":{"value":1,"value":2}}}]}`,
+		`{"refusal":{"kind":"a","kind":"b"}}`, "{\"effects\":[{\"id\":\"\xff\"}]}", "{\"effects\":[{\"id\":\"e\",\"set\":{\"f\":{\"value\":\"\x01\"}}}]}",
+		strings.Repeat("[", 100) + strings.Repeat("]", 100),
 	} {
 		var out contract.PlanResult
 		if err := decodeOutput([]byte(doc), &out); err == nil {
@@ -154,9 +160,14 @@ func TestOutputDecodingRefusesWhatItShould(t *testing.T) {
 	if err := decodeOutput([]byte(`{"outcome":"retry","why":"x"}`), &hook); err == nil {
 		t.Error("a hook result with an unknown member was accepted")
 	}
-	var action contract.ActionResult
-	if err := decodeOutput([]byte(`{"writes":[{"id":"w","set":[1]}]}`), &action); err == nil {
-		t.Error("an action write whose set is an array was accepted")
+	if err := decodeOutput([]byte(`{"outcome":"retry","outcome":"retry"}`), &hook); err == nil {
+		t.Error("a hook result with a repeated member was accepted")
+	}
+	for _, doc := range []string{`{"writes":[{"id":"w","set":[1]}]}`, `{"writes":[{"id":"w","set":{"a":1,"a":2}}]}`, `{"writes":[{"id":"w","set":{"a":01}}]}`} {
+		var action contract.ActionResult
+		if err := decodeOutput([]byte(doc), &action); err == nil {
+			t.Errorf("action result %s was accepted", doc)
+		}
 	}
 }
 
