@@ -1,9 +1,11 @@
 package contract
 
 import (
+	"encoding/json"
 	"math/rand/v2"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // referenceCheck is what the host checked before CheckObjectMember: the
@@ -79,4 +81,27 @@ func FuzzCheckObjectMember(f *testing.F) {
 			t.Fatalf("CheckObjectMember(%q) accepts=%v, parsing accepts=%v", doc, got, want)
 		}
 	})
+}
+
+// TestStringScanFindsEverySpecialByte puts each byte that ends or breaks a
+// plain string at every offset of strings long enough for the word scan,
+// and compares ParseValue's verdict and value with encoding/json's.
+func TestStringScanFindsEverySpecialByte(t *testing.T) {
+	for _, special := range []string{`"`, `\n`, `\u00e9`, "\x00", "\x1f", "\x7f", "é", "\xff", `\`} {
+		for n := 0; n < 40; n++ {
+			for at := 0; at <= n; at++ {
+				s := strings.Repeat("a", at) + special + strings.Repeat("b", n-at)
+				doc := []byte(`["` + s + `"]`)
+				v, err := ParseValue(doc)
+				var want []string
+				werr := json.Unmarshal(doc, &want)
+				if (err == nil) != (werr == nil && utf8.Valid(doc)) {
+					t.Fatalf("%q: ParseValue error %v, encoding/json error %v", doc, err, werr)
+				}
+				if err == nil && v.([]any)[0].(string) != want[0] {
+					t.Fatalf("%q: ParseValue read %q, encoding/json %q", doc, v, want[0])
+				}
+			}
+		}
+	}
 }

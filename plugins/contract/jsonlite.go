@@ -253,6 +253,13 @@ func (p *parser) str() (string, error) {
 	}
 	// Fast path: no escapes.
 	for p.i < len(p.b) {
+		// Eight bytes at a time past those that need no look.
+		for p.i+8 <= len(p.b) && specialBits(word(p.b, p.i)) == 0 {
+			p.i += 8
+		}
+		if p.i >= len(p.b) {
+			break
+		}
 		c := p.b[p.i]
 		if c == '"' {
 			s := p.b[start:p.i]
