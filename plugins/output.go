@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 
 	"github.com/registrum/registrum/internal/canonjson"
@@ -87,6 +88,11 @@ func member(b []byte, comma bool, key, value string) ([]byte, error) {
 	return appendPlain(b, value)
 }
 
+// sortedNames returns the member names of m in ascending order.
+func sortedNames[V any](m map[string]V) []string {
+	return slices.Sorted(maps.Keys(m))
+}
+
 // appendCanonicalValue appends the canonical form of a JSON value.
 func appendCanonicalValue(b []byte, raw json.RawMessage) ([]byte, error) {
 	c, err := canonjson.Transform(raw)
@@ -148,13 +154,7 @@ func appendCanonicalEffect(b []byte, e *contract.Effect) ([]byte, error) {
 	}
 	if len(e.Set) > 0 {
 		b = append(b, `,"set":{`...)
-		var names [16]string
-		keys := names[:0]
-		for k := range e.Set {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
-		for i, k := range keys {
+		for i, k := range sortedNames(e.Set) {
 			if i > 0 {
 				b = append(b, ',')
 			}
@@ -264,13 +264,8 @@ func appendCanonicalAction(b []byte, r *contract.ActionResult) ([]byte, error) {
 			if w.Set == nil {
 				b = append(b, "null"...)
 			} else {
-				keys := make([]string, 0, len(w.Set))
-				for k := range w.Set {
-					keys = append(keys, k)
-				}
-				slices.Sort(keys)
 				b = append(b, '{')
-				for j, k := range keys {
+				for j, k := range sortedNames(w.Set) {
 					if j > 0 {
 						b = append(b, ',')
 					}

@@ -1,7 +1,6 @@
 package records
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -143,13 +142,9 @@ func appendValue(b []byte, v any) ([]byte, error) {
 		return strconv.AppendBool(b, x), nil
 	case int64:
 		return strconv.AppendInt(b, x, 10), nil
-	case json.RawMessage:
-		// json.Marshal compacts a raw message and escapes HTML characters
-		// in it; wire values are already compact (canonical JSON).
-		if !needsHTMLEscape(x) && json.Valid(x) && !bytes.ContainsAny(x, " \t\r\n") {
-			return append(b, x...), nil
-		}
 	}
+	// Structured values (json.RawMessage) and the rest: json.Marshal
+	// compacts a raw message and escapes HTML characters in it.
 	out, err := json.Marshal(v)
 	if err != nil {
 		return nil, err
@@ -170,13 +165,4 @@ func appendString(b []byte, s string) []byte {
 	b = append(b, '"')
 	b = append(b, s...)
 	return append(b, '"')
-}
-
-func needsHTMLEscape(raw []byte) bool {
-	for _, c := range raw {
-		if c == '<' || c == '>' || c == '&' || c >= utf8.RuneSelf {
-			return true
-		}
-	}
-	return false
 }
