@@ -82,10 +82,13 @@ func TestCursorRoundTrip(t *testing.T) {
 			t.Errorf("position %s: %#v, want %#v", k, g, v)
 		}
 	}
-	// The cursor is opaque: neither the query nor the caller shows through.
+	// The cursor is opaque: neither the query nor the caller shows through
+	// its bytes. (Its base64 text is random letters: a three-letter word
+	// turns up in it by chance about once in a thousand cursors, so the
+	// text is searched only for the longer words.)
 	raw, _ := base64.RawURLEncoding.DecodeString(tok)
 	for _, leak := range []string{"age", "startswith", "client-1", "staff", "Ann"} {
-		if bytes.Contains(raw, []byte(leak)) || strings.Contains(tok, leak) {
+		if bytes.Contains(raw, []byte(leak)) || len(leak) >= 8 && strings.Contains(tok, leak) {
 			t.Errorf("cursor shows %q", leak)
 		}
 	}
