@@ -22,8 +22,8 @@ import (
 	"github.com/registrum/registrum/host/config"
 	"github.com/registrum/registrum/host/httpapi"
 	"github.com/registrum/registrum/host/metadata"
-	"github.com/registrum/registrum/host/model"
 	"github.com/registrum/registrum/host/records"
+	"github.com/registrum/registrum/model"
 	"github.com/registrum/registrum/store"
 )
 

@@ -19,8 +19,8 @@ import (
 	"github.com/registrum/registrum/host"
 	"github.com/registrum/registrum/host/auth/authtest"
 	"github.com/registrum/registrum/host/config"
-	"github.com/registrum/registrum/host/project"
 	"github.com/registrum/registrum/issuer"
+	"github.com/registrum/registrum/project"
 	"github.com/registrum/registrum/store"
 	"github.com/registrum/registrum/store/storetest"
 )
@@ -89,7 +89,7 @@ func get(t *testing.T, url string) (*http.Response, []byte) {
 
 func TestHostServesThePackagesPublishedDocuments(t *testing.T) {
 	_, auth := tokenIssuer(t)
-	cfg := deployment(t, "project/testdata/minimal", storetest.NewDatabase(t), auth)
+	cfg := deployment(t, "../project/testdata/minimal", storetest.NewDatabase(t), auth)
 	h, srv := serve(t, cfg)
 
 	want, err := os.ReadFile(filepath.Join(cfg.Package, "openapi.json"))
@@ -120,7 +120,7 @@ func TestHostServesThePackagesPublishedDocuments(t *testing.T) {
 func TestHostRefusesAnUnmigratedOrNewerSchema(t *testing.T) {
 	_, auth := tokenIssuer(t)
 	dsn := storetest.NewDatabase(t)
-	cfg := deployment(t, "project/testdata/minimal", dsn, auth)
+	cfg := deployment(t, "../project/testdata/minimal", dsn, auth)
 	conn, err := pgx.Connect(context.Background(), dsn)
 	if err != nil {
 		t.Fatal(err)
@@ -138,7 +138,7 @@ func TestHostRefusesAnUnmigratedOrNewerSchema(t *testing.T) {
 }
 
 func TestHostRefusesAModifiedPackage(t *testing.T) {
-	cfg := deployment(t, "project/testdata/minimal", storetest.NewDatabase(t))
+	cfg := deployment(t, "../project/testdata/minimal", storetest.NewDatabase(t))
 	path := filepath.Join(cfg.Package, "schemas", "parcel.schema.json")
 	b, _ := os.ReadFile(path)
 	os.WriteFile(path, append(b, ' '), 0o644)
@@ -149,7 +149,7 @@ func TestHostRefusesAModifiedPackage(t *testing.T) {
 
 func TestRegistryDocumentDescribesWhatTheCallerMayUse(t *testing.T) {
 	is, auth := tokenIssuer(t)
-	cfg := deployment(t, "project/testdata/minimal", storetest.NewDatabase(t), auth)
+	cfg := deployment(t, "../project/testdata/minimal", storetest.NewDatabase(t), auth)
 	_, srv := serve(t, cfg)
 	// Without a token, the clerk profile shows nothing.
 	resp, body := get(t, srv.URL+"/v1/registry")

@@ -9,7 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/registrum/registrum/host/model"
+	"github.com/registrum/registrum/model"
 	"github.com/registrum/registrum/store/layout"
 	"github.com/registrum/registrum/store/query"
 )

@@ -10,7 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/registrum/registrum/host/model"
+	"github.com/registrum/registrum/model"
 	"github.com/registrum/registrum/store/layout"
 )
 

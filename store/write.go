@@ -13,7 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/registrum/registrum/host/model"
+	"github.com/registrum/registrum/model"
 	"github.com/registrum/registrum/store/layout"
 )
 

@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/registrum/registrum/host/project"
+	"github.com/registrum/registrum/project"
 )
 
 func init() { register(newCompileCmd) }

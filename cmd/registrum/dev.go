@@ -7,13 +7,13 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/registrum/registrum/internal/devsystem"
+	"github.com/registrum/registrum/cmd/registrum/internal/dev"
 )
 
 func init() { register(newDevCmd) }
 
 func newDevCmd() *cobra.Command {
-	var o devsystem.Options
+	var o dev.Options
 	var verbose bool
 	cmd := &cobra.Command{
 		Use:   "dev",
@@ -35,7 +35,7 @@ kept in the data folder; Ctrl-C or SIGTERM stops it all, PostgreSQL included.`,
 			if strings.Contains(os.Args[0], "go-build") {
 				o.Command = "go run ./cmd/registrum"
 			}
-			return devsystem.Run(cmd.Context(), o)
+			return dev.Run(cmd.Context(), o)
 		},
 	}
 	cmd.Flags().StringVar(&o.DataDir, "data", ".registrum-dev", "folder that keeps the database, keys and package")

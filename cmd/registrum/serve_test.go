@@ -89,7 +89,7 @@ func call(t *testing.T, method, url, ctype, body string, hdr ...string) (int, ht
 func TestTwoHostsOnOneDatabaseKeepConstraintsIdempotencyAndIfMatch(t *testing.T) {
 	dir := t.TempDir()
 	pkg := filepath.Join(dir, "package")
-	if out, err := exec.Command(binary, "compile", "../../host/project/testdata/minimal", "--out", pkg).CombinedOutput(); err != nil {
+	if out, err := exec.Command(binary, "compile", "../../project/testdata/minimal", "--out", pkg).CombinedOutput(); err != nil {
 		t.Fatalf("compile: %v\n%s", err, out)
 	}
 	dsn := storetest.NewDatabase(t)

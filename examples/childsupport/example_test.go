@@ -13,10 +13,10 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
-	"github.com/registrum/registrum/host/model"
-	"github.com/registrum/registrum/host/project"
+	"github.com/registrum/registrum/model"
 	"github.com/registrum/registrum/plugins"
 	"github.com/registrum/registrum/plugins/contract"
+	"github.com/registrum/registrum/project"
 )
 
 const formPath = "forms/child-support-application/schema.json"

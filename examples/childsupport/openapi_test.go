@@ -8,7 +8,7 @@ import (
 	"github.com/pb33f/libopenapi"
 	validator "github.com/pb33f/libopenapi-validator"
 
-	"github.com/registrum/registrum/host/project/generate"
+	"github.com/registrum/registrum/project/generate"
 )
 
 // TestOpenAPIIsExactForTheExample reads the example's OpenAPI document with

@@ -20,8 +20,8 @@ import (
 	"time"
 
 	"github.com/registrum/registrum/host/auth"
-	"github.com/registrum/registrum/host/model"
 	"github.com/registrum/registrum/internal/canonjson"
+	"github.com/registrum/registrum/model"
 )
 
 // Request is what a decision is asked about.
@@ -69,7 +69,7 @@ type Grant struct {
 }
 
 // Boundary is one resolved row boundary: a record is inside it when its
-// Field holds one of Values. Values are storage forms (see host/values):
+// Field holds one of Values. Values are storage forms (see model/values):
 // string, int64 or time.Time; an "equals" boundary has exactly one value,
 // an "in" boundary the members of its claim (possibly none: then no record
 // is inside).

@@ -8,8 +8,8 @@ import (
 	"github.com/registrum/registrum/host/access"
 	"github.com/registrum/registrum/host/auth"
 	"github.com/registrum/registrum/host/auth/authtest"
-	"github.com/registrum/registrum/host/model"
 	"github.com/registrum/registrum/host/problem"
+	"github.com/registrum/registrum/model"
 )
 
 func TestNewProfilesRefusesInconsistentProfiles(t *testing.T) {

@@ -10,9 +10,9 @@ import (
 	"github.com/registrum/registrum/host/auth"
 	"github.com/registrum/registrum/host/auth/authtest"
 	"github.com/registrum/registrum/host/config"
-	"github.com/registrum/registrum/host/model"
 	"github.com/registrum/registrum/host/problem"
-	"github.com/registrum/registrum/host/project"
+	"github.com/registrum/registrum/model"
+	"github.com/registrum/registrum/project"
 )
 
 const (

@@ -8,9 +8,9 @@ import (
 	"github.com/registrum/registrum/host/access"
 	"github.com/registrum/registrum/host/auth"
 	"github.com/registrum/registrum/host/auth/authtest"
-	"github.com/registrum/registrum/host/model"
 	"github.com/registrum/registrum/host/problem"
 	"github.com/registrum/registrum/issuer"
+	"github.com/registrum/registrum/model"
 )
 
 // TestDecidesWithTokensOfTheRealIssuer runs the issuer's dev deployment in

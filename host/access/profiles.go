@@ -8,9 +8,9 @@ import (
 	"sync"
 
 	"github.com/registrum/registrum/host/auth"
-	"github.com/registrum/registrum/host/model"
 	"github.com/registrum/registrum/host/problem"
-	"github.com/registrum/registrum/host/values"
+	"github.com/registrum/registrum/model"
+	"github.com/registrum/registrum/model/values"
 )
 
 // MaximumBoundaryValues bounds the members of an "in" boundary claim; a

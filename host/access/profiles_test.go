@@ -12,8 +12,8 @@ import (
 	"github.com/registrum/registrum/host/access"
 	"github.com/registrum/registrum/host/auth"
 	"github.com/registrum/registrum/host/auth/authtest"
-	"github.com/registrum/registrum/host/model"
 	"github.com/registrum/registrum/host/problem"
+	"github.com/registrum/registrum/model"
 )
 
 func repeat(s string, n int) []string {

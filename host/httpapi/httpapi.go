@@ -19,9 +19,9 @@ import (
 	"github.com/registrum/registrum/host/access"
 	"github.com/registrum/registrum/host/auth"
 	"github.com/registrum/registrum/host/metadata"
-	"github.com/registrum/registrum/host/model"
 	"github.com/registrum/registrum/host/problem"
 	"github.com/registrum/registrum/host/records"
+	"github.com/registrum/registrum/model"
 	"github.com/registrum/registrum/store/query"
 )
 

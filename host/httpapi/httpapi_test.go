@@ -20,8 +20,8 @@ import (
 
 	"github.com/registrum/registrum/host/access"
 	"github.com/registrum/registrum/host/httpapi"
-	"github.com/registrum/registrum/host/model"
 	"github.com/registrum/registrum/host/records"
+	"github.com/registrum/registrum/model"
 	"github.com/registrum/registrum/store"
 	"github.com/registrum/registrum/store/layout"
 	"github.com/registrum/registrum/store/storetest"

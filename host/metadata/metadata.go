@@ -8,9 +8,9 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/registrum/registrum/host/model"
 	"github.com/registrum/registrum/host/problem"
-	"github.com/registrum/registrum/host/project/generate"
+	"github.com/registrum/registrum/model"
+	"github.com/registrum/registrum/project/generate"
 )
 
 // Documents holds the published documents of one package.

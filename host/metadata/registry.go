@@ -7,8 +7,8 @@ import (
 	"fmt"
 
 	"github.com/registrum/registrum/host/access"
-	"github.com/registrum/registrum/host/model"
 	"github.com/registrum/registrum/host/problem"
+	"github.com/registrum/registrum/model"
 )
 
 // RegistryDocument is GET /v1/registry: the registry as the caller's

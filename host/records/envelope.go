@@ -4,8 +4,8 @@ import (
 	"strconv"
 
 	"github.com/registrum/registrum/host/access"
-	"github.com/registrum/registrum/host/model"
-	"github.com/registrum/registrum/host/values"
+	"github.com/registrum/registrum/model"
+	"github.com/registrum/registrum/model/values"
 	"github.com/registrum/registrum/store"
 )
 

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/registrum/registrum/host/access"
-	"github.com/registrum/registrum/host/model"
-	"github.com/registrum/registrum/host/values"
+	"github.com/registrum/registrum/model"
+	"github.com/registrum/registrum/model/values"
 	"github.com/registrum/registrum/store"
 	"github.com/registrum/registrum/store/query"
 )

@@ -9,10 +9,10 @@ import (
 	jsonpatch "github.com/evanphx/json-patch/v5"
 
 	"github.com/registrum/registrum/host/access"
-	"github.com/registrum/registrum/host/model"
 	"github.com/registrum/registrum/host/problem"
-	"github.com/registrum/registrum/host/values"
 	"github.com/registrum/registrum/internal/strictjson"
+	"github.com/registrum/registrum/model"
+	"github.com/registrum/registrum/model/values"
 	"github.com/registrum/registrum/store"
 )
 

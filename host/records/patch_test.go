@@ -5,8 +5,8 @@ import (
 	"testing"
 
 	"github.com/registrum/registrum/host/access"
-	"github.com/registrum/registrum/host/model"
 	"github.com/registrum/registrum/host/problem"
+	"github.com/registrum/registrum/model"
 )
 
 func patchEntity() (*model.Entity, *access.Grant) {

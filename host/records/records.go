@@ -17,11 +17,11 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/registrum/registrum/host/access"
-	"github.com/registrum/registrum/host/model"
 	"github.com/registrum/registrum/host/problem"
-	"github.com/registrum/registrum/host/values"
 	"github.com/registrum/registrum/internal/canonjson"
 	"github.com/registrum/registrum/internal/strictjson"
+	"github.com/registrum/registrum/model"
+	"github.com/registrum/registrum/model/values"
 	"github.com/registrum/registrum/store"
 	"github.com/registrum/registrum/store/layout"
 	"github.com/registrum/registrum/store/query"

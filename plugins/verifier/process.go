@@ -19,7 +19,7 @@ import (
 	"github.com/hashicorp/go-plugin"
 
 	"github.com/registrum/registrum/internal/canonjson"
-	"github.com/registrum/registrum/plugins/verifier/wire"
+	"github.com/registrum/registrum/plugins/verifier/proto"
 )
 
 // ProcessConfig configures a verifier run out of process.
@@ -183,13 +183,13 @@ func (p *Process) session(ctx context.Context, inst *instance, att Attachment, c
 	if dl, ok := ctx.Deadline(); ok {
 		timeout = max(time.Until(dl).Milliseconds(), 1)
 	}
-	begin := wire.BeginArgs{
+	begin := proto.BeginArgs{
 		SlotID: att.SlotID, MediaType: att.MediaType, DeclaredSize: att.DeclaredSize,
 		SHA256: att.SHA256, TimeoutMillis: timeout,
 	}
 	src := newExactReader(content, att)
-	var fin wire.FinishReply
-	if att.DeclaredSize <= wire.MaxChunk {
+	var fin proto.FinishReply
+	if att.DeclaredSize <= proto.MaxChunk {
 		// Small content: read and check it whole, then one call.
 		buf := make([]byte, att.DeclaredSize)
 		if _, err := io.ReadFull(src, buf); err != nil {
@@ -198,20 +198,20 @@ func (p *Process) session(ctx context.Context, inst *instance, att Attachment, c
 		if _, err := src.Read(nil); err != io.EOF {
 			return Verdict{}, causeOr(src.cause(), CauseReadError), nil
 		}
-		if cause, err := p.call(ctx, inst, wire.MethodVerify, wire.VerifyArgs{BeginArgs: begin, Data: buf}, &fin); cause != "" {
+		if cause, err := p.call(ctx, inst, proto.MethodVerify, proto.VerifyArgs{BeginArgs: begin, Data: buf}, &fin); cause != "" {
 			return Verdict{}, cause, err
 		}
 		return p.verdict(inst, fin)
 	}
-	var begun wire.BeginReply
-	if cause, err := p.call(ctx, inst, wire.MethodBegin, begin, &begun); cause != "" {
+	var begun proto.BeginReply
+	if cause, err := p.call(ctx, inst, proto.MethodBegin, begin, &begun); cause != "" {
 		return Verdict{}, cause, err
 	}
-	buf := make([]byte, wire.MaxChunk)
+	buf := make([]byte, proto.MaxChunk)
 	for {
 		n, rerr := io.ReadFull(src, buf)
 		if n > 0 && src.cause() == "" {
-			if cause, err := p.call(ctx, inst, wire.MethodWrite, wire.WriteArgs{Session: begun.Session, Data: buf[:n]}, &wire.Empty{}); cause != "" {
+			if cause, err := p.call(ctx, inst, proto.MethodWrite, proto.WriteArgs{Session: begun.Session, Data: buf[:n]}, &proto.Empty{}); cause != "" {
 				return Verdict{}, cause, err
 			}
 		}
@@ -220,14 +220,14 @@ func (p *Process) session(ctx context.Context, inst *instance, att Attachment, c
 		}
 		if c := src.cause(); c != "" {
 			// The host's content is wrong: the plugin must not judge it.
-			if cause, err := p.call(ctx, inst, wire.MethodAbort, wire.SessionArgs{Session: begun.Session}, &wire.Empty{}); cause != "" {
+			if cause, err := p.call(ctx, inst, proto.MethodAbort, proto.SessionArgs{Session: begun.Session}, &proto.Empty{}); cause != "" {
 				return Verdict{}, cause, err
 			}
 			return Verdict{}, c, nil
 		}
 		break // io.EOF or io.ErrUnexpectedEOF after a verified end
 	}
-	if cause, err := p.call(ctx, inst, wire.MethodFinish, wire.SessionArgs{Session: begun.Session}, &fin); cause != "" {
+	if cause, err := p.call(ctx, inst, proto.MethodFinish, proto.SessionArgs{Session: begun.Session}, &fin); cause != "" {
 		return Verdict{}, cause, err
 	}
 	return p.verdict(inst, fin)
@@ -243,7 +243,7 @@ func causeOr(c, def Cause) Cause {
 
 // verdict checks the plugin's reply; a reply outside the protocol discards
 // the process.
-func (p *Process) verdict(inst *instance, fin wire.FinishReply) (Verdict, Cause, error) {
+func (p *Process) verdict(inst *instance, fin proto.FinishReply) (Verdict, Cause, error) {
 	v := Verdict{Outcome: Outcome(fin.Outcome), Reason: Reason(fin.Reason)}
 	if !v.Valid() {
 		p.discard(inst)
@@ -320,8 +320,8 @@ func (p *Process) start(ctx context.Context) (*instance, Cause, error) {
 	cmd := exec.Command(p.cfg.Path)
 	cmd.Env = []string{} // nothing of the host's environment reaches the plugin
 	client := plugin.NewClient(&plugin.ClientConfig{
-		HandshakeConfig:  wire.Handshake,
-		Plugins:          plugin.PluginSet{wire.PluginName: &wire.Plugin{}},
+		HandshakeConfig:  proto.Handshake,
+		Plugins:          plugin.PluginSet{proto.PluginName: &proto.Plugin{}},
 		Cmd:              cmd,
 		SkipHostEnv:      true,
 		AllowedProtocols: []plugin.Protocol{plugin.ProtocolNetRPC},
@@ -358,7 +358,7 @@ func (p *Process) start(ctx context.Context) (*instance, Cause, error) {
 
 // handshake waits for the plugin to start and dispenses the verifier.
 func (p *Process) handshake(client *plugin.Client, cmd *exec.Cmd) started {
-	proto, err := client.Client()
+	rpcClient, err := client.Client()
 	if errors.Is(err, plugin.ErrChecksumsDoNotMatch) {
 		p.logger.Warn("verifier binary no longer matches its pinned digest; not started", "verifier", p.cfg.ID)
 		client.Kill()
@@ -370,7 +370,7 @@ func (p *Process) handshake(client *plugin.Client, cmd *exec.Cmd) started {
 		client.Kill()
 		return started{cause: CauseStartFailed}
 	}
-	raw, err := proto.Dispense(wire.PluginName)
+	raw, err := rpcClient.Dispense(proto.PluginName)
 	if err != nil {
 		client.Kill()
 		return started{cause: CauseStartFailed}

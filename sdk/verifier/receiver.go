@@ -11,7 +11,7 @@ import (
 	"time"
 
 	hostverifier "github.com/registrum/registrum/plugins/verifier"
-	"github.com/registrum/registrum/plugins/verifier/wire"
+	"github.com/registrum/registrum/plugins/verifier/proto"
 )
 
 // defaultTimeout bounds Verify when the host sent no deadline.
@@ -20,7 +20,7 @@ const defaultTimeout = time.Minute
 // Receiver is the net/rpc receiver [Serve] registers. Its exported methods
 // are the protocol's calls; authors do not call them. It is exported so that
 // tests can serve a Verifier in process (for example with go-plugin's
-// TestPluginRPCConn and a wire.Plugin).
+// TestPluginRPCConn and a proto.Plugin).
 type Receiver struct {
 	v Verifier
 
@@ -42,8 +42,8 @@ func NewReceiver(v Verifier) *Receiver {
 }
 
 // Begin opens a session. It refuses malformed metadata, content larger than
-// the SDK's limit and more than wire.MaxSessions open sessions.
-func (r *Receiver) Begin(args wire.BeginArgs, reply *wire.BeginReply) error {
+// the SDK's limit and more than proto.MaxSessions open sessions.
+func (r *Receiver) Begin(args proto.BeginArgs, reply *proto.BeginReply) error {
 	att := Attachment{SlotID: args.SlotID, MediaType: args.MediaType, DeclaredSize: args.DeclaredSize, SHA256: args.SHA256}
 	if err := att.Validate(hostverifier.MaxContentBytes); err != nil {
 		return err
@@ -54,7 +54,7 @@ func (r *Receiver) Begin(args wire.BeginArgs, reply *wire.BeginReply) error {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if len(r.sessions) >= wire.MaxSessions {
+	if len(r.sessions) >= proto.MaxSessions {
 		return errors.New("too many open sessions")
 	}
 	r.next++
@@ -65,9 +65,9 @@ func (r *Receiver) Begin(args wire.BeginArgs, reply *wire.BeginReply) error {
 
 // Write appends a chunk to a session's bytes. Bytes beyond the declared size
 // are not kept; the session then ends in a retry.
-func (r *Receiver) Write(args wire.WriteArgs, _ *wire.Empty) error {
-	if len(args.Data) > wire.MaxChunk {
-		return fmt.Errorf("chunk of %d bytes exceeds %d", len(args.Data), wire.MaxChunk)
+func (r *Receiver) Write(args proto.WriteArgs, _ *proto.Empty) error {
+	if len(args.Data) > proto.MaxChunk {
+		return fmt.Errorf("chunk of %d bytes exceeds %d", len(args.Data), proto.MaxChunk)
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -84,21 +84,21 @@ func (r *Receiver) Write(args wire.WriteArgs, _ *wire.Empty) error {
 }
 
 // Abort drops a session without a verdict.
-func (r *Receiver) Abort(args wire.SessionArgs, _ *wire.Empty) error {
+func (r *Receiver) Abort(args proto.SessionArgs, _ *proto.Empty) error {
 	r.take(args.Session)
 	return nil
 }
 
 // Finish checks the received bytes against the declared size and sha256,
 // then calls the author's Verify and returns its verdict.
-func (r *Receiver) Finish(args wire.SessionArgs, reply *wire.FinishReply) error {
+func (r *Receiver) Finish(args proto.SessionArgs, reply *proto.FinishReply) error {
 	s := r.take(args.Session)
 	if s == nil {
 		return errors.New("unknown session")
 	}
 	sum := sha256.Sum256(s.buf)
 	if s.overflow || int64(len(s.buf)) != s.att.DeclaredSize || hex.EncodeToString(sum[:]) != s.att.SHA256 {
-		*reply = wire.FinishReply{Outcome: string(Retry), Cause: string(hostverifier.CausePluginContentMismatch)}
+		*reply = proto.FinishReply{Outcome: string(Retry), Cause: string(hostverifier.CausePluginContentMismatch)}
 		return nil
 	}
 	ctx, cancel := context.WithDeadline(context.Background(), s.deadline)
@@ -108,25 +108,25 @@ func (r *Receiver) Finish(args wire.SessionArgs, reply *wire.FinishReply) error 
 		cause = hostverifier.CauseDeadline
 	}
 	if cause != "" {
-		*reply = wire.FinishReply{Outcome: string(Retry), Cause: string(cause)}
+		*reply = proto.FinishReply{Outcome: string(Retry), Cause: string(cause)}
 		return nil
 	}
-	*reply = wire.FinishReply{Outcome: string(v.Outcome), Reason: string(v.Reason)}
+	*reply = proto.FinishReply{Outcome: string(v.Outcome), Reason: string(v.Reason)}
 	return nil
 }
 
-// Verify runs a whole verification of at most wire.MaxChunk bytes in one
+// Verify runs a whole verification of at most proto.MaxChunk bytes in one
 // call: Begin, Write and Finish.
-func (r *Receiver) Verify(args wire.VerifyArgs, reply *wire.FinishReply) error {
-	var begun wire.BeginReply
+func (r *Receiver) Verify(args proto.VerifyArgs, reply *proto.FinishReply) error {
+	var begun proto.BeginReply
 	if err := r.Begin(args.BeginArgs, &begun); err != nil {
 		return err
 	}
-	if err := r.Write(wire.WriteArgs{Session: begun.Session, Data: args.Data}, &wire.Empty{}); err != nil {
+	if err := r.Write(proto.WriteArgs{Session: begun.Session, Data: args.Data}, &proto.Empty{}); err != nil {
 		r.take(begun.Session)
 		return err
 	}
-	return r.Finish(wire.SessionArgs{Session: begun.Session}, reply)
+	return r.Finish(proto.SessionArgs{Session: begun.Session}, reply)
 }
 
 // verify calls the author's code, turning an error, a panic, a retry or a

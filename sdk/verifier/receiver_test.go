@@ -11,7 +11,7 @@ import (
 	"time"
 
 	hostverifier "github.com/registrum/registrum/plugins/verifier"
-	"github.com/registrum/registrum/plugins/verifier/wire"
+	"github.com/registrum/registrum/plugins/verifier/proto"
 	"github.com/registrum/registrum/sdk/verifier"
 )
 
@@ -44,8 +44,8 @@ func (r *recorder) Verify(ctx context.Context, att verifier.Attachment, content 
 func begin(t *testing.T, rcv *verifier.Receiver, content string, timeoutMillis int64) uint64 {
 	t.Helper()
 	sum := sha256.Sum256([]byte(content))
-	var reply wire.BeginReply
-	if err := rcv.Begin(wire.BeginArgs{SlotID: "evidence", MediaType: "image/png", DeclaredSize: int64(len(content)), SHA256: hex.EncodeToString(sum[:]), TimeoutMillis: timeoutMillis}, &reply); err != nil {
+	var reply proto.BeginReply
+	if err := rcv.Begin(proto.BeginArgs{SlotID: "evidence", MediaType: "image/png", DeclaredSize: int64(len(content)), SHA256: hex.EncodeToString(sum[:]), TimeoutMillis: timeoutMillis}, &reply); err != nil {
 		t.Fatal(err)
 	}
 	return reply.Session
@@ -53,15 +53,15 @@ func begin(t *testing.T, rcv *verifier.Receiver, content string, timeoutMillis i
 
 func write(t *testing.T, rcv *verifier.Receiver, s uint64, data string) {
 	t.Helper()
-	if err := rcv.Write(wire.WriteArgs{Session: s, Data: []byte(data)}, &wire.Empty{}); err != nil {
+	if err := rcv.Write(proto.WriteArgs{Session: s, Data: []byte(data)}, &proto.Empty{}); err != nil {
 		t.Fatal(err)
 	}
 }
 
-func finish(t *testing.T, rcv *verifier.Receiver, s uint64) wire.FinishReply {
+func finish(t *testing.T, rcv *verifier.Receiver, s uint64) proto.FinishReply {
 	t.Helper()
-	var reply wire.FinishReply
-	if err := rcv.Finish(wire.SessionArgs{Session: s}, &reply); err != nil {
+	var reply proto.FinishReply
+	if err := rcv.Finish(proto.SessionArgs{Session: s}, &reply); err != nil {
 		t.Fatal(err)
 	}
 	return reply
@@ -75,7 +75,7 @@ func TestAuthorGetsExactlyTheCheckedBytes(t *testing.T) {
 	write(t, rcv, s, "world")
 	before := time.Now()
 	got := finish(t, rcv, s)
-	if got != (wire.FinishReply{Outcome: "rejected", Reason: "malformed"}) {
+	if got != (proto.FinishReply{Outcome: "rejected", Reason: "malformed"}) {
 		t.Fatalf("reply %+v", got)
 	}
 	if string(author.got) != "hello world" || author.att.SlotID != "evidence" || author.att.MediaType != "image/png" || author.att.DeclaredSize != 11 {
@@ -100,7 +100,7 @@ func TestContentNotMatchingItsMetadataNeverReachesTheAuthor(t *testing.T) {
 			write(t, rcv, s, c)
 		}
 		got := finish(t, rcv, s)
-		if got != (wire.FinishReply{Outcome: "retry", Cause: string(hostverifier.CausePluginContentMismatch)}) {
+		if got != (proto.FinishReply{Outcome: "retry", Cause: string(hostverifier.CausePluginContentMismatch)}) {
 			t.Fatalf("%s: reply %+v", name, got)
 		}
 		if author.calls != 0 {
@@ -127,7 +127,7 @@ func TestAuthorFailuresBecomeValueFreeRetries(t *testing.T) {
 		s := begin(t, rcv, "x", 0)
 		write(t, rcv, s, "x")
 		got := finish(t, rcv, s)
-		if got != (wire.FinishReply{Outcome: "retry", Cause: string(tc.cause)}) {
+		if got != (proto.FinishReply{Outcome: "retry", Cause: string(tc.cause)}) {
 			t.Fatalf("%s: reply %+v", name, got)
 		}
 	}
@@ -135,8 +135,8 @@ func TestAuthorFailuresBecomeValueFreeRetries(t *testing.T) {
 
 func TestReceiverLimits(t *testing.T) {
 	rcv := verifier.NewReceiver(&recorder{verdict: verifier.Approve()})
-	var reply wire.BeginReply
-	big := wire.BeginArgs{SlotID: "s", MediaType: "image/png", DeclaredSize: hostverifier.MaxContentBytes + 1, SHA256: strings.Repeat("0", 64)}
+	var reply proto.BeginReply
+	big := proto.BeginArgs{SlotID: "s", MediaType: "image/png", DeclaredSize: hostverifier.MaxContentBytes + 1, SHA256: strings.Repeat("0", 64)}
 	if err := rcv.Begin(big, &reply); err == nil {
 		t.Fatal("content over 16 MiB accepted")
 	}
@@ -144,29 +144,29 @@ func TestReceiverLimits(t *testing.T) {
 	if err := rcv.Begin(big, &reply); err != nil {
 		t.Fatalf("content of exactly 16 MiB refused: %v", err)
 	}
-	if err := rcv.Begin(wire.BeginArgs{SlotID: "s", MediaType: "image/png", DeclaredSize: 1, SHA256: "nothex"}, &reply); err == nil {
+	if err := rcv.Begin(proto.BeginArgs{SlotID: "s", MediaType: "image/png", DeclaredSize: 1, SHA256: "nothex"}, &reply); err == nil {
 		t.Fatal("malformed digest accepted")
 	}
-	if err := rcv.Write(wire.WriteArgs{Session: reply.Session, Data: make([]byte, wire.MaxChunk+1)}, &wire.Empty{}); err == nil {
+	if err := rcv.Write(proto.WriteArgs{Session: reply.Session, Data: make([]byte, proto.MaxChunk+1)}, &proto.Empty{}); err == nil {
 		t.Fatal("oversized chunk accepted")
 	}
-	if err := rcv.Write(wire.WriteArgs{Session: reply.Session, Data: make([]byte, wire.MaxChunk)}, &wire.Empty{}); err != nil {
+	if err := rcv.Write(proto.WriteArgs{Session: reply.Session, Data: make([]byte, proto.MaxChunk)}, &proto.Empty{}); err != nil {
 		t.Fatalf("chunk of exactly MaxChunk refused: %v", err)
 	}
-	for range wire.MaxSessions - 1 {
+	for range proto.MaxSessions - 1 {
 		begin(t, rcv, "x", 0)
 	}
-	if err := rcv.Begin(wire.BeginArgs{SlotID: "s", MediaType: "image/png", DeclaredSize: 1, SHA256: strings.Repeat("0", 64)}, &reply); err == nil {
-		t.Fatalf("session %d accepted", wire.MaxSessions+1)
+	if err := rcv.Begin(proto.BeginArgs{SlotID: "s", MediaType: "image/png", DeclaredSize: 1, SHA256: strings.Repeat("0", 64)}, &reply); err == nil {
+		t.Fatalf("session %d accepted", proto.MaxSessions+1)
 	}
-	if err := rcv.Abort(wire.SessionArgs{Session: 1}, &wire.Empty{}); err != nil {
+	if err := rcv.Abort(proto.SessionArgs{Session: 1}, &proto.Empty{}); err != nil {
 		t.Fatal(err)
 	}
 	begin(t, rcv, "x", 0) // room again after the abort
-	if err := rcv.Write(wire.WriteArgs{Session: 999, Data: []byte("x")}, &wire.Empty{}); err == nil {
+	if err := rcv.Write(proto.WriteArgs{Session: 999, Data: []byte("x")}, &proto.Empty{}); err == nil {
 		t.Fatal("write to an unknown session accepted")
 	}
-	if err := rcv.Finish(wire.SessionArgs{Session: 1}, &wire.FinishReply{}); err == nil {
+	if err := rcv.Finish(proto.SessionArgs{Session: 1}, &proto.FinishReply{}); err == nil {
 		t.Fatal("finish of an aborted session accepted")
 	}
 }
@@ -175,8 +175,8 @@ func TestOneCallVerify(t *testing.T) {
 	author := &recorder{verdict: verifier.Approve()}
 	rcv := verifier.NewReceiver(author)
 	sum := sha256.Sum256([]byte("hello"))
-	args := wire.VerifyArgs{BeginArgs: wire.BeginArgs{SlotID: "s", MediaType: "text/plain", DeclaredSize: 5, SHA256: hex.EncodeToString(sum[:])}, Data: []byte("hello")}
-	var reply wire.FinishReply
+	args := proto.VerifyArgs{BeginArgs: proto.BeginArgs{SlotID: "s", MediaType: "text/plain", DeclaredSize: 5, SHA256: hex.EncodeToString(sum[:])}, Data: []byte("hello")}
+	var reply proto.FinishReply
 	if err := rcv.Verify(args, &reply); err != nil || reply.Outcome != "approved" || string(author.got) != "hello" {
 		t.Fatalf("%+v, %v, author saw %q", reply, err, author.got)
 	}
@@ -184,12 +184,12 @@ func TestOneCallVerify(t *testing.T) {
 	if err := rcv.Verify(args, &reply); err != nil || reply.Cause != string(hostverifier.CausePluginContentMismatch) || author.calls != 1 {
 		t.Fatalf("altered: %+v, %v, %d calls", reply, err, author.calls)
 	}
-	args.Data = make([]byte, wire.MaxChunk+1)
+	args.Data = make([]byte, proto.MaxChunk+1)
 	if err := rcv.Verify(args, &reply); err == nil {
 		t.Fatal("oversized one-call data accepted")
 	}
 	// A refused call leaves no session behind.
-	for range wire.MaxSessions {
+	for range proto.MaxSessions {
 		begin(t, rcv, "x", 0)
 	}
 }

@@ -23,7 +23,7 @@ import (
 	"github.com/hashicorp/go-plugin"
 
 	hostverifier "github.com/registrum/registrum/plugins/verifier"
-	"github.com/registrum/registrum/plugins/verifier/wire"
+	"github.com/registrum/registrum/plugins/verifier/proto"
 )
 
 // Verifier is the interface an author implements. Verify reads the bytes
@@ -64,8 +64,8 @@ func Reject(reason Reason) Verdict { return Verdict{Outcome: Rejected, Reason: r
 // returns when the host ends the process's session. Call it from main.
 func Serve(v Verifier) {
 	plugin.Serve(&plugin.ServeConfig{
-		HandshakeConfig: wire.Handshake,
-		Plugins:         plugin.PluginSet{wire.PluginName: &wire.Plugin{Receiver: NewReceiver(v)}},
+		HandshakeConfig: proto.Handshake,
+		Plugins:         plugin.PluginSet{proto.PluginName: &proto.Plugin{Receiver: NewReceiver(v)}},
 		Logger:          hclog.New(&hclog.LoggerOptions{Name: "verifier", Level: hclog.Warn}),
 	})
 }

@@ -20,8 +20,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/registrum/registrum/host/model"
 	"github.com/registrum/registrum/internal/canonjson"
+	"github.com/registrum/registrum/model"
 )
 
 // Version is the version of the layout rules; it is part of the DDL, so a

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/registrum/registrum/host/model"
+	"github.com/registrum/registrum/model"
 )
 
 func intp(v int) *int { return &v }

@@ -3,7 +3,7 @@ package layout
 import (
 	"strconv"
 
-	"github.com/registrum/registrum/host/model"
+	"github.com/registrum/registrum/model"
 )
 
 // Owner says which authored rule a database constraint enforces, so that a

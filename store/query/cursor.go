@@ -17,10 +17,10 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/registrum/registrum/host/model"
 	"github.com/registrum/registrum/host/problem"
-	"github.com/registrum/registrum/host/values"
 	"github.com/registrum/registrum/internal/canonjson"
+	"github.com/registrum/registrum/model"
+	"github.com/registrum/registrum/model/values"
 )
 
 // Cursor constants.

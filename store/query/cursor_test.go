@@ -15,8 +15,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/registrum/registrum/host/model"
 	"github.com/registrum/registrum/host/problem"
+	"github.com/registrum/registrum/model"
 	"github.com/registrum/registrum/store/query"
 )
 

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/registrum/registrum/host/model"
+	"github.com/registrum/registrum/model"
 	"github.com/registrum/registrum/store/query"
 )
 

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/registrum/registrum/host/model"
+	"github.com/registrum/registrum/model"
 	"github.com/registrum/registrum/store/layout"
 )
 

@@ -6,11 +6,11 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/registrum/registrum/host/model"
-	"github.com/registrum/registrum/host/values"
+	"github.com/registrum/registrum/model"
+	"github.com/registrum/registrum/model/values"
 )
 
-// codec checks literals with the wire rules of host/values. The literal
+// codec checks literals with the wire rules of model/values. The literal
 // checks used here need no compiled pattern or schema, so the zero codec
 // serves every package.
 var codec values.Codec

@@ -11,8 +11,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/registrum/registrum/host/model"
 	"github.com/registrum/registrum/host/problem"
+	"github.com/registrum/registrum/model"
 	"github.com/registrum/registrum/store"
 	"github.com/registrum/registrum/store/layout"
 	"github.com/registrum/registrum/store/query"

@@ -5,8 +5,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/registrum/registrum/host/model"
 	"github.com/registrum/registrum/host/problem"
+	"github.com/registrum/registrum/model"
 )
 
 // Names of the query options of a collection read.

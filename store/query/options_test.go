@@ -4,8 +4,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/registrum/registrum/host/model"
 	"github.com/registrum/registrum/host/problem"
+	"github.com/registrum/registrum/model"
 	"github.com/registrum/registrum/store/query"
 )
 

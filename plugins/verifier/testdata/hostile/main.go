@@ -13,7 +13,7 @@ import (
 
 	"github.com/hashicorp/go-plugin"
 
-	"github.com/registrum/registrum/plugins/verifier/wire"
+	"github.com/registrum/registrum/plugins/verifier/proto"
 	"github.com/registrum/registrum/sdk/verifier"
 )
 
@@ -52,7 +52,7 @@ type receiver struct {
 	chunks map[uint64]int
 }
 
-func (r *receiver) Begin(args wire.BeginArgs, reply *wire.BeginReply) error {
+func (r *receiver) Begin(args proto.BeginArgs, reply *proto.BeginReply) error {
 	if err := r.Receiver.Begin(args, reply); err != nil {
 		return err
 	}
@@ -62,7 +62,7 @@ func (r *receiver) Begin(args wire.BeginArgs, reply *wire.BeginReply) error {
 	return nil
 }
 
-func (r *receiver) Write(args wire.WriteArgs, reply *wire.Empty) error {
+func (r *receiver) Write(args proto.WriteArgs, reply *proto.Empty) error {
 	r.mu.Lock()
 	r.chunks[args.Session]++
 	crash := r.slot[args.Session] == "crashMidStream" && r.chunks[args.Session] == 2
@@ -73,16 +73,16 @@ func (r *receiver) Write(args wire.WriteArgs, reply *wire.Empty) error {
 	return r.Receiver.Write(args, reply)
 }
 
-func (r *receiver) Finish(args wire.SessionArgs, reply *wire.FinishReply) error {
+func (r *receiver) Finish(args proto.SessionArgs, reply *proto.FinishReply) error {
 	r.mu.Lock()
 	slot := r.slot[args.Session]
 	r.mu.Unlock()
 	switch slot {
 	case "nonsense":
-		*reply = wire.FinishReply{Outcome: "maybe"}
+		*reply = proto.FinishReply{Outcome: "maybe"}
 		return nil
 	case "unknownCause":
-		*reply = wire.FinishReply{Outcome: "retry", Cause: "secret-cause-text"}
+		*reply = proto.FinishReply{Outcome: "retry", Cause: "secret-cause-text"}
 		return nil
 	case "rpcError":
 		return errors.New("secret-rpc-error-text")
@@ -91,21 +91,21 @@ func (r *receiver) Finish(args wire.SessionArgs, reply *wire.FinishReply) error 
 }
 
 // Verify routes the one-call form through the misbehaving methods above.
-func (r *receiver) Verify(args wire.VerifyArgs, reply *wire.FinishReply) error {
-	var begun wire.BeginReply
+func (r *receiver) Verify(args proto.VerifyArgs, reply *proto.FinishReply) error {
+	var begun proto.BeginReply
 	if err := r.Begin(args.BeginArgs, &begun); err != nil {
 		return err
 	}
-	if err := r.Write(wire.WriteArgs{Session: begun.Session, Data: args.Data}, &wire.Empty{}); err != nil {
+	if err := r.Write(proto.WriteArgs{Session: begun.Session, Data: args.Data}, &proto.Empty{}); err != nil {
 		return err
 	}
-	return r.Finish(wire.SessionArgs{Session: begun.Session}, reply)
+	return r.Finish(proto.SessionArgs{Session: begun.Session}, reply)
 }
 
 func main() {
 	rcv := &receiver{Receiver: verifier.NewReceiver(author{}), slot: map[uint64]string{}, chunks: map[uint64]int{}}
 	plugin.Serve(&plugin.ServeConfig{
-		HandshakeConfig: wire.Handshake,
-		Plugins:         plugin.PluginSet{wire.PluginName: &wire.Plugin{Receiver: rcv}},
+		HandshakeConfig: proto.Handshake,
+		Plugins:         plugin.PluginSet{proto.PluginName: &proto.Plugin{Receiver: rcv}},
 	})
 }

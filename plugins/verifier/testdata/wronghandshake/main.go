@@ -5,15 +5,15 @@ package main
 import (
 	"github.com/hashicorp/go-plugin"
 
-	"github.com/registrum/registrum/plugins/verifier/wire"
+	"github.com/registrum/registrum/plugins/verifier/proto"
 	"github.com/registrum/registrum/sdk/verifier"
 )
 
 func main() {
-	hs := wire.Handshake
+	hs := proto.Handshake
 	hs.ProtocolVersion = 99
 	plugin.Serve(&plugin.ServeConfig{
 		HandshakeConfig: hs,
-		Plugins:         plugin.PluginSet{wire.PluginName: &wire.Plugin{Receiver: verifier.NewReceiver(nil)}},
+		Plugins:         plugin.PluginSet{proto.PluginName: &proto.Plugin{Receiver: verifier.NewReceiver(nil)}},
 	})
 }

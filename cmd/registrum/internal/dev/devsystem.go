@@ -1,0 +1,306 @@
+// Package devsystem runs the whole of Registrum on one machine for a first
+// run (`registrum dev`): a persistent private PostgreSQL cluster, the example
+// registry compiled and served by the record host, and a token issuer with
+// local keys and demo clients. Everything lives under one data folder and
+// survives restarts; everything stops, PostgreSQL included, when the context ends.
+package dev
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/registrum/registrum/host"
+	"github.com/registrum/registrum/host/config"
+	"github.com/registrum/registrum/issuer"
+	"github.com/registrum/registrum/model"
+	"github.com/registrum/registrum/project"
+	"github.com/registrum/registrum/store"
+	"github.com/registrum/registrum/store/pglocal"
+)
+
+// Options configure a dev system.
+type Options struct {
+	// DataDir holds everything the system keeps. Default ./.registrum-dev.
+	DataDir string
+	// ProjectDir is the registry project to compile and serve. Default
+	// examples/childsupport.
+	ProjectDir string
+	// Port is the record host's loopback port (0 picks a free one).
+	Port int
+	// IssuerPort is the token issuer's loopback port (0 picks a free one).
+	IssuerPort int
+	// Command is how the user invokes registrum, for the printed next steps.
+	Command string
+	// Out receives the next steps; Log the services' logs.
+	Out io.Writer
+	Log *slog.Logger
+}
+
+const databaseName = "registrum"
+
+// Run starts the system, prints what to try next, and serves until ctx ends.
+func Run(ctx context.Context, o Options) error {
+	if o.DataDir == "" {
+		o.DataDir = ".registrum-dev"
+	}
+	if o.ProjectDir == "" {
+		o.ProjectDir = filepath.Join("examples", "childsupport")
+	}
+	if o.Command == "" {
+		o.Command = "registrum"
+	}
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	if o.Out == nil {
+		o.Out = io.Discard
+	}
+	data, err := filepath.Abs(o.DataDir)
+	if err != nil {
+		return fmt.Errorf("dev: %w", err)
+	}
+	if err := os.MkdirAll(data, 0o755); err != nil {
+		return fmt.Errorf("dev: create data folder: %w", err)
+	}
+
+	// Compile first: a broken project should not cost a cluster start.
+	res, err := project.Compile(o.ProjectDir, project.Options{})
+	if err != nil {
+		return fmt.Errorf("dev: compile %s: %w", o.ProjectDir, err)
+	}
+	pkgDir := filepath.Join(data, "package")
+	if err := os.RemoveAll(pkgDir); err != nil {
+		return fmt.Errorf("dev: %w", err)
+	}
+	if err := res.Write(pkgDir); err != nil {
+		return fmt.Errorf("dev: write package: %w", err)
+	}
+
+	cluster, err := pglocal.Start(ctx, pglocal.Options{Dir: filepath.Join(data, "postgres")})
+	if err != nil {
+		return fmt.Errorf("dev: %w", err)
+	}
+	defer cluster.Stop()
+	if err := ensureDatabase(ctx, cluster); err != nil {
+		return err
+	}
+
+	hostLn, err := listen(o.Port)
+	if err != nil {
+		return fmt.Errorf("dev: record host: %w", err)
+	}
+	defer hostLn.Close()
+	issuerLn, err := listen(o.IssuerPort)
+	if err != nil {
+		return fmt.Errorf("dev: token issuer: %w", err)
+	}
+	defer issuerLn.Close()
+
+	issuerPort := issuerLn.Addr().(*net.TCPAddr).Port
+	walk := planWalkthrough(res.Package)
+	devOpts := issuer.DevOptions{Port: issuerPort, Scopes: requiredScopes(res.Package)}
+	purposeClaim := ""
+	if walk != nil {
+		devOpts.Claims = walk.Claims
+		purposeClaim = walk.PurposeClaim
+	}
+	setup, err := issuer.WriteDevSetup(filepath.Join(data, "issuer"), devOpts)
+	if err != nil {
+		return err
+	}
+	icfg, err := issuer.LoadConfig(setup.ConfigPath)
+	if err != nil {
+		return err
+	}
+	iss, err := issuer.New(icfg, o.Log)
+	if err != nil {
+		return err
+	}
+	defer iss.Close()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errs := make(chan error, 2)
+	go func() { errs <- iss.Serve(ctx, issuerLn) }()
+	auth := authBlock(icfg, issuerLn.Addr().String(), purposeClaim)
+
+	h, err := openHost(ctx, data, cluster, hostLn, auth, o.Log)
+	if err != nil {
+		cancel()
+		<-errs
+		return err
+	}
+	defer h.Close()
+
+	go func() { errs <- h.Serve(ctx, hostLn, nil) }()
+
+	printNextSteps(o, data, hostLn.Addr().String(), setup, walk)
+
+	first := <-errs
+	cancel()
+	second := <-errs
+	if first != nil {
+		return first
+	}
+	return second
+}
+
+// requiredScopes returns every scope the package's profiles require, so
+// that the standard demo client can use every profile.
+func requiredScopes(p *model.Package) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, pr := range p.Profiles {
+		for _, s := range pr.RequiredScopes {
+			if !seen[s] {
+				seen[s] = true
+				out = append(out, s)
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// authBlock is the record host's authentication settings for the dev issuer.
+func authBlock(icfg *issuer.Config, issuerAddr, purposeClaim string) string {
+	return fmt.Sprintf(`authentication:
+  issuer: %q
+  jwksUrl: %q
+  audience: %q
+  scopeClaim: scope
+  scopeSeparator: " "
+  authorityClaims: {principal: sub, purpose: %q}
+`, icfg.Issuer, "http://"+issuerAddr+icfg.Signing.JWKSPath, icfg.AccessTokens.Audiences[0], purposeClaim)
+}
+
+// openHost writes the record host's configuration, migrates the database
+// and opens the host.
+func openHost(ctx context.Context, data string, cluster *pglocal.Cluster, ln net.Listener, auth string, log *slog.Logger) (*host.Host, error) {
+	cfgPath, err := writeHostConfig(data, cluster.DSN(databaseName), ln.Addr().(*net.TCPAddr).Port, auth)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := config.Load(cfgPath)
+	if err != nil {
+		return nil, err
+	}
+	pool, err := store.Connect(ctx, cluster.DSN(databaseName))
+	if err != nil {
+		return nil, err
+	}
+	_, err = store.Migrate(ctx, pool)
+	pool.Close()
+	if err != nil {
+		return nil, err
+	}
+	h, err := host.Open(ctx, cfg, log)
+	if errors.Is(err, store.ErrLayoutMismatch) {
+		return nil, fmt.Errorf("dev: %w\nThe project's entities changed since the data folder was created: remove %s to start afresh, or pass --data with a new folder", err, data)
+	}
+	return h, err
+}
+
+func listen(port int) (net.Listener, error) {
+	ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", fmt.Sprint(port)))
+	if err != nil {
+		return nil, fmt.Errorf("listen on 127.0.0.1:%d: %w (pass another port)", port, err)
+	}
+	return ln, nil
+}
+
+func ensureDatabase(ctx context.Context, c *pglocal.Cluster) error {
+	conn, err := pgx.Connect(ctx, c.DSN("postgres"))
+	if err != nil {
+		return fmt.Errorf("dev: connect: %w", err)
+	}
+	defer conn.Close(ctx)
+	var exists bool
+	if err := conn.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)", databaseName).Scan(&exists); err != nil {
+		return fmt.Errorf("dev: %w", err)
+	}
+	if !exists {
+		if _, err := conn.Exec(ctx, "CREATE DATABASE "+databaseName); err != nil {
+			return fmt.Errorf("dev: create database: %w", err)
+		}
+	}
+	return nil
+}
+
+// writeHostConfig writes the record host's runtime configuration and its
+// root secret (kept across runs).
+func writeHostConfig(data, dsn string, port int, auth string) (string, error) {
+	secrets := filepath.Join(data, "secrets")
+	if err := os.MkdirAll(secrets, 0o700); err != nil {
+		return "", fmt.Errorf("dev: %w", err)
+	}
+	keyPath := filepath.Join(secrets, "host-key")
+	if _, err := os.Stat(keyPath); errors.Is(err, os.ErrNotExist) {
+		key := make([]byte, 32)
+		rand.Read(key)
+		if err := os.WriteFile(keyPath, key, 0o600); err != nil {
+			return "", fmt.Errorf("dev: write host key: %w", err)
+		}
+	}
+	dsnJSON, _ := json.Marshal(dsn)
+	cfg := fmt.Sprintf(`# Written by registrum dev on every start.
+version: 1
+listener:
+  address: 127.0.0.1
+  port: %d
+database:
+  url: %s
+package: package
+secrets:
+  root: secrets
+hostKeyRef: secret:file/host-key
+%s`, port, dsnJSON, auth)
+	path := filepath.Join(data, "registrum.yaml")
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		return "", fmt.Errorf("dev: write configuration: %w", err)
+	}
+	return path, nil
+}
+
+func printNextSteps(o Options, data, hostAddr string, setup *issuer.DevSetup, walk *Walkthrough) {
+	base := "http://" + hostAddr
+	w := o.Out
+	fmt.Fprintf(w, "Registrum dev is running (data in %s).\n\n", data)
+	fmt.Fprintf(w, "  record host   %s\n", base)
+	fmt.Fprintf(w, "  token issuer  %s\n\n", strings.TrimSuffix(setup.TokenURL, "/token"))
+	var standard issuer.DevClient
+	fmt.Fprintln(w, "Access tokens for the demo clients:")
+	for _, c := range setup.Clients {
+		if c.ID == issuer.DevStandardClientID {
+			standard = c
+		}
+		fmt.Fprintf(w, "  %s token --token-url %s --client-id %s --key %s\n", o.Command, setup.TokenURL, c.ID, c.KeyFile)
+	}
+	fmt.Fprintln(w)
+	if walk != nil {
+		e, q := walk.Entity, walk.query()
+		auth := `-H "Authorization: Bearer $TOKEN"`
+		fmt.Fprintf(w, "Try the %s records with the standard demo client (profile %s):\n\n", e.ID, walk.Profile)
+		fmt.Fprintf(w, "  export TOKEN=$(%s token --token-url %s --client-id %s --key %s)\n\n", o.Command, setup.TokenURL, standard.ID, standard.KeyFile)
+		fmt.Fprintf(w, "Create a record (twice, so that the list below has a second page); note its Location and ETag:\n")
+		fmt.Fprintf(w, "  curl -sS -i -X POST '%s/v1/records/%s%s' %s -H 'Content-Type: application/json' -d '%s'\n\n", base, e.Route, q, auth, walk.Create[0])
+		fmt.Fprintf(w, "Patch it under its ETag:\n")
+		fmt.Fprintf(w, "  curl -sS -i -X PATCH '%s<Location>%s' %s -H 'If-Match: <ETag>' -H 'Content-Type: application/json-patch+json' -d '%s'\n\n", base, q, auth, walk.Patch)
+		fmt.Fprintf(w, "List with a filter, one record a page:\n")
+		fmt.Fprintf(w, "  curl -sS -G '%s/v1/records/%s%s' %s --data-urlencode \"\\$filter=%s\" --data-urlencode '$top=1'\n\n", base, e.Route, q, auth, walk.Filter)
+		fmt.Fprintf(w, "Follow the page's nextCursor:\n")
+		fmt.Fprintf(w, "  curl -sS -G '%s/v1/records/%s%s' %s --data-urlencode '$skiptoken=<nextCursor>'\n\n", base, e.Route, q, auth)
+	}
+	fmt.Fprintln(w, "Press Ctrl-C to stop; the data folder keeps everything for the next start.")
+}

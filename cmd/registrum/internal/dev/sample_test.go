@@ -1,0 +1,64 @@
+package dev
+
+import (
+	"encoding/json"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/registrum/registrum/model"
+	"github.com/registrum/registrum/project"
+)
+
+func TestSampleStringsMatchTheirPatterns(t *testing.T) {
+	for _, p := range []string{`^CS-[0-9]{4,16}$`, `^[a-z]+(-[a-z]+)*$`, `^(north|south)$`, `^\d{3}[A-F]?$`, `x+y`} {
+		for variant := 0; variant < 3; variant++ {
+			s, ok := matching(p, variant)
+			if !ok {
+				t.Fatalf("%s: no sample", p)
+			}
+			if !regexp.MustCompile(p).MatchString(s) {
+				t.Errorf("%s: sample %q does not match", p, s)
+			}
+		}
+	}
+}
+
+func TestSampleStructuredValuesMatchTheirSchemas(t *testing.T) {
+	raw := `{"type":"array","minItems":2,"items":{"type":"object","additionalProperties":false,"required":["id","n"],"properties":{"id":{"type":"string","minLength":10},"n":{"type":"integer","minimum":3}}}}`
+	v, ok := sampleValue(&model.Field{ID: "s", APIName: "s", Type: model.TypeStructured, Schema: json.RawMessage(raw)}, 0)
+	if !ok {
+		t.Fatal("no sample")
+	}
+	doc, _ := jsonschema.UnmarshalJSON(strings.NewReader(raw))
+	c := jsonschema.NewCompiler()
+	c.AddResource("s.json", doc)
+	sch, err := c.Compile("s.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(v)
+	inst, _ := jsonschema.UnmarshalJSON(strings.NewReader(string(b)))
+	if err := sch.Validate(inst); err != nil {
+		t.Fatalf("sample %s: %v", b, err)
+	}
+}
+
+func TestWalkthroughOfTheExample(t *testing.T) {
+	res, err := project.Compile("../../../examples/childsupport", project.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := planWalkthrough(res.Package)
+	if w == nil {
+		t.Fatal("no walkthrough for the example")
+	}
+	if w.Entity.IsRequestEntity() || w.Filter == "" || w.Patch == "" || w.Create[0] == "" {
+		t.Fatalf("walkthrough %+v", w)
+	}
+	if w.PurposeClaim != "" && w.Claims[w.PurposeClaim] == "" {
+		t.Fatalf("the walkthrough's profile needs a purpose the demo client lacks: %+v", w)
+	}
+}

@@ -1,0 +1,166 @@
+// Package project reads a registry author's project (registry.yaml and the
+// scripts and modules it names), enforces every compile-time rule of the
+// record service specification, and compiles it into a package: one
+// immutable, content-addressed folder the record host serves from.
+//
+// Compile returns either a Result or Findings, the complete list of broken
+// rules, each naming the file, line and key path. Result.Write stores the
+// package. Compiling the same project twice gives byte-identical packages.
+package project
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/registrum/registrum/model"
+	"github.com/registrum/registrum/project/internal/source"
+)
+
+// ProjectFileNames are the names a project document may have, in the order
+// they are looked for; a project folder holds exactly one of them.
+var ProjectFileNames = []string{"registry.yaml", "registry.yml", "registry.json"}
+
+// MaxProjectBytes bounds the size of the project document.
+const MaxProjectBytes = 4 << 20
+
+// MaxModuleBytes bounds the size of one script, module or verifier binary.
+const MaxModuleBytes = 64 << 20
+
+// Options select how a project is compiled.
+type Options struct {
+	// Production adds the production rules: a handler for every hook and a
+	// pinned sha256 digest for every module and verifier binary.
+	Production bool
+}
+
+// Result is a compiled package, ready to be written.
+type Result struct {
+	// Package is the resolved model, revision included.
+	Package *model.Package
+	// Contents maps every package-relative file path listed in
+	// Package.Files to its bytes.
+	Contents map[string][]byte
+}
+
+// Compile reads the project in dir and compiles it. When the project breaks
+// rules the error is Findings, holding all of them; other errors are I/O
+// faults.
+func Compile(dir string, opts Options) (*Result, error) {
+	name, raw, err := readProject(dir)
+	if err != nil {
+		return nil, err
+	}
+	return compileDocument(dir, name, raw, opts)
+}
+
+// compileDocument compiles the project document raw, named name, whose
+// referenced files are read from dir.
+func compileDocument(dir, name string, raw []byte, opts Options) (*Result, error) {
+	c := &compiler{dir: dir, file: name, opts: opts, contents: map[string][]byte{}}
+	doc, err := source.Parse(raw)
+	if err != nil {
+		var se *source.SyntaxError
+		if errors.As(err, &se) {
+			return nil, Findings{{File: name, Line: se.Pos.Line, Column: se.Pos.Column, Rule: "format.syntax", Message: se.Message}}
+		}
+		return nil, fmt.Errorf("project: %s: %w", name, err)
+	}
+	c.doc = doc
+	issues, err := validateFormat(doc.JSON)
+	if err != nil {
+		return nil, err
+	}
+	onlyUnknownKeys := true
+	for _, is := range issues {
+		c.add(is.path, "format.schema", "%s", is.message)
+		onlyUnknownKeys = onlyUnknownKeys && is.unknownKey
+	}
+	if len(c.findings) > 0 && !onlyUnknownKeys {
+		// The document does not have the format's shape: the rules below
+		// would only repeat these findings.
+		return nil, c.findings.sorted()
+	}
+	// Unknown keys aside, the document has the format's shape, so every
+	// rule can still be checked and reported in the same run.
+	proj, err := decodeProject(doc.JSON, len(c.findings) == 0)
+	if err != nil {
+		c.add("", "format.schema", "%v", err)
+		return nil, c.findings.sorted()
+	}
+	c.proj = proj
+	c.contents["source/"+name] = raw
+	c.files = append(c.files, model.File{Path: "source/" + name, Role: "source"})
+	pkg := c.resolve()
+	if len(c.findings) > 0 {
+		return nil, c.findings.sorted()
+	}
+	return c.finish(pkg)
+}
+
+func readProject(dir string) (string, []byte, error) {
+	var found []string
+	for _, n := range ProjectFileNames {
+		if st, err := os.Stat(filepath.Join(dir, n)); err == nil && st.Mode().IsRegular() {
+			found = append(found, n)
+		}
+	}
+	switch len(found) {
+	case 0:
+		return "", nil, fmt.Errorf("project: %s holds no project document (one of %v)", dir, ProjectFileNames)
+	case 1:
+	default:
+		return "", nil, fmt.Errorf("project: %s holds several project documents %v; keep one", dir, found)
+	}
+	raw, err := readBounded(filepath.Join(dir, found[0]), MaxProjectBytes)
+	if err != nil {
+		return "", nil, fmt.Errorf("project: %w", err)
+	}
+	return found[0], raw, nil
+}
+
+func readBounded(path string, limit int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file", path)
+	}
+	if st.Size() > limit {
+		return nil, fmt.Errorf("%s is %d bytes, more than the %d allowed", path, st.Size(), limit)
+	}
+	b := make([]byte, st.Size())
+	if _, err := f.ReadAt(b, 0); err != nil && st.Size() > 0 {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	return b, nil
+}
+
+// compiler holds the state of one compilation.
+type compiler struct {
+	dir      string
+	file     string
+	opts     Options
+	doc      *source.Document
+	proj     *Project
+	findings Findings
+	pkg      *model.Package
+	files    []model.File
+	contents map[string][]byte
+}
+
+// add records a finding at the key path.
+func (c *compiler) add(path, rule, format string, args ...any) {
+	pos := c.doc.Locate(path)
+	c.findings = append(c.findings, Finding{
+		File: c.file, Line: pos.Line, Column: pos.Column, Path: path, Rule: rule,
+		Message: fmt.Sprintf(format, args...),
+	})
+}
