@@ -19,8 +19,6 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/registrum/registrum/host"
 	"github.com/registrum/registrum/host/config"
 	"github.com/registrum/registrum/issuer"
@@ -93,7 +91,7 @@ func Run(ctx context.Context, o Options) error {
 		return fmt.Errorf("dev: %w", err)
 	}
 	defer cluster.Stop()
-	if err := ensureDatabase(ctx, cluster); err != nil {
+	if err := cluster.EnsureDatabase(ctx, databaseName); err != nil {
 		return err
 	}
 
@@ -218,24 +216,6 @@ func listen(port int) (net.Listener, error) {
 		return nil, fmt.Errorf("listen on 127.0.0.1:%d: %w (pass another port)", port, err)
 	}
 	return ln, nil
-}
-
-func ensureDatabase(ctx context.Context, c *pglocal.Cluster) error {
-	conn, err := pgx.Connect(ctx, c.DSN("postgres"))
-	if err != nil {
-		return fmt.Errorf("dev: connect: %w", err)
-	}
-	defer conn.Close(ctx)
-	var exists bool
-	if err := conn.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)", databaseName).Scan(&exists); err != nil {
-		return fmt.Errorf("dev: %w", err)
-	}
-	if !exists {
-		if _, err := conn.Exec(ctx, "CREATE DATABASE "+databaseName); err != nil {
-			return fmt.Errorf("dev: create database: %w", err)
-		}
-	}
-	return nil
 }
 
 // writeHostConfig writes the record host's runtime configuration and its
