@@ -12,7 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/registrum/registrum/host/auth/authtest"
-	"github.com/registrum/registrum/issuer"
+	"github.com/registrum/registrum/issuer/issuertest"
 	"github.com/registrum/registrum/store/storetest"
 )
 
@@ -55,12 +55,12 @@ func withoutTrace(t *testing.T, b []byte) string {
 }
 
 func TestRowBoundariesAndConcealmentWithRealTokens(t *testing.T) {
-	is := authtest.StartIssuer(t, issuer.DevOptions{Scopes: []string{"offices:write"}, Claims: map[string]string{"district": "north"}}, nil)
+	is := authtest.StartIssuer(t, issuertest.DevOptions{Scopes: []string{"offices:write"}, Claims: map[string]string{"district": "north"}}, nil)
 	auth := is.HostAuthentication()
 	dsn := storetest.NewDatabase(t)
 	cfg := deployment(t, "testdata/bounded", dsn, auth)
 	_, srv := serve(t, cfg)
-	clerk := caller{srv: srv, token: is.Token(t, issuer.DevStandardClientID)}
+	clerk := caller{srv: srv, token: is.Token(t, issuertest.StandardClientID)}
 	anonymous := caller{srv: srv}
 
 	resp, b := clerk.do(t, "POST", "/v1/records/offices", "application/json", `{"data":{"name":"N1","district":"north"}}`)

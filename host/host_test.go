@@ -19,7 +19,7 @@ import (
 	"github.com/registrum/registrum/host"
 	"github.com/registrum/registrum/host/auth/authtest"
 	"github.com/registrum/registrum/host/config"
-	"github.com/registrum/registrum/issuer"
+	"github.com/registrum/registrum/issuer/issuertest"
 	"github.com/registrum/registrum/project"
 	"github.com/registrum/registrum/store"
 	"github.com/registrum/registrum/store/storetest"
@@ -30,7 +30,7 @@ func TestMain(m *testing.M) { os.Exit(storetest.Run(m)) }
 // tokenIssuer starts a real issuer whose standard demo client holds the
 // minimal project's scope, and returns it with the host's authentication block.
 func tokenIssuer(t *testing.T) (*authtest.Issuer, string) {
-	is := authtest.StartIssuer(t, issuer.DevOptions{Scopes: []string{"parcels:write"}}, nil)
+	is := authtest.StartIssuer(t, issuertest.DevOptions{Scopes: []string{"parcels:write"}}, nil)
 	return is, is.HostAuthentication()
 }
 
@@ -168,7 +168,7 @@ func TestRegistryDocumentDescribesWhatTheCallerMayUse(t *testing.T) {
 		t.Fatalf("rejected token: %d", r401.StatusCode)
 	}
 	req, _ = http.NewRequest("GET", srv.URL+"/v1/registry", nil)
-	req.Header.Set("Authorization", "Bearer "+is.Token(t, issuer.DevStandardClientID))
+	req.Header.Set("Authorization", "Bearer "+is.Token(t, issuertest.StandardClientID))
 	resp, err = http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -227,7 +227,7 @@ func TestHostServesTheExamplesFormAndConcealsRequestEntities(t *testing.T) {
 	}
 	// Applications are change requests: not served as ordinary records.
 	req, _ := http.NewRequest("GET", srv.URL+"/v1/records/applications", nil)
-	req.Header.Set("Authorization", "Bearer "+is.Token(t, issuer.DevStandardClientID))
+	req.Header.Set("Authorization", "Bearer "+is.Token(t, issuertest.StandardClientID))
 	r, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)

@@ -20,7 +20,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/registrum/registrum/issuer"
+	"github.com/registrum/registrum/issuer/issuertest"
 	"github.com/registrum/registrum/store/storetest"
 )
 
@@ -86,7 +86,7 @@ func TestPerformanceReport(t *testing.T) {
 	dsn := storetestDatabase(t)
 	cfg := deployment(t, "testdata/perf", dsn, auth)
 	h, srv := serve(t, cfg)
-	token := "Bearer " + is.Token(t, issuer.DevStandardClientID)
+	token := "Bearer " + is.Token(t, issuertest.StandardClientID)
 	pool, err := pgxpool.New(ctx, dsn)
 	if err != nil {
 		t.Fatal(err)

@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/registrum/registrum/host/auth/authtest"
-	"github.com/registrum/registrum/issuer"
+	"github.com/registrum/registrum/issuer/issuertest"
 	"github.com/registrum/registrum/store/storetest"
 )
 
@@ -93,9 +93,9 @@ func TestTwoHostsOnOneDatabaseKeepConstraintsIdempotencyAndIfMatch(t *testing.T)
 		t.Fatalf("compile: %v\n%s", err, out)
 	}
 	dsn := storetest.NewDatabase(t)
-	is := authtest.StartIssuer(t, issuer.DevOptions{Scopes: []string{"parcels:write"}}, nil)
+	is := authtest.StartIssuer(t, issuertest.DevOptions{Scopes: []string{"parcels:write"}}, nil)
 	auth := is.HostAuthentication()
-	bearer = is.Token(t, issuer.DevStandardClientID)
+	bearer = is.Token(t, issuertest.StandardClientID)
 	t.Cleanup(func() { bearer = "" })
 	hosts := []string{startServe(t, dir, pkg, dsn, auth), startServe(t, dir, pkg, dsn, auth)}
 	// Without the token, the records are concealed.

@@ -9,7 +9,7 @@ import (
 	"github.com/registrum/registrum/host/auth"
 	"github.com/registrum/registrum/host/auth/authtest"
 	"github.com/registrum/registrum/host/problem"
-	"github.com/registrum/registrum/issuer"
+	"github.com/registrum/registrum/issuer/issuertest"
 	"github.com/registrum/registrum/model"
 )
 
@@ -18,7 +18,7 @@ import (
 // fixture's profiles read, and decides with the tokens it issues.
 func TestDecidesWithTokensOfTheRealIssuer(t *testing.T) {
 	// The standard client's authority: a district claim for the clerk's boundary.
-	is := authtest.StartIssuer(t, issuer.DevOptions{
+	is := authtest.StartIssuer(t, issuertest.DevOptions{
 		Scopes: []string{"parcels:write", "parcels:read"},
 		Claims: map[string]string{"purpose": "local-development", "district": "south"},
 	}, nil)
@@ -38,7 +38,7 @@ func TestDecidesWithTokensOfTheRealIssuer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tok := is.Token(t, issuer.DevStandardClientID)
+	tok := is.Token(t, issuertest.StandardClientID)
 
 	parcel := pkg.EntityByID("parcel")
 	g, err := d.Decide(ctx, access.Request{Operation: model.OpCreate, Entity: parcel, Bearer: tok})

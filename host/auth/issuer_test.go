@@ -8,13 +8,13 @@ import (
 	"github.com/registrum/registrum/host/auth"
 	"github.com/registrum/registrum/host/auth/authtest"
 	"github.com/registrum/registrum/host/config"
-	"github.com/registrum/registrum/issuer"
+	"github.com/registrum/registrum/issuer/issuertest"
 )
 
 func ip(v int) *int { return &v }
 
 func TestVerifiesTokensOfTheRealIssuer(t *testing.T) {
-	is := authtest.StartIssuer(t, issuer.DevOptions{}, nil)
+	is := authtest.StartIssuer(t, issuertest.DevOptions{}, nil)
 	cfg := &config.Authentication{
 		Issuer: is.Config.Issuer, JWKSURL: is.JWKSURL, Audience: "urn:registrum:dev",
 		Algorithm: "ES256", ScopeClaim: "scope", ScopeSeparator: " ",
@@ -31,7 +31,7 @@ func TestVerifiesTokensOfTheRealIssuer(t *testing.T) {
 	defer v.Close()
 	ctx := context.Background()
 
-	c, err := v.Verify(ctx, is.Token(t, issuer.DevStandardClientID))
+	c, err := v.Verify(ctx, is.Token(t, issuertest.StandardClientID))
 	if err != nil {
 		t.Fatalf("standard token refused: %v", err)
 	}
@@ -39,7 +39,7 @@ func TestVerifiesTokensOfTheRealIssuer(t *testing.T) {
 		t.Fatalf("claims = %+v", c)
 	}
 	// An evidence token verifies too; it carries no scope claim, so no scopes.
-	ev, err := v.Verify(ctx, is.Token(t, issuer.DevEvidenceClientID))
+	ev, err := v.Verify(ctx, is.Token(t, issuertest.EvidenceClientID))
 	if err != nil {
 		t.Fatalf("evidence token refused: %v", err)
 	}
@@ -48,7 +48,7 @@ func TestVerifiesTokensOfTheRealIssuer(t *testing.T) {
 	}
 
 	// Another deployment's audience or issuer, and the issuer's key revoked by configuration.
-	tok := is.Token(t, issuer.DevStandardClientID)
+	tok := is.Token(t, issuertest.StandardClientID)
 	for name, tc := range map[string]struct {
 		edit func(*config.Authentication)
 		want auth.Reason

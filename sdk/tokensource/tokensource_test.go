@@ -5,7 +5,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -15,61 +14,29 @@ import (
 	"testing"
 	"time"
 
-	"github.com/registrum/registrum/issuer"
-	"github.com/registrum/registrum/issuer/keys"
+	"github.com/registrum/registrum/issuer/issuertest"
 	"github.com/registrum/registrum/sdk/tokensource"
 )
 
-// startIssuer runs a real issuer from a dev setup; counting counts token requests.
-func startIssuer(t *testing.T, opts ...issuer.Option) (*issuer.DevSetup, *atomic.Int64) {
+// startIssuer runs a real issuer from a dev setup; count counts token requests.
+func startIssuer(t *testing.T, clock func() time.Time) (*issuertest.Issuer, *atomic.Int64) {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	setup, err := issuer.WriteDevSetup(t.TempDir(), issuer.DevOptions{Port: ln.Addr().(*net.TCPAddr).Port})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := issuer.LoadConfig(setup.ConfigPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := issuer.New(cfg, nil, opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var count atomic.Int64
-	h := srv.Handler()
-	hs := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/token" {
-			count.Add(1)
-		}
-		h.ServeHTTP(w, r)
-	}))
-	hs.Listener.Close()
-	hs.Listener = ln // the port the dev setup's token URL names
-	hs.Start()
-	t.Cleanup(func() { hs.Close(); srv.Close() })
-	return setup, &count
+	is := issuertest.Start(t, issuertest.Options{Clock: clock, Wrap: func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/token" {
+				count.Add(1)
+			}
+			h.ServeHTTP(w, r)
+		})
+	}})
+	return is, &count
 }
 
-func source(t *testing.T, setup *issuer.DevSetup, i int, mutate func(*tokensource.Config)) *tokensource.Source {
+// source is a token source for the dev setup's i-th client.
+func source(t *testing.T, is *issuertest.Issuer, i int, mutate func(*tokensource.Config)) *tokensource.Source {
 	t.Helper()
-	c := setup.Clients[i]
-	key, err := tokensource.LoadKeyFile(c.KeyFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := tokensource.Config{TokenURL: setup.TokenURL, ClientID: c.ID, Key: key, Audience: c.Audience}
-	if mutate != nil {
-		mutate(&cfg)
-	}
-	s, err := tokensource.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
+	return is.Source(t, is.Setup.Clients[i].ID, mutate)
 }
 
 func TestTokenFromRealIssuerIsCached(t *testing.T) {
@@ -77,8 +44,8 @@ func TestTokenFromRealIssuerIsCached(t *testing.T) {
 	var now atomic.Int64
 	now.Store(time.Now().Unix())
 	clock := func() time.Time { return time.Unix(now.Load(), 0) }
-	setup, count := startIssuer(t, issuer.WithClock(clock))
-	s := source(t, setup, 0, func(c *tokensource.Config) { c.Now = clock })
+	is, count := startIssuer(t, clock)
+	s := source(t, is, 0, func(c *tokensource.Config) { c.Now = clock })
 	tok, err := s.Token(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -113,8 +80,8 @@ func TestTokenFromRealIssuerIsCached(t *testing.T) {
 }
 
 func TestAssertionsAreFresh(t *testing.T) {
-	setup, _ := startIssuer(t)
-	s := source(t, setup, 1, nil)
+	is, _ := startIssuer(t, nil)
+	s := source(t, is, 1, nil)
 	seen := map[string]bool{}
 	for range 20 {
 		a, err := s.Assertion()
@@ -130,16 +97,16 @@ func TestAssertionsAreFresh(t *testing.T) {
 			t.Fatal("jti reused")
 		}
 		seen[jti] = true
-		if c["iss"] != setup.Clients[1].ID || c["sub"] != setup.Clients[1].ID || c["aud"] != setup.TokenURL {
+		if c["iss"] != is.Setup.Clients[1].ID || c["sub"] != is.Setup.Clients[1].ID || c["aud"] != is.Setup.TokenURL {
 			t.Fatalf("assertion claims %v", c)
 		}
 	}
 }
 
 func TestRefusalCarriesTheErrorCode(t *testing.T) {
-	setup, _ := startIssuer(t)
-	other, _, _ := keys.Generate("ES256")
-	s, err := tokensource.New(tokensource.Config{TokenURL: setup.TokenURL, ClientID: setup.Clients[0].ID, Key: other})
+	is, _ := startIssuer(t, nil)
+	other, _ := issuertest.GenerateKey(t, "ES256")
+	s, err := tokensource.New(tokensource.Config{TokenURL: is.Setup.TokenURL, ClientID: is.Setup.Clients[0].ID, Key: other})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,20 +116,20 @@ func TestRefusalCarriesTheErrorCode(t *testing.T) {
 		t.Fatalf("error %v", err)
 	}
 	// Wrong audience: the issuer refuses too.
-	s = source(t, setup, 0, func(c *tokensource.Config) { c.Audience = "https://elsewhere/token" })
+	s = source(t, is, 0, func(c *tokensource.Config) { c.Audience = "https://elsewhere/token" })
 	if _, err := s.Token(context.Background()); !errors.As(err, &te) || te.Code != "invalid_client" {
 		t.Fatalf("error %v", err)
 	}
 }
 
 func TestResponseReadIsBounded(t *testing.T) {
-	setup, _ := startIssuer(t)
+	is, _ := startIssuer(t, nil)
 	for _, size := range []int{tokensource.MaximumResponseBytes, tokensource.MaximumResponseBytes + 1} {
 		big := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			body := `{"access_token":"` + strings.Repeat("a", size-len(`{"access_token":"","token_type":"Bearer","expires_in":60}`)) + `","token_type":"Bearer","expires_in":60}`
 			w.Write([]byte(body))
 		}))
-		s := source(t, setup, 0, func(c *tokensource.Config) { c.TokenURL = big.URL + "/token" })
+		s := source(t, is, 0, func(c *tokensource.Config) { c.TokenURL = big.URL + "/token" })
 		_, err := s.Token(context.Background())
 		big.Close()
 		if size == tokensource.MaximumResponseBytes && err != nil {
@@ -176,7 +143,7 @@ func TestResponseReadIsBounded(t *testing.T) {
 
 func TestLoadKeyFileRules(t *testing.T) {
 	dir := t.TempDir()
-	priv, pub, _ := keys.Generate("EdDSA")
+	priv, pub := issuertest.GenerateKey(t, "EdDSA")
 	raw, _ := priv.MarshalJSON()
 	p := dir + "/k.jwk"
 	os.WriteFile(p, raw, 0o600)
