@@ -10,8 +10,9 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/registrum/registrum/model"
+	"github.com/registrum/registrum/model/query"
 	"github.com/registrum/registrum/store/layout"
-	"github.com/registrum/registrum/store/query"
+	"github.com/registrum/registrum/store/querysql"
 )
 
 // Boundary is one row boundary: the record's field must equal one of
@@ -23,29 +24,29 @@ type Boundary struct {
 
 // Scope returns the condition every record of a collection read meets: live,
 // and inside every boundary. Placeholders start at $1.
-func Scope(e *model.Entity, boundaries []Boundary) (query.Fragment, error) {
+func Scope(e *model.Entity, boundaries []Boundary) (querysql.Fragment, error) {
 	parts := []string{layout.ColLifecycle + " = '" + layout.LifecycleActive + "'"}
 	var args []any
 	for _, b := range boundaries {
 		f := e.Field(b.FieldID)
 		if f == nil {
-			return query.Fragment{}, fmt.Errorf("store: row boundary on unknown field %q of %s", b.FieldID, e.ID)
+			return querysql.Fragment{}, fmt.Errorf("store: row boundary on unknown field %q of %s", b.FieldID, e.ID)
 		}
 		typ, err := layout.SQLType(f)
 		if err != nil {
-			return query.Fragment{}, err
+			return querysql.Fragment{}, err
 		}
 		if i := strings.IndexByte(typ, '('); i >= 0 {
 			typ = typ[:i]
 		}
 		arr, err := typedArray(b.Values)
 		if err != nil {
-			return query.Fragment{}, fmt.Errorf("store: row boundary on %s.%s: %w", e.ID, f.ID, err)
+			return querysql.Fragment{}, fmt.Errorf("store: row boundary on %s.%s: %w", e.ID, f.ID, err)
 		}
 		args = append(args, arr)
 		parts = append(parts, layout.Column(f)+" = ANY($"+strconv.Itoa(len(args))+"::"+typ+"[])")
 	}
-	return query.Fragment{SQL: strings.Join(parts, " AND "), Args: args}, nil
+	return querysql.Fragment{SQL: strings.Join(parts, " AND "), Args: args}, nil
 }
 
 // columns returns the select list of an entity's records.
@@ -59,9 +60,9 @@ func columns(e *model.Entity) string {
 
 // Page runs one page of a collection read: at most q.Limit() records in
 // scope that match the query, in its order.
-func (s *Store) Page(ctx context.Context, q *query.Query, scope query.Fragment) ([]*Record, error) {
+func (s *Store) Page(ctx context.Context, q *query.Query, scope querysql.Fragment) ([]*Record, error) {
 	e := q.Entity
-	stmt := q.PageStatement(columns(e), scope)
+	stmt := querysql.Compiler{}.PageStatement(q, columns(e), scope)
 	rows, err := s.pool.Query(ctx, stmt.SQL, stmt.Args...)
 	if err != nil {
 		return nil, fmt.Errorf("store: read %s page: %w", e.ID, err)
@@ -82,8 +83,8 @@ func (s *Store) Page(ctx context.Context, q *query.Query, scope query.Fragment) 
 }
 
 // Count returns the number of records in scope that match the query's filter.
-func (s *Store) Count(ctx context.Context, q *query.Query, scope query.Fragment) (int64, error) {
-	stmt := q.CountStatement(scope)
+func (s *Store) Count(ctx context.Context, q *query.Query, scope querysql.Fragment) (int64, error) {
+	stmt := querysql.Compiler{}.CountStatement(q, scope)
 	var n int64
 	if err := s.pool.QueryRow(ctx, stmt.SQL, stmt.Args...).Scan(&n); err != nil {
 		return 0, fmt.Errorf("store: count %s: %w", q.Entity.ID, err)

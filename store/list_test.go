@@ -6,8 +6,8 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/registrum/registrum/model/query"
 	"github.com/registrum/registrum/store"
-	"github.com/registrum/registrum/store/query"
 )
 
 func TestScopeHidesRecordsOutsideTheBoundariesInPagesAndCounts(t *testing.T) {

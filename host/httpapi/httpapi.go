@@ -22,7 +22,7 @@ import (
 	"github.com/registrum/registrum/host/problem"
 	"github.com/registrum/registrum/host/records"
 	"github.com/registrum/registrum/model"
-	"github.com/registrum/registrum/store/query"
+	"github.com/registrum/registrum/model/query"
 )
 
 // DefaultMaximumBodyBytes bounds a write body when the entity sets no bound.

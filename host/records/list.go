@@ -2,16 +2,19 @@ package records
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
 	"time"
 
 	"github.com/registrum/registrum/host/access"
+	"github.com/registrum/registrum/host/cursor"
+	"github.com/registrum/registrum/host/problem"
 	"github.com/registrum/registrum/model"
+	"github.com/registrum/registrum/model/query"
 	"github.com/registrum/registrum/model/values"
 	"github.com/registrum/registrum/store"
-	"github.com/registrum/registrum/store/query"
 )
 
 // Collection is a page of a collection read.
@@ -49,11 +52,11 @@ func (s *Service) List(ctx context.Context, c Call, e *model.Entity, opts query.
 		Sortable:   grant.Sortable.IDs(),
 		AllowCount: grant.AllowCount,
 	}
-	caller := query.Caller{Principal: grant.PrincipalReference, Profile: grant.Profile, PackageRevision: s.pkg.Revision}
+	caller := cursor.Caller{Principal: grant.PrincipalReference, Profile: grant.Profile, PackageRevision: s.pkg.Revision}
 	now := time.Now()
 	q, err := s.sealer.Parse(e, allowed, opts, caller, now)
 	if err != nil {
-		return nil, err
+		return nil, queryProblem(err)
 	}
 	scope, err := store.Scope(e, storeBoundaries(grant))
 	if err != nil {
@@ -99,6 +102,20 @@ func (s *Service) List(ctx context.Context, c Call, e *model.Entity, opts query.
 		return nil, fmt.Errorf("records: render page: %w", err)
 	}
 	return &Result{Status: http.StatusOK, Body: body}, nil
+}
+
+// queryProblem answers a refusal of the query layer (a *query.Error) with
+// its problem code and the same detail; any other error is returned as is.
+func queryProblem(err error) error {
+	var qe *query.Error
+	if !errors.As(err, &qe) {
+		return err
+	}
+	code := problem.QueryInvalid
+	if qe.Kind == query.CursorInvalid {
+		code = problem.QueryCursorInvalid
+	}
+	return &problem.Error{Code: code, Detail: qe.Detail, Cause: qe.Cause}
 }
 
 // storeBoundaries converts the grant's resolved row boundaries for the store.

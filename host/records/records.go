@@ -17,6 +17,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/registrum/registrum/host/access"
+	"github.com/registrum/registrum/host/cursor"
 	"github.com/registrum/registrum/host/problem"
 	"github.com/registrum/registrum/internal/canonjson"
 	"github.com/registrum/registrum/internal/strictjson"
@@ -24,7 +25,6 @@ import (
 	"github.com/registrum/registrum/model/values"
 	"github.com/registrum/registrum/store"
 	"github.com/registrum/registrum/store/layout"
-	"github.com/registrum/registrum/store/query"
 )
 
 // MaxIdempotencyKeyBytes bounds the Idempotency-Key.
@@ -37,7 +37,7 @@ type Service struct {
 	codec  *values.Codec
 	keys   Keys
 	access access.Decider
-	sealer *query.Sealer
+	sealer *cursor.Sealer
 }
 
 // New returns the records service of the store's active package.
@@ -46,7 +46,7 @@ func New(st *store.Store, keys Keys, decider access.Decider) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	sealer, err := query.NewSealer(keys.cursor)
+	sealer, err := cursor.NewSealer(keys.cursor)
 	if err != nil {
 		return nil, err
 	}

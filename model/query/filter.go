@@ -5,7 +5,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/registrum/registrum/model"
-	"github.com/registrum/registrum/store/layout"
 )
 
 // Bounds of a $filter expression.
@@ -115,34 +114,53 @@ func (l *lexer) next() (token, error) {
 	return token{}, invalid("%s: unexpected character %s at byte %d.", OptFilter, echo(l.src[l.pos:l.pos+1]), start)
 }
 
-type nodeKind uint8
+// NodeKind is the kind of a filter node.
+type NodeKind uint8
 
+// Kinds of filter node.
 const (
-	nAnd nodeKind = iota
-	nOr
-	nNot
-	nCompare  // field op literal
-	nIn       // field in (literals)
-	nFunction // startswith/contains(field, text)
+	// And holds two or more operands, all of which must hold.
+	And NodeKind = iota
+	// Or holds two or more operands, one of which must hold.
+	Or
+	// Not holds one operand, negated.
+	Not
+	// Compare is field op literal; Op is one of eq, ne, gt, ge, lt, le.
+	Compare
+	// In is field in (literals); Op is "in".
+	In
+	// Function is startswith(field, text) or contains(field, text); Op is
+	// the function name and Values holds the text.
+	Function
 )
 
-// node is one node of a parsed filter.
-type node struct {
-	kind  nodeKind
-	kids  []*node // and, or: two or more; not: one
-	op    string  // comparison operator or function name
-	field *model.Field
-	// col is the SQL expression compared: the field's column, or the
-	// expression of a pseudo field.
-	col    string
-	pseudo bool
-	// vals holds literals in storage form (nil = null); lits their text as written.
-	vals []any
-	lits []string
+// Node is one node of a parsed, type-checked filter.
+type Node struct {
+	Kind NodeKind
+	// Operands are the operands of And, Or (two or more) and Not (one).
+	Operands []*Node
+	// Op is the comparison operator or function name (see NodeKind).
+	Op string
+	// Field is the field compared. For a pseudo field it is a synthetic
+	// code field whose APIName is the pseudo name.
+	Field *model.Field
+	// Pseudo reports that Field is a pseudo field (Allowed.Pseudo).
+	Pseudo bool
+	// Values holds the literals in storage form (nil for null).
+	Values []any
+	// Literals holds the literals' canonical text as written.
+	Literals []string
 }
 
-// Comparison operators of $filter.
-var compareOps = map[string]string{"eq": "=", "ne": "<>", "gt": ">", "ge": ">=", "lt": "<", "le": "<="}
+// IsCompareOp reports whether op is a comparison operator of $filter (eq,
+// ne, gt, ge, lt, le).
+func IsCompareOp(op string) bool {
+	switch op {
+	case "eq", "ne", "gt", "ge", "lt", "le":
+		return true
+	}
+	return false
+}
 
 // keywords cannot start a field name in a filter.
 var keywords = map[string]bool{"and": true, "or": true, "not": true, "in": true,
@@ -158,7 +176,7 @@ type parser struct {
 }
 
 // parseFilter parses and type-checks a $filter expression.
-func parseFilter(e *model.Entity, a Allowed, src string) (*node, error) {
+func parseFilter(e *model.Entity, a Allowed, src string) (*Node, error) {
 	if len(src) > MaxFilterBytes {
 		return nil, invalid("%s is longer than %d bytes.", OptFilter, MaxFilterBytes)
 	}
@@ -206,16 +224,16 @@ func (p *parser) count() error {
 
 func (p *parser) isWord(w string) bool { return p.tok.kind == tWord && p.tok.text == w }
 
-func (p *parser) parseOr(depth int) (*node, error) {
-	return p.parseChain(depth, "or", nOr, p.parseAnd)
+func (p *parser) parseOr(depth int) (*Node, error) {
+	return p.parseChain(depth, "or", Or, p.parseAnd)
 }
 
-func (p *parser) parseAnd(depth int) (*node, error) {
-	return p.parseChain(depth, "and", nAnd, p.parseUnary)
+func (p *parser) parseAnd(depth int) (*Node, error) {
+	return p.parseChain(depth, "and", And, p.parseUnary)
 }
 
 // parseChain parses operand { word operand } into one flat node.
-func (p *parser) parseChain(depth int, word string, kind nodeKind, operand func(int) (*node, error)) (*node, error) {
+func (p *parser) parseChain(depth int, word string, kind NodeKind, operand func(int) (*Node, error)) (*Node, error) {
 	first, err := operand(depth)
 	if err != nil {
 		return nil, err
@@ -223,7 +241,7 @@ func (p *parser) parseChain(depth int, word string, kind nodeKind, operand func(
 	if !p.isWord(word) {
 		return first, nil
 	}
-	n := &node{kind: kind, kids: []*node{first}}
+	n := &Node{Kind: kind, Operands: []*Node{first}}
 	for p.isWord(word) {
 		if err := p.count(); err != nil {
 			return nil, err
@@ -235,7 +253,7 @@ func (p *parser) parseChain(depth int, word string, kind nodeKind, operand func(
 		if err != nil {
 			return nil, err
 		}
-		n.kids = append(n.kids, k)
+		n.Operands = append(n.Operands, k)
 	}
 	return n, nil
 }
@@ -247,7 +265,7 @@ func (p *parser) deeper(depth int) (int, error) {
 	return depth + 1, nil
 }
 
-func (p *parser) parseUnary(depth int) (*node, error) {
+func (p *parser) parseUnary(depth int) (*Node, error) {
 	if p.isWord("not") {
 		d, err := p.deeper(depth)
 		if err != nil {
@@ -263,7 +281,7 @@ func (p *parser) parseUnary(depth int) (*node, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &node{kind: nNot, kids: []*node{k}}, nil
+		return &Node{Kind: Not, Operands: []*Node{k}}, nil
 	}
 	return p.parsePrimary(depth)
 }
@@ -275,7 +293,7 @@ func (p *parser) expect(kind tokKind, want string) error {
 	return p.advance()
 }
 
-func (p *parser) parsePrimary(depth int) (*node, error) {
+func (p *parser) parsePrimary(depth int) (*Node, error) {
 	switch {
 	case p.tok.kind == tLParen:
 		d, err := p.deeper(depth)
@@ -298,28 +316,27 @@ func (p *parser) parsePrimary(depth int) (*node, error) {
 	return nil, p.unexpected("a field name, not, startswith, contains or an opening parenthesis")
 }
 
-// fieldRef resolves a field name to an entity field or a pseudo field, and
-// the SQL expression it compiles to; unknown and withheld fields get the
-// same answer.
-func (p *parser) fieldRef() (*model.Field, string, bool, error) {
+// fieldRef resolves a field name to an entity field or a pseudo field
+// (reported by its bool); unknown and withheld fields get the same answer.
+func (p *parser) fieldRef() (*model.Field, bool, error) {
 	if p.tok.kind != tWord || keywords[p.tok.text] {
-		return nil, "", false, p.unexpected("a field name")
+		return nil, false, p.unexpected("a field name")
 	}
 	name := p.tok.text
 	for _, ps := range p.a.Pseudo {
 		if ps.Name == name {
 			f := &model.Field{APIName: name, Type: model.TypeCode, Required: true, Values: ps.Values}
-			return f, "(" + ps.Expr + ")", true, p.advance()
+			return f, true, p.advance()
 		}
 	}
 	f := p.e.FieldByAPIName(name)
 	if f == nil || !has(p.a.Filterable, f.ID) {
-		return nil, "", false, invalid("%s: %s is not a filterable field of this entity for this access profile.", OptFilter, echo(name))
+		return nil, false, invalid("%s: %s is not a filterable field of this entity for this access profile.", OptFilter, echo(name))
 	}
-	return f, layout.Column(f), false, p.advance()
+	return f, false, p.advance()
 }
 
-func (p *parser) parseFunction() (*node, error) {
+func (p *parser) parseFunction() (*Node, error) {
 	fn := p.tok.text
 	if err := p.count(); err != nil {
 		return nil, err
@@ -330,7 +347,7 @@ func (p *parser) parseFunction() (*node, error) {
 	if err := p.expect(tLParen, "an opening parenthesis after "+fn); err != nil {
 		return nil, err
 	}
-	f, col, pseudo, err := p.fieldRef()
+	f, pseudo, err := p.fieldRef()
 	if err != nil {
 		return nil, err
 	}
@@ -353,14 +370,14 @@ func (p *parser) parseFunction() (*node, error) {
 	if err := checkFunction(f, fn, text); err != nil {
 		return nil, err
 	}
-	return &node{kind: nFunction, op: fn, field: f, col: col, vals: []any{text}, lits: []string{quote(text)}}, nil
+	return &Node{Kind: Function, Op: fn, Field: f, Values: []any{text}, Literals: []string{quote(text)}}, nil
 }
 
-func (p *parser) parseComparison() (*node, error) {
+func (p *parser) parseComparison() (*Node, error) {
 	if err := p.count(); err != nil {
 		return nil, err
 	}
-	f, col, pseudo, err := p.fieldRef()
+	f, pseudo, err := p.fieldRef()
 	if err != nil {
 		return nil, err
 	}
@@ -371,16 +388,16 @@ func (p *parser) parseComparison() (*node, error) {
 		if err := p.expect(tLParen, "an opening parenthesis after in"); err != nil {
 			return nil, err
 		}
-		n := &node{kind: nIn, op: "in", field: f, col: col, pseudo: pseudo}
+		n := &Node{Kind: In, Op: "in", Field: f, Pseudo: pseudo}
 		for {
-			if len(n.vals) == MaxInList {
+			if len(n.Values) == MaxInList {
 				return nil, invalid("%s: the in list of %s has more than %d members.", OptFilter, echo(f.APIName), MaxInList)
 			}
 			v, lit, err := p.literal(f, "in")
 			if err != nil {
 				return nil, err
 			}
-			n.vals, n.lits = append(n.vals, v), append(n.lits, lit)
+			n.Values, n.Literals = append(n.Values, v), append(n.Literals, lit)
 			if p.tok.kind == tComma {
 				if err := p.advance(); err != nil {
 					return nil, err
@@ -390,7 +407,7 @@ func (p *parser) parseComparison() (*node, error) {
 			return n, p.expect(tRParen, "a comma or a closing parenthesis in the in list")
 		}
 	}
-	if p.tok.kind != tWord || compareOps[p.tok.text] == "" {
+	if p.tok.kind != tWord || !IsCompareOp(p.tok.text) {
 		return nil, p.unexpected("a comparison operator (eq, ne, gt, ge, lt, le) or in")
 	}
 	op := p.tok.text
@@ -407,7 +424,7 @@ func (p *parser) parseComparison() (*node, error) {
 	if pseudo && v == nil {
 		return nil, invalid("%s: %s compares only with its codes, never with null.", OptFilter, echo(f.APIName))
 	}
-	return &node{kind: nCompare, op: op, field: f, col: col, pseudo: pseudo, vals: []any{v}, lits: []string{lit}}, nil
+	return &Node{Kind: Compare, Op: op, Field: f, Pseudo: pseudo, Values: []any{v}, Literals: []string{lit}}, nil
 }
 
 // literal reads one literal for a comparison of f with op and returns its
@@ -438,21 +455,24 @@ func (p *parser) literal(f *model.Field, op string) (any, string, error) {
 func quote(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
 
 // String renders the canonical form of the filter: every and, or and not
-// operand parenthesised, literals as written.
-func (n *node) String() string {
+// operand parenthesised, literals as written; "" for a nil node.
+func (n *Node) String() string {
+	if n == nil {
+		return ""
+	}
 	var b strings.Builder
 	n.write(&b)
 	return b.String()
 }
 
-func (n *node) write(b *strings.Builder) {
-	switch n.kind {
-	case nAnd, nOr:
+func (n *Node) write(b *strings.Builder) {
+	switch n.Kind {
+	case And, Or:
 		word := " and "
-		if n.kind == nOr {
+		if n.Kind == Or {
 			word = " or "
 		}
-		for i, k := range n.kids {
+		for i, k := range n.Operands {
 			if i > 0 {
 				b.WriteString(word)
 			}
@@ -460,15 +480,15 @@ func (n *node) write(b *strings.Builder) {
 			k.write(b)
 			b.WriteByte(')')
 		}
-	case nNot:
+	case Not:
 		b.WriteString("not (")
-		n.kids[0].write(b)
+		n.Operands[0].write(b)
 		b.WriteByte(')')
-	case nCompare:
-		b.WriteString(n.field.APIName + " " + n.op + " " + n.lits[0])
-	case nIn:
-		b.WriteString(n.field.APIName + " in (" + strings.Join(n.lits, ",") + ")")
-	case nFunction:
-		b.WriteString(n.op + "(" + n.field.APIName + "," + n.lits[0] + ")")
+	case Compare:
+		b.WriteString(n.Field.APIName + " " + n.Op + " " + n.Literals[0])
+	case In:
+		b.WriteString(n.Field.APIName + " in (" + strings.Join(n.Literals, ",") + ")")
+	case Function:
+		b.WriteString(n.Op + "(" + n.Field.APIName + "," + n.Literals[0] + ")")
 	}
 }

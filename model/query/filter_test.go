@@ -4,8 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/registrum/registrum/host/problem"
-	"github.com/registrum/registrum/store/query"
+	"github.com/registrum/registrum/model/query"
 )
 
 func parseFilter(t *testing.T, f string) (*query.Query, error) {
@@ -39,7 +38,7 @@ func TestFilterGrammarAndPrecedence(t *testing.T) {
 	for in, want := range cases {
 		q, err := parseFilter(t, in)
 		if want == "" {
-			wantProblem(t, err, problem.QueryInvalid)
+			wantProblem(t, err, query.Invalid)
 			continue
 		}
 		if err != nil {
@@ -88,7 +87,7 @@ func TestFilterSyntaxErrorsNameThePlace(t *testing.T) {
 	}
 	for in, frags := range cases {
 		_, err := parseFilter(t, in)
-		wantProblem(t, err, problem.QueryInvalid, append([]string{"$filter"}, frags...)...)
+		wantProblem(t, err, query.Invalid, append([]string{"$filter"}, frags...)...)
 	}
 }
 
@@ -153,7 +152,7 @@ func TestFilterLiteralsMustFitTheFieldType(t *testing.T) {
 	}
 	for f, frags := range bad {
 		_, err := parseFilter(t, f)
-		wantProblem(t, err, problem.QueryInvalid, append([]string{"$filter"}, frags...)...)
+		wantProblem(t, err, query.Invalid, append([]string{"$filter"}, frags...)...)
 	}
 }
 
@@ -165,7 +164,7 @@ func TestFilterBoundsAtTheirEdges(t *testing.T) {
 		t.Fatalf("filter of %d bytes: %v", query.MaxFilterBytes, err)
 	}
 	_, err := parseFilter(t, base+pad+" ")
-	wantProblem(t, err, problem.QueryInvalid, "$filter", "longer than 4096 bytes")
+	wantProblem(t, err, query.Invalid, "$filter", "longer than 4096 bytes")
 
 	// Nodes: comparisons and operators together.
 	chain := func(n int) string { // n comparisons joined by n-1 ors: 2n-1 nodes
@@ -180,10 +179,10 @@ func TestFilterBoundsAtTheirEdges(t *testing.T) {
 		t.Fatalf("%d nodes: %v", 2*nodes-1, err)
 	}
 	_, err = parseFilter(t, chain(nodes)+" or age eq 1 or age eq 1")
-	wantProblem(t, err, problem.QueryInvalid, "more than 64")
+	wantProblem(t, err, query.Invalid, "more than 64")
 	// not counts as a node too.
 	_, err = parseFilter(t, chain(nodes)+" and not flag eq true")
-	wantProblem(t, err, problem.QueryInvalid, "more than 64")
+	wantProblem(t, err, query.Invalid, "more than 64")
 
 	// Depth: parentheses and not.
 	nest := func(n int) string { return strings.Repeat("(", n) + "age eq 1" + strings.Repeat(")", n) }
@@ -191,16 +190,16 @@ func TestFilterBoundsAtTheirEdges(t *testing.T) {
 		t.Fatalf("depth %d: %v", query.MaxFilterDepth, err)
 	}
 	_, err = parseFilter(t, nest(query.MaxFilterDepth+1))
-	wantProblem(t, err, problem.QueryInvalid, "deeper than 8")
+	wantProblem(t, err, query.Invalid, "deeper than 8")
 	nots := func(n int) string { return strings.Repeat("not ", n) + "age eq 1" }
 	if _, err := parseFilter(t, nots(query.MaxFilterDepth)); err != nil {
 		t.Fatalf("%d nots: %v", query.MaxFilterDepth, err)
 	}
 	_, err = parseFilter(t, nots(query.MaxFilterDepth+1))
-	wantProblem(t, err, problem.QueryInvalid, "deeper than 8")
+	wantProblem(t, err, query.Invalid, "deeper than 8")
 	// A deep nesting far beyond the bound fails fast, without recursion trouble.
 	_, err = parseFilter(t, strings.Repeat("(", 4000))
-	wantProblem(t, err, problem.QueryInvalid, "deeper")
+	wantProblem(t, err, query.Invalid, "deeper")
 
 	// in list length.
 	list := func(n int) string { return "age in (" + strings.TrimSuffix(strings.Repeat("1,", n), ",") + ")" }
@@ -208,7 +207,7 @@ func TestFilterBoundsAtTheirEdges(t *testing.T) {
 		t.Fatalf("in list of %d: %v", query.MaxInList, err)
 	}
 	_, err = parseFilter(t, list(query.MaxInList+1))
-	wantProblem(t, err, problem.QueryInvalid, "more than 100 members")
+	wantProblem(t, err, query.Invalid, "more than 100 members")
 
 	// Literal length: strings (unescaped content) and bare literals.
 	str := func(n int) string { return "contains(note,'" + strings.Repeat("a", n) + "')" }
@@ -216,11 +215,11 @@ func TestFilterBoundsAtTheirEdges(t *testing.T) {
 		t.Fatalf("literal of %d bytes: %v", query.MaxLiteralBytes, err)
 	}
 	_, err = parseFilter(t, str(query.MaxLiteralBytes+1))
-	wantProblem(t, err, problem.QueryInvalid, "longer than 512 bytes")
+	wantProblem(t, err, query.Invalid, "longer than 512 bytes")
 	// '' counts as one byte of content.
 	if _, err := parseFilter(t, "contains(note,'"+strings.Repeat("''", query.MaxLiteralBytes)+"')"); err != nil {
 		t.Fatalf("escaped literal of %d bytes: %v", query.MaxLiteralBytes, err)
 	}
 	_, err = parseFilter(t, "age eq "+strings.Repeat("1", query.MaxLiteralBytes+1))
-	wantProblem(t, err, problem.QueryInvalid, "longer than 512 bytes")
+	wantProblem(t, err, query.Invalid, "longer than 512 bytes")
 }

@@ -1,4 +1,4 @@
-package query_test
+package cursor_test
 
 import (
 	"bytes"
@@ -15,36 +15,37 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/registrum/registrum/host/problem"
+	"github.com/registrum/registrum/host/cursor"
 	"github.com/registrum/registrum/model"
-	"github.com/registrum/registrum/store/query"
+	"github.com/registrum/registrum/model/query"
+	"github.com/registrum/registrum/store/querysql"
 )
 
 var testSecret = bytes.Repeat([]byte{7}, 32)
 
-func newSealer(t testing.TB) *query.Sealer {
+func newSealer(t testing.TB) *cursor.Sealer {
 	t.Helper()
-	s, err := query.NewSealer(testSecret)
+	s, err := cursor.NewSealer(testSecret)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return s
 }
 
-var staff = query.Caller{Principal: "client-1", Profile: "staff", PackageRevision: "sha256:aaaa"}
+var staff = cursor.Caller{Principal: "client-1", Profile: "staff", PackageRevision: "sha256:aaaa"}
 
 func TestNewSealerNeedsA32ByteSecret(t *testing.T) {
-	if _, err := query.NewSealer(make([]byte, 31)); err == nil || !strings.Contains(err.Error(), "at least 32") {
+	if _, err := cursor.NewSealer(make([]byte, 31)); err == nil || !strings.Contains(err.Error(), "at least 32") {
 		t.Fatalf("31 bytes: %v", err)
 	}
-	if _, err := query.NewSealer(make([]byte, 32)); err != nil {
+	if _, err := cursor.NewSealer(make([]byte, 32)); err != nil {
 		t.Fatal(err)
 	}
 }
 
 // sealOne seals a cursor after a fixed row for a query with every kind of
 // sort key.
-func sealOne(t *testing.T, s *query.Sealer, e *model.Entity, now time.Time) (string, *query.Query) {
+func sealOne(t *testing.T, s *cursor.Sealer, e *model.Entity, now time.Time) (string, *query.Query) {
 	t.Helper()
 	q, err := query.Parse(e, fullAllowed(), opts("$filter", "age ne 2 and startswith(name,'A')", "$orderby", "age desc,seen,amount,born desc,flag,name,ext desc",
 		"$select", "name,age", "$count", "true", "$top", "7"))
@@ -69,7 +70,7 @@ func TestCursorRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Filter() != q.Filter() || got.OrderBy() != q.OrderBy() || got.Top != 7 || !got.Count || len(got.Select) != 2 || got.Digest() != q.Digest() {
+	if got.Filter() != q.Filter() || sql.OrderBy(got) != sql.OrderBy(q) || got.Top != 7 || !got.Count || len(got.Select) != 2 || got.Digest() != q.Digest() {
 		t.Fatalf("reopened query differs: %+v", got)
 	}
 	want := map[string]any{"age": int64(-4), "seen": ts("2024-01-01T10:00:00Z").Add(123456 * time.Microsecond),
@@ -104,7 +105,7 @@ func TestCursorRefusals(t *testing.T) {
 	e := personEntity()
 	now := time.Unix(1_800_000_000, 0)
 	tok, _ := sealOne(t, s, e, now)
-	open := func(tok string, e *model.Entity, a query.Allowed, c query.Caller, at time.Time) error {
+	open := func(tok string, e *model.Entity, a query.Allowed, c cursor.Caller, at time.Time) error {
 		_, err := s.Open(tok, e, a, c, at)
 		return err
 	}
@@ -119,50 +120,50 @@ func TestCursorRefusals(t *testing.T) {
 		bad := bytes.Clone(raw)
 		bad[i] ^= 0x01
 		err := open(base64.RawURLEncoding.EncodeToString(bad), e, fullAllowed(), staff, later)
-		wantProblem(t, err, problem.QueryCursorInvalid, "not a valid cursor")
+		wantProblem(t, err, query.CursorInvalid, "not a valid cursor")
 	}
 	// Truncated, extended, re-encoded and foreign tokens.
 	for _, bad := range []string{tok[:len(tok)-1], tok + "A", tok[:20], "", "!!!!", strings.ReplaceAll(tok, "-", "+"),
-		base64.StdEncoding.EncodeToString(raw), strings.Repeat("A", query.MaxCursorBytes+1)} {
-		wantProblem(t, open(bad, e, fullAllowed(), staff, later), problem.QueryCursorInvalid)
+		base64.StdEncoding.EncodeToString(raw), strings.Repeat("A", cursor.MaxCursorBytes+1)} {
+		wantProblem(t, open(bad, e, fullAllowed(), staff, later), query.CursorInvalid)
 	}
 	// Another host secret.
-	other, _ := query.NewSealer(bytes.Repeat([]byte{8}, 32))
+	other, _ := cursor.NewSealer(bytes.Repeat([]byte{8}, 32))
 	_, err := other.Open(tok, e, fullAllowed(), staff, later)
-	wantProblem(t, err, problem.QueryCursorInvalid, "not a valid cursor")
+	wantProblem(t, err, query.CursorInvalid, "not a valid cursor")
 
 	// Binding: caller, profile, package revision, entity and route.
 	bound := "issued to another caller, access profile, route or package revision"
-	for name, c := range map[string]query.Caller{
+	for name, c := range map[string]cursor.Caller{
 		"other caller":           {Principal: "client-2", Profile: "staff", PackageRevision: staff.PackageRevision},
 		"anonymous":              {Principal: "", Profile: "staff", PackageRevision: staff.PackageRevision},
 		"other profile":          {Principal: "client-1", Profile: "public", PackageRevision: staff.PackageRevision},
 		"other package revision": {Principal: "client-1", Profile: "staff", PackageRevision: "sha256:bbbb"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			wantProblem(t, open(tok, e, fullAllowed(), c, later), problem.QueryCursorInvalid, bound)
+			wantProblem(t, open(tok, e, fullAllowed(), c, later), query.CursorInvalid, bound)
 		})
 	}
 	moved := personEntity()
 	moved.Route = "persons"
-	wantProblem(t, open(tok, moved, fullAllowed(), staff, later), problem.QueryCursorInvalid, bound)
+	wantProblem(t, open(tok, moved, fullAllowed(), staff, later), query.CursorInvalid, bound)
 	renamed := personEntity()
 	renamed.ID = "human"
-	wantProblem(t, open(tok, renamed, fullAllowed(), staff, later), problem.QueryCursorInvalid, bound)
+	wantProblem(t, open(tok, renamed, fullAllowed(), staff, later), query.CursorInvalid, bound)
 
 	// A grant that no longer allows the carried query.
 	narrowed := fullAllowed()
 	narrowed.Filterable = []string{"age"}
-	wantProblem(t, open(tok, e, narrowed, staff, later), problem.QueryCursorInvalid, "no longer allowed")
+	wantProblem(t, open(tok, e, narrowed, staff, later), query.CursorInvalid, "no longer allowed")
 	narrowed = fullAllowed()
 	narrowed.AllowCount = false
-	wantProblem(t, open(tok, e, narrowed, staff, later), problem.QueryCursorInvalid, "no longer allowed")
+	wantProblem(t, open(tok, e, narrowed, staff, later), query.CursorInvalid, "no longer allowed")
 
 	// A cursor combined with any other option than accessProfile.
 	_, err = s.Parse(e, fullAllowed(), opts("$skiptoken", tok, "$filter", "age eq 1"), staff, later)
-	wantProblem(t, err, problem.QueryInvalid, "$skiptoken", "$filter")
+	wantProblem(t, err, query.Invalid, "$skiptoken", "$filter")
 	_, err = s.Parse(e, fullAllowed(), opts("$skiptoken", tok, "$top", "5"), staff, later)
-	wantProblem(t, err, problem.QueryInvalid, "$skiptoken", "$top")
+	wantProblem(t, err, query.Invalid, "$skiptoken", "$top")
 }
 
 func TestCursorAge(t *testing.T) {
@@ -174,10 +175,10 @@ func TestCursorAge(t *testing.T) {
 		_, err := s.Open(tok, e, fullAllowed(), staff, at)
 		return err
 	}
-	if err := open(e, now.Add(query.DefaultCursorMaxAge*time.Second-time.Second)); err != nil {
+	if err := open(e, now.Add(cursor.DefaultCursorMaxAge*time.Second-time.Second)); err != nil {
 		t.Fatalf("one second before the default age: %v", err)
 	}
-	wantProblem(t, open(e, now.Add(query.DefaultCursorMaxAge*time.Second)), problem.QueryCursorInvalid, "expired", "3600 seconds")
+	wantProblem(t, open(e, now.Add(cursor.DefaultCursorMaxAge*time.Second)), query.CursorInvalid, "expired", "3600 seconds")
 
 	// A tightened maxAgeSeconds applies to cursors already issued.
 	short := personEntity()
@@ -185,7 +186,7 @@ func TestCursorAge(t *testing.T) {
 	if err := open(short, now.Add(59*time.Second)); err != nil {
 		t.Fatalf("59 s: %v", err)
 	}
-	wantProblem(t, open(short, now.Add(60*time.Second)), problem.QueryCursorInvalid, "expired", "60 seconds")
+	wantProblem(t, open(short, now.Add(60*time.Second)), query.CursorInvalid, "expired", "60 seconds")
 
 	// An entity's own maxAgeSeconds bounds the cursors it issues.
 	tok2, _ := sealOne(t, s, short, now)
@@ -193,13 +194,13 @@ func TestCursorAge(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := s.Open(tok2, short, fullAllowed(), staff, now.Add(61*time.Second))
-	wantProblem(t, err, problem.QueryCursorInvalid, "expired")
+	wantProblem(t, err, query.CursorInvalid, "expired")
 
 	// Issued in the future, beyond the clock skew allowance.
-	if err := open(e, now.Add(-query.CursorClockSkew)); err != nil {
+	if err := open(e, now.Add(-cursor.CursorClockSkew)); err != nil {
 		t.Fatalf("within the skew: %v", err)
 	}
-	wantProblem(t, open(e, now.Add(-query.CursorClockSkew-time.Second)), problem.QueryCursorInvalid, "future")
+	wantProblem(t, open(e, now.Add(-cursor.CursorClockSkew-time.Second)), query.CursorInvalid, "future")
 }
 
 // pagingRows builds rows with few distinct values, nulls in every sort
@@ -230,7 +231,7 @@ const pageColumns = `record_id::text, "f_name", "f_status", "f_age", "f_amount":
 var pageFields = []string{"name", "status", "age", "amount", "born", "seen", "flag", "ext"}
 
 // fetch runs one page statement and returns its rows as keyset positions.
-func fetch(t *testing.T, pool *pgxpool.Pool, stmt query.Fragment) []query.Row {
+func fetch(t *testing.T, pool *pgxpool.Pool, stmt querysql.Fragment) []query.Row {
 	t.Helper()
 	rows, err := pool.Query(context.Background(), stmt.SQL, stmt.Args...)
 	if err != nil {
@@ -373,7 +374,7 @@ func TestKeysetPagingEveryOrder(t *testing.T) {
 			whole := *q
 			whole.Top = len(rows)
 			var dbOrder []string
-			for _, r := range fetch(t, pool, whole.PageStatement(pageColumns, query.Fragment{})) {
+			for _, r := range fetch(t, pool, sql.PageStatement(&whole, pageColumns, querysql.Fragment{})) {
 				dbOrder = append(dbOrder, r.ID)
 			}
 			if !slices.Equal(dbOrder, want) {
@@ -382,7 +383,7 @@ func TestKeysetPagingEveryOrder(t *testing.T) {
 			var got []string
 			pages := 0
 			for {
-				page := fetch(t, pool, q.PageStatement(pageColumns, query.Fragment{}))
+				page := fetch(t, pool, sql.PageStatement(q, pageColumns, querysql.Fragment{}))
 				pages++
 				if len(page) > q.Top {
 					page = page[:q.Top]
@@ -431,7 +432,7 @@ func TestSealRefusesWhatItCannotCarry(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A sort value that would make the cursor longer than MaxCursorBytes.
-	_, err = s.Seal(q, staff, query.Row{ID: uuidA, Values: map[string]any{"note": strings.Repeat("x", query.MaxCursorBytes)}}, now)
+	_, err = s.Seal(q, staff, query.Row{ID: uuidA, Values: map[string]any{"note": strings.Repeat("x", cursor.MaxCursorBytes)}}, now)
 	if err == nil || !strings.Contains(err.Error(), "more than 16384") {
 		t.Fatalf("oversized cursor: %v", err)
 	}

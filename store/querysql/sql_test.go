@@ -1,4 +1,4 @@
-package query_test
+package querysql_test
 
 import (
 	"context"
@@ -6,27 +6,13 @@ import (
 	"sort"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/registrum/registrum/host/problem"
+	"github.com/registrum/registrum/model/query"
 	"github.com/registrum/registrum/store/layout"
-	"github.com/registrum/registrum/store/query"
+	"github.com/registrum/registrum/store/querysql"
 )
-
-const (
-	uuidA = "0a1b2c3d-0000-4000-8000-00000000000a"
-	uuidB = "0a1b2c3d-0000-4000-8000-00000000000b"
-)
-
-func ts(s string) time.Time {
-	t, err := time.Parse(time.RFC3339, s)
-	if err != nil {
-		panic(err)
-	}
-	return t
-}
 
 // semanticRows is a small table whose names identify the rows.
 var semanticRows = []map[string]any{
@@ -54,9 +40,15 @@ func loadSemantic(t *testing.T) (*pgxpool.Pool, []string) {
 // of the page (in order) and the count.
 func run(t *testing.T, pool *pgxpool.Pool, q *query.Query) ([]string, int) {
 	t.Helper()
+	return runWith(t, pool, sql, q)
+}
+
+// runWith is run with the compiler sql.
+func runWith(t *testing.T, pool *pgxpool.Pool, sql querysql.Compiler, q *query.Query) ([]string, int) {
+	t.Helper()
 	ctx := context.Background()
-	scope := query.Fragment{SQL: layout.ColLifecycle + " = $1", Args: []any{layout.LifecycleActive}}
-	stmt := q.PageStatement(`"f_name"`, scope)
+	scope := querysql.Fragment{SQL: layout.ColLifecycle + " = $1", Args: []any{layout.LifecycleActive}}
+	stmt := sql.PageStatement(q, `"f_name"`, scope)
 	rows, err := pool.Query(ctx, stmt.SQL, stmt.Args...)
 	if err != nil {
 		t.Fatalf("%s: %v\n%s", q.Filter(), err, stmt.SQL)
@@ -76,7 +68,7 @@ func run(t *testing.T, pool *pgxpool.Pool, q *query.Query) ([]string, int) {
 	if err := rows.Err(); err != nil {
 		t.Fatalf("%s: %v", q.Filter(), err)
 	}
-	cs := q.CountStatement(scope)
+	cs := sql.CountStatement(q, scope)
 	var n int
 	if err := pool.QueryRow(ctx, cs.SQL, cs.Args...).Scan(&n); err != nil {
 		t.Fatalf("count %s: %v\n%s", q.Filter(), err, cs.SQL)
@@ -167,7 +159,7 @@ func TestHostileLiteralsAreArgumentsNeverSQL(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", f, err)
 		}
-		w := q.Where(0)
+		w := sql.Where(q, 0)
 		for _, bad := range []string{"drop", "DROP", "delete", "pg_sleep", "1=1", "'x'"} {
 			if strings.Contains(w.SQL, bad) {
 				t.Fatalf("%s: the SQL text carries a literal: %s", f, w.SQL)
@@ -191,7 +183,7 @@ func TestWherePlaceholdersFollowTheOffset(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := q.Where(3)
+	w := sql.Where(q, 3)
 	want := `("f_age" IN ($4::bigint, $5::bigint)) AND ("f_name" = $6::text) AND ("f_note" LIKE $7::text ESCAPE '\')`
 	if w.SQL != want {
 		t.Fatalf("got  %s\nwant %s", w.SQL, want)
@@ -200,7 +192,7 @@ func TestWherePlaceholdersFollowTheOffset(t *testing.T) {
 		t.Fatalf("args %#v", w.Args)
 	}
 	none, _ := query.Parse(personEntity(), fullAllowed(), nil)
-	if w := none.Where(0); w.SQL != "TRUE" || len(w.Args) != 0 {
+	if w := sql.Where(none, 0); w.SQL != "TRUE" || len(w.Args) != 0 {
 		t.Fatalf("no filter: %+v", w)
 	}
 }
@@ -225,7 +217,7 @@ func TestIndexedEqualityFilterUsesTheIndex(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		stmt := q.PageStatement("record_id, \"f_n\"", query.Fragment{SQL: "lifecycle = $1", Args: []any{"active"}})
+		stmt := sql.PageStatement(q, "record_id, \"f_n\"", querysql.Fragment{SQL: "lifecycle = $1", Args: []any{"active"}})
 		plan := explain(t, pool, stmt)
 		t.Logf("$orderby=%s:\n%s", order, plan)
 		if !strings.Contains(plan, "Index Scan") || !strings.Contains(plan, "x_e_item__by-kind") || strings.Contains(plan, "Seq Scan") || strings.Contains(plan, "Sort") {
@@ -233,14 +225,14 @@ func TestIndexedEqualityFilterUsesTheIndex(t *testing.T) {
 		}
 		// The next page, resumed after a keyset position, walks it too.
 		q.Position = &query.Row{ID: "00000000-0000-4000-8000-000000000000", Values: map[string]any{"kind": "k7"}}
-		plan = explain(t, pool, q.PageStatement("record_id", query.Fragment{}))
+		plan = explain(t, pool, sql.PageStatement(q, "record_id", querysql.Fragment{}))
 		if !strings.Contains(plan, "x_e_item__by-kind") || strings.Contains(plan, "Seq Scan") {
 			t.Fatalf("$orderby=%s, next page: the plan does not use the index:\n%s", order, plan)
 		}
 	}
 }
 
-func explain(t *testing.T, pool *pgxpool.Pool, stmt query.Fragment) string {
+func explain(t *testing.T, pool *pgxpool.Pool, stmt querysql.Fragment) string {
 	t.Helper()
 	rows, err := pool.Query(context.Background(), "EXPLAIN "+stmt.SQL, stmt.Args...)
 	if err != nil {
@@ -264,10 +256,10 @@ func TestReviewOutcomePseudoField(t *testing.T) {
 	// Without the pseudo field (a profile not disclosing review_state) the
 	// name is refused like any unknown field.
 	_, err := query.Parse(e, a, opts("$filter", "reviewOutcome eq 'approved'"))
-	wantProblem(t, err, problem.QueryInvalid, "$filter", `"reviewOutcome"`, "not a filterable field")
+	wantProblem(t, err, query.Invalid, "$filter", `"reviewOutcome"`, "not a filterable field")
 
-	a.Pseudo = []query.Pseudo{{Name: query.ReviewOutcome, Values: query.ReviewOutcomeValues(),
-		Expr: `CASE WHEN "f_flag" THEN 'approved' ELSE 'pending' END`}}
+	a.Pseudo = []query.Pseudo{{Name: query.ReviewOutcome, Values: query.ReviewOutcomeValues()}}
+	withOutcome := querysql.Compiler{Pseudo: map[string]string{query.ReviewOutcome: `CASE WHEN "f_flag" THEN 'approved' ELSE 'pending' END`}}
 	for f, want := range map[string][]string{
 		"reviewOutcome eq 'approved'":                            {"Ann", "'; drop table x; --", "Annabel"},
 		"reviewOutcome in ('pending','rejected')":                {"Bob", "O'Brien", "a_c", "abc"},
@@ -277,7 +269,7 @@ func TestReviewOutcomePseudoField(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", f, err)
 		}
-		got, n := run(t, pool, q)
+		got, n := runWith(t, pool, withOutcome, q)
 		sort.Strings(got)
 		sort.Strings(want)
 		if strings.Join(got, "|") != strings.Join(want, "|") || n != len(want) {
@@ -293,6 +285,31 @@ func TestReviewOutcomePseudoField(t *testing.T) {
 		"reviewOutcome eq 'maybe'":           "vocabulary",
 	} {
 		_, err := query.Parse(e, a, opts("$filter", f))
-		wantProblem(t, err, problem.QueryInvalid, "$filter", frag)
+		wantProblem(t, err, query.Invalid, "$filter", frag)
+	}
+}
+
+// TestOrderBy: the sort keys of $orderby compile to their ORDER BY, nulls
+// last ascending and first descending, the record id last in the direction
+// of the last key (ascending when there is none).
+func TestOrderBy(t *testing.T) {
+	e := personEntity()
+	q, err := query.Parse(e, fullAllowed(), opts("accessProfile", "staff"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sql.OrderBy(q) != "record_id ASC" {
+		t.Fatalf("default order %q", sql.OrderBy(q))
+	}
+	q, err = query.Parse(e, fullAllowed(), opts("$select", "age, name", "$orderby", "age desc, name", "$count", "true", "$top", "100", "$filter", "age gt 3"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := sql.OrderBy(q); got != `"f_age" DESC NULLS FIRST, "f_name" ASC NULLS LAST, record_id ASC` {
+		t.Fatalf("order %q", got)
+	}
+	q, _ = query.Parse(e, fullAllowed(), opts("$orderby", "age desc"))
+	if got := sql.OrderBy(q); got != `"f_age" DESC NULLS FIRST, record_id DESC` {
+		t.Fatalf("the record id follows the last key's direction: %q", got)
 	}
 }

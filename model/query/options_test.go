@@ -4,9 +4,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/registrum/registrum/host/problem"
 	"github.com/registrum/registrum/model"
-	"github.com/registrum/registrum/store/query"
+	"github.com/registrum/registrum/model/query"
 )
 
 func TestParseDefaults(t *testing.T) {
@@ -26,9 +25,6 @@ func TestParseDefaults(t *testing.T) {
 	if got := strings.Join(names, ","); got != "name,note,status,age,amount,born,seen,flag,ext,where,extra,hidden" {
 		t.Fatalf("default select %s", got)
 	}
-	if q.OrderBy() != "record_id ASC" {
-		t.Fatalf("default order %q", q.OrderBy())
-	}
 }
 
 func TestParseOptions(t *testing.T) {
@@ -46,13 +42,7 @@ func TestParseOptions(t *testing.T) {
 	if !q.Count || q.Top != 100 || q.Limit() != 101 {
 		t.Fatalf("count %v top %d", q.Count, q.Top)
 	}
-	if got := q.OrderBy(); got != `"f_age" DESC NULLS FIRST, "f_name" ASC NULLS LAST, record_id ASC` {
-		t.Fatalf("order %q", got)
-	}
-	q, _ = query.Parse(e, fullAllowed(), opts("$orderby", "age desc"))
-	if got := q.OrderBy(); got != `"f_age" DESC NULLS FIRST, record_id DESC` {
-		t.Fatalf("the record id follows the last key's direction: %q", got)
-	}
+	// The ORDER BY these keys compile to is tested in store/querysql (TestOrderBy).
 	q, _ = query.Parse(e, fullAllowed(), opts("$count", "false"))
 	if q.Count {
 		t.Fatal("$count=false counts")
@@ -68,7 +58,7 @@ func TestParseTopBounds(t *testing.T) {
 	}
 	for _, bad := range []string{"0", "101", "1000", "-1", "+5", "05", "", "1.0", "ten", " 5"} {
 		_, err := query.Parse(e, fullAllowed(), opts("$top", bad))
-		wantProblem(t, err, problem.QueryInvalid, "$top", "1 to 100")
+		wantProblem(t, err, query.Invalid, "$top", "1 to 100")
 	}
 }
 
@@ -103,7 +93,7 @@ func TestParseRefusesWhatTheGrantDoesNotAllow(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := query.Parse(e, a, c.opts)
-			wantProblem(t, err, problem.QueryInvalid, c.want...)
+			wantProblem(t, err, query.Invalid, c.want...)
 		})
 	}
 	// The same words for an unknown and a withheld field: nothing tells them apart.
@@ -116,15 +106,15 @@ func TestParseRefusesWhatTheGrantDoesNotAllow(t *testing.T) {
 	a.AllowCount = false
 	for _, v := range []string{"true", "false"} {
 		_, err := query.Parse(e, a, opts("$count", v))
-		wantProblem(t, err, problem.QueryInvalid, "$count", "not allowed")
+		wantProblem(t, err, query.Invalid, "$count", "not allowed")
 	}
 	// A sortable-only grant cannot filter on that field, and the reverse.
 	only := query.Allowed{Readable: []string{"age"}, Sortable: []string{"age"}}
 	_, err := query.Parse(e, only, opts("$filter", "age eq 1"))
-	wantProblem(t, err, problem.QueryInvalid, `"age"`)
+	wantProblem(t, err, query.Invalid, `"age"`)
 	only = query.Allowed{Readable: []string{"age"}, Filterable: []string{"age"}}
 	_, err = query.Parse(e, only, opts("$orderby", "age"))
-	wantProblem(t, err, problem.QueryInvalid, `"age"`)
+	wantProblem(t, err, query.Invalid, `"age"`)
 }
 
 func TestAllowedFromGrant(t *testing.T) {
@@ -138,16 +128,16 @@ func TestAllowedFromGrant(t *testing.T) {
 func TestRefusalsNameTheSameOptionEveryTime(t *testing.T) {
 	for range 20 {
 		_, err := query.Parse(personEntity(), fullAllowed(), opts("zeta", "1", "$expand", "x", "alpha", "2"))
-		wantProblem(t, err, problem.QueryInvalid, `"$expand"`)
+		wantProblem(t, err, query.Invalid, `"$expand"`)
 		_, err = query.Parse(personEntity(), fullAllowed(), opts("$skiptoken", "x", "$top", "5", "$filter", "age eq 1"))
-		wantProblem(t, err, problem.QueryInvalid, "with $filter")
+		wantProblem(t, err, query.Invalid, "with $filter")
 	}
 }
 
 func TestParseEchoesLongNamesShortened(t *testing.T) {
 	long := strings.Repeat("x", 500)
 	_, err := query.Parse(personEntity(), fullAllowed(), opts("$select", long))
-	wantProblem(t, err, problem.QueryInvalid, "$select")
+	wantProblem(t, err, query.Invalid, "$select")
 	if len(err.Error()) > 300 {
 		t.Fatalf("detail repeats the whole name: %d bytes", len(err.Error()))
 	}
@@ -158,14 +148,14 @@ func TestCursorComesAlone(t *testing.T) {
 	for _, other := range []string{"$filter", "$select", "$orderby", "$count", "$top", "pageSize"} {
 		o := opts("$skiptoken", "abc", other, "x")
 		_, err := query.Parse(e, fullAllowed(), o)
-		wantProblem(t, err, problem.QueryInvalid)
+		wantProblem(t, err, query.Invalid)
 	}
 	q, err := query.Parse(e, fullAllowed(), opts("$skiptoken", "abc", "accessProfile", "staff"))
 	if err != nil || q.Cursor != "abc" {
 		t.Fatalf("cursor with accessProfile: %v %+v", err, q)
 	}
 	_, err = query.Parse(e, fullAllowed(), opts("$skiptoken", ""))
-	wantProblem(t, err, problem.QueryCursorInvalid)
+	wantProblem(t, err, query.CursorInvalid)
 }
 
 func TestOptionTextBounds(t *testing.T) {
@@ -176,12 +166,12 @@ func TestOptionTextBounds(t *testing.T) {
 			t.Fatalf("%s of %d bytes: %v", opt, len(at), err)
 		}
 		_, err := query.Parse(e, fullAllowed(), opts(opt, at+" "))
-		wantProblem(t, err, problem.QueryInvalid, opt, "longer than 2048 bytes")
+		wantProblem(t, err, query.Invalid, opt, "longer than 2048 bytes")
 	}
 	eight := "name,note,status,age,amount,born,seen,flag"
 	if _, err := query.Parse(e, fullAllowed(), opts("$orderby", eight)); err != nil {
 		t.Fatalf("8 keys: %v", err)
 	}
 	_, err := query.Parse(e, fullAllowed(), opts("$orderby", eight+",ext"))
-	wantProblem(t, err, problem.QueryInvalid, "more than 8 keys")
+	wantProblem(t, err, query.Invalid, "more than 8 keys")
 }

@@ -1,4 +1,21 @@
-package query
+// Package cursor seals and opens the cursors of keyset pagination: the
+// encrypted, caller-bound $skiptoken of a collection read. A cursor carries
+// the canonical text of its query (model/query) and the position of the
+// last record of a page, sealed with AES-256-GCM under a key derived from
+// the host secret, and bound to the caller, the access profile, the entity
+// and its route, and the package revision. Every refusal to open one is a
+// *query.Error of kind query.CursorInvalid, which the host answers with the
+// problem code query.cursor_invalid. The format is described in
+// docs/query.md.
+//
+// A typical read:
+//
+//	q, err := sealer.Parse(entity, allowed, opts, caller, now) // parses, or opens a $skiptoken
+//	rows := run(q)                                             // at most q.Limit() rows
+//	if len(rows) > q.Top {                                     // a next page exists
+//		next, err := sealer.Seal(q, caller, rows[q.Top-1], now)
+//	}
+package cursor
 
 import (
 	"bytes"
@@ -17,11 +34,14 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/registrum/registrum/host/problem"
-	"github.com/registrum/registrum/internal/canonjson"
 	"github.com/registrum/registrum/model"
+	"github.com/registrum/registrum/model/query"
 	"github.com/registrum/registrum/model/values"
 )
+
+// codec checks sort values with the wire rules of model/values; the zero
+// codec serves the checks used here.
+var codec values.Codec
 
 // Cursor constants.
 const (
@@ -67,35 +87,35 @@ type Sealer struct {
 // MinSecretBytes bytes) with HKDF-SHA-256 under labels of their own.
 func NewSealer(secret []byte) (*Sealer, error) {
 	if len(secret) < MinSecretBytes {
-		return nil, fmt.Errorf("query: the cursor secret has %d bytes; at least %d are needed", len(secret), MinSecretBytes)
+		return nil, fmt.Errorf("cursor: the cursor secret has %d bytes; at least %d are needed", len(secret), MinSecretBytes)
 	}
 	key, err := hkdf.Key(sha256.New, secret, nil, "registrum cursor aead v1", 32)
 	if err != nil {
-		return nil, fmt.Errorf("query: derive the cursor key: %w", err)
+		return nil, fmt.Errorf("cursor: derive the cursor key: %w", err)
 	}
 	bindKey, err := hkdf.Key(sha256.New, secret, nil, "registrum cursor binding v1", 32)
 	if err != nil {
-		return nil, fmt.Errorf("query: derive the cursor binding key: %w", err)
+		return nil, fmt.Errorf("cursor: derive the cursor binding key: %w", err)
 	}
 	block, err := aes.NewCipher(key)
 	if err != nil {
-		return nil, fmt.Errorf("query: cursor cipher: %w", err)
+		return nil, fmt.Errorf("cursor: cursor cipher: %w", err)
 	}
 	aead, err := cipher.NewGCM(block)
 	if err != nil {
-		return nil, fmt.Errorf("query: cursor cipher: %w", err)
+		return nil, fmt.Errorf("cursor: cursor cipher: %w", err)
 	}
 	return &Sealer{aead: aead, bindKey: bindKey}, nil
 }
 
 // payload is the sealed content of a cursor.
 type payload struct {
-	Version   int      `json:"v"`
-	IssuedAt  int64    `json:"iat"`
-	ExpiresAt int64    `json:"exp"`
-	Binding   binding  `json:"b"`
-	Query     rawQuery `json:"q"`
-	After     position `json:"k"`
+	Version   int             `json:"v"`
+	IssuedAt  int64           `json:"iat"`
+	ExpiresAt int64           `json:"exp"`
+	Binding   binding         `json:"b"`
+	Query     query.Canonical `json:"q"`
+	After     position        `json:"k"`
 }
 
 // binding ties a cursor to the call that may present it.
@@ -129,58 +149,41 @@ func (s *Sealer) principal(p string) string {
 	return "hmac-sha256:" + hex.EncodeToString(m.Sum(nil))
 }
 
-// Digest returns the content digest of the parsed query: entity, selected
-// fields, canonical filter, order, count and page size.
-func (q *Query) Digest() string {
-	sel := make([]string, len(q.Select))
-	for i, f := range q.Select {
-		sel[i] = f.APIName
-	}
-	d, err := canonjson.Digest(map[string]any{
-		"entity": q.Entity.ID, "select": sel, "filter": q.Filter(),
-		"orderby": q.raw.OrderBy, "count": q.Count, "top": q.Top,
-	})
-	if err != nil { // strings, bools and ints always encode
-		panic(err)
-	}
-	return d
-}
-
-func (s *Sealer) bind(q *Query, c Caller) binding {
+func (s *Sealer) bind(q *query.Query, c Caller) binding {
 	return binding{Entity: q.Entity.ID, Route: q.Entity.Route, Profile: c.Profile,
 		Principal: s.principal(c.Principal), PackageRevision: c.PackageRevision, Query: q.Digest()}
 }
 
 // Seal returns the cursor of the page after last, for the same query and
 // caller, issued at now and valid for the entity's cursor.maxAgeSeconds.
-func (s *Sealer) Seal(q *Query, c Caller, last Row, now time.Time) (string, error) {
+func (s *Sealer) Seal(q *query.Query, c Caller, last query.Row, now time.Time) (string, error) {
 	if q.Cursor != "" {
-		return "", errors.New("query: seal: the query is an unopened cursor")
+		return "", errors.New("cursor: seal: the query is an unopened cursor")
 	}
 	pos := position{ID: last.ID, Values: make([]any, len(q.Sort))}
 	for i, k := range q.Sort {
 		v, err := encodeKey(k.Field, last.Values[k.Field.ID])
 		if err != nil {
-			return "", fmt.Errorf("query: seal: sort key %s: %w", k.Field.ID, err)
+			return "", fmt.Errorf("cursor: seal: sort key %s: %w", k.Field.ID, err)
 		}
 		pos.Values[i] = v
 	}
 	iat := now.Unix()
 	p := payload{Version: cursorVersion, IssuedAt: iat, ExpiresAt: iat + maxAge(q.Entity),
-		Binding: s.bind(q, c), Query: q.raw, After: pos}
+		Binding: s.bind(q, c), Query: q.Canonical(), After: pos}
 	plain, err := json.Marshal(p)
 	if err != nil {
-		return "", fmt.Errorf("query: seal: %w", err)
+		return "", fmt.Errorf("cursor: seal: %w", err)
 	}
 	out := make([]byte, 1+nonceSize, 1+nonceSize+len(plain)+s.aead.Overhead())
 	out[0] = cursorVersion
 	if _, err := rand.Read(out[1 : 1+nonceSize]); err != nil {
-		return "", fmt.Errorf("query: seal: nonce: %w", err)
+		return "", fmt.Errorf("cursor: seal: nonce: %w", err)
 	}
 	out = s.aead.Seal(out, out[1:1+nonceSize], plain, []byte(cursorAAD))
 	tok := base64.RawURLEncoding.EncodeToString(out)
 	if len(tok) > MaxCursorBytes {
-		return "", fmt.Errorf("query: seal: the cursor would have %d bytes, more than %d (sort values too long)", len(tok), MaxCursorBytes)
+		return "", fmt.Errorf("cursor: seal: the cursor would have %d bytes, more than %d (sort values too long)", len(tok), MaxCursorBytes)
 	}
 	return tok, nil
 }
@@ -225,7 +228,7 @@ func decodeKey(f *model.Field, v any) (any, error) {
 		}
 	case model.TypeInteger:
 		if s, ok := v.(string); ok {
-			if n, ok := parseInteger(s); ok {
+			if n, ok := query.ParseInteger(s); ok {
 				return n, nil
 			}
 		}
@@ -249,8 +252,8 @@ func decodeKey(f *model.Field, v any) (any, error) {
 	return nil, fmt.Errorf("sort value does not fit field %s", f.ID)
 }
 
-func cursorInvalid(detail string, cause error) *problem.Error {
-	return &problem.Error{Code: problem.QueryCursorInvalid, Detail: detail, Cause: cause}
+func cursorInvalid(detail string, cause error) *query.Error {
+	return &query.Error{Kind: query.CursorInvalid, Detail: detail, Cause: cause}
 }
 
 const errNotACursor = "The cursor is not a valid cursor of this service."
@@ -260,8 +263,8 @@ const errNotACursor = "The cursor is not a valid cursor of this service."
 // profile, the entity and its route, the package revision and the query,
 // and the age against the entity's cursor.maxAgeSeconds; then it re-parses
 // the carried query against a (a grant that no longer allows it refuses
-// the cursor). Every failure is query.cursor_invalid.
-func (s *Sealer) Open(token string, e *model.Entity, a Allowed, c Caller, now time.Time) (*Query, error) {
+// the cursor). Every failure is a *query.Error of kind query.CursorInvalid.
+func (s *Sealer) Open(token string, e *model.Entity, a query.Allowed, c Caller, now time.Time) (*query.Query, error) {
 	if len(token) > MaxCursorBytes {
 		return nil, cursorInvalid(errNotACursor, fmt.Errorf("cursor of %d bytes", len(token)))
 	}
@@ -294,7 +297,7 @@ func (s *Sealer) Open(token string, e *model.Entity, a Allowed, c Caller, now ti
 	if t >= p.ExpiresAt || t-p.IssuedAt >= maxAge(e) {
 		return nil, cursorInvalid(fmt.Sprintf("The cursor has expired: cursors are valid for %d seconds.", maxAge(e)), nil)
 	}
-	q, err := build(e, a, p.Query)
+	q, err := query.Build(e, a, p.Query)
 	if err != nil {
 		return nil, cursorInvalid("The cursor's query is no longer allowed for this access profile.", err)
 	}
@@ -304,7 +307,7 @@ func (s *Sealer) Open(token string, e *model.Entity, a Allowed, c Caller, now ti
 	if len(p.After.Values) != len(q.Sort) || !values.IsUUID(p.After.ID) {
 		return nil, cursorInvalid(errNotACursor, errors.New("position does not fit the order"))
 	}
-	pos := &Row{ID: p.After.ID, Values: make(map[string]any, len(q.Sort))}
+	pos := &query.Row{ID: p.After.ID, Values: make(map[string]any, len(q.Sort))}
 	for i, k := range q.Sort {
 		v, err := decodeKey(k.Field, p.After.Values[i])
 		if err != nil {
@@ -316,11 +319,11 @@ func (s *Sealer) Open(token string, e *model.Entity, a Allowed, c Caller, now ti
 	return q, nil
 }
 
-// Parse parses the options of a read like the package-level Parse, and
-// when they carry a $skiptoken opens it for caller c at now: the returned
-// Query then continues the cursor's query after its position.
-func (s *Sealer) Parse(e *model.Entity, a Allowed, opts RawOptions, c Caller, now time.Time) (*Query, error) {
-	q, err := Parse(e, a, opts)
+// Parse parses the options of a read like query.Parse, and when they carry
+// a $skiptoken opens it for caller c at now: the returned Query then
+// continues the cursor's query after its position.
+func (s *Sealer) Parse(e *model.Entity, a query.Allowed, opts query.RawOptions, c Caller, now time.Time) (*query.Query, error) {
+	q, err := query.Parse(e, a, opts)
 	if err != nil || q.Cursor == "" {
 		return q, err
 	}

@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/registrum/registrum/host/problem"
+	"github.com/registrum/registrum/internal/canonjson"
 	"github.com/registrum/registrum/model"
 )
 
@@ -54,15 +54,13 @@ type Allowed struct {
 }
 
 // Pseudo is a filter-only name compared with eq or in against a closed list
-// of codes, never with null, and compiled to an SQL expression the store
-// provides (never caller input).
+// of codes, never with null. The store compiles it to an expression of its
+// own (see store/querysql), never to caller input.
 type Pseudo struct {
 	// Name is the name used in $filter.
 	Name string
 	// Values are the codes it may be compared with.
 	Values []string
-	// Expr is the SQL expression (of type text) compared.
-	Expr string
 }
 
 // ReviewOutcome is the pseudo field name of a request's review outcome.
@@ -94,8 +92,8 @@ type SortKey struct {
 	Desc  bool
 }
 
-// Query is a parsed collection read. Build it with Parse or Sealer.Parse;
-// it is immutable afterwards and safe to share.
+// Query is a parsed collection read. Build it with Parse (or, for a
+// cursor's query, Build); it is immutable afterwards and safe to share.
 type Query struct {
 	// Entity is the entity read.
 	Entity *model.Entity
@@ -111,20 +109,29 @@ type Query struct {
 	// Position is the keyset position the page starts after (from a
 	// cursor); nil on a first page.
 	Position *Row
-	// Cursor is set, alone, when Parse met a $skiptoken: open it with
-	// Sealer.Open (Sealer.Parse does both).
+	// Cursor is set, alone, when Parse met a $skiptoken: the host opens it
+	// (host/cursor) into the query it carries.
 	Cursor string
+	// Expr is the parsed $filter; nil when there is none.
+	Expr *Node
 
-	filter *node
-	// raw holds the canonical option texts carried inside cursors.
-	raw rawQuery
+	// canon holds the canonical option texts carried inside cursors.
+	canon Canonical
 }
 
-// rawQuery is the option text of a parsed query ($select and $orderby in
+// Row is a keyset position: the record id and the stored values (storage
+// form, by authored field id, as the store reads them) of the last record of
+// a page. Only the values of the sort keys are used; a missing value is null.
+type Row struct {
+	ID     string
+	Values map[string]any
+}
+
+// Canonical is the option text of a parsed query ($select and $orderby in
 // canonical form, $filter as sent, so that re-parsing meets the same
-// bounds): what a cursor carries and re-parses against the grant of the
-// call that presents it.
-type rawQuery struct {
+// bounds): what a cursor carries and re-parses, with Build, against the
+// grant of the call that presents it.
+type Canonical struct {
 	Select  string `json:"select,omitempty"`
 	Filter  string `json:"filter,omitempty"`
 	OrderBy string `json:"orderby,omitempty"`
@@ -134,15 +141,30 @@ type rawQuery struct {
 
 // Filter returns the canonical text of the filter ("" when there is none):
 // every and, or and not operand parenthesised, literals as written.
-func (q *Query) Filter() string {
-	if q.filter == nil {
-		return ""
-	}
-	return q.filter.String()
-}
+func (q *Query) Filter() string { return q.Expr.String() }
 
-func invalid(format string, args ...any) *problem.Error {
-	return problem.New(problem.QueryInvalid, format, args...)
+// Canonical returns the canonical option texts of the query.
+func (q *Query) Canonical() Canonical { return q.canon }
+
+// Limit is the number of rows to fetch for one page: one more than Top, so
+// that the extra row tells whether a next page exists (it is not returned).
+func (q *Query) Limit() int { return q.Top + 1 }
+
+// Digest returns the content digest of the parsed query: entity, selected
+// fields, canonical filter, order, count and page size.
+func (q *Query) Digest() string {
+	sel := make([]string, len(q.Select))
+	for i, f := range q.Select {
+		sel[i] = f.APIName
+	}
+	d, err := canonjson.Digest(map[string]any{
+		"entity": q.Entity.ID, "select": sel, "filter": q.Filter(),
+		"orderby": q.canon.OrderBy, "count": q.Count, "top": q.Top,
+	})
+	if err != nil { // strings, bools and ints always encode
+		panic(err)
+	}
+	return d
 }
 
 // echo quotes a caller-supplied name for an error detail, shortened.
@@ -156,11 +178,12 @@ func echo(s string) string {
 // Parse parses the query options of a collection read of e for a caller
 // allowed what a says. Any option outside the grant — an unknown option, an
 // unknown or withheld field, $count without allowCount — is refused with
-// query.invalid, and the detail names the option and the field without
-// telling a withheld field from an unknown one.
+// an *Error of kind Invalid, and the detail names the option and the field
+// without telling a withheld field from an unknown one.
 //
 // A $skiptoken must come alone (accessProfile aside); Parse then returns a
-// Query holding only Cursor, to be opened with Sealer.Open.
+// Query holding only Cursor, for the host to open (an empty one is refused
+// with kind CursorInvalid).
 func Parse(e *model.Entity, a Allowed, opts RawOptions) (*Query, error) {
 	// Options in name order, so that a refusal names the same option every time.
 	names := make([]string, 0, len(opts))
@@ -185,11 +208,11 @@ func Parse(e *model.Entity, a Allowed, opts RawOptions) (*Query, error) {
 			}
 		}
 		if tok[0] == "" {
-			return nil, problem.New(problem.QueryCursorInvalid, "The cursor is empty.")
+			return nil, Errorf(CursorInvalid, "The cursor is empty.")
 		}
 		return &Query{Entity: e, Cursor: tok[0]}, nil
 	}
-	raw := rawQuery{Top: DefaultTop}
+	raw := Canonical{Top: DefaultTop}
 	if v, ok := opts[OptTop]; ok {
 		n, err := parseTop(v[0])
 		if err != nil {
@@ -227,12 +250,13 @@ func Parse(e *model.Entity, a Allowed, opts RawOptions) (*Query, error) {
 	if _, ok := opts[OptSelect]; ok && raw.Select == "" {
 		return nil, invalid("%s is empty.", OptSelect)
 	}
-	return build(e, a, raw)
+	return Build(e, a, raw)
 }
 
-// build parses the canonical option texts; it serves Parse and the
-// re-parse of a cursor's query.
-func build(e *model.Entity, a Allowed, raw rawQuery) (*Query, error) {
+// Build parses canonical option texts (those of Query.Canonical) against
+// e and a; it serves Parse and the re-parse of a cursor's query, with the
+// same refusals as Parse.
+func Build(e *model.Entity, a Allowed, raw Canonical) (*Query, error) {
 	q := &Query{Entity: e, Count: raw.Count, Top: raw.Top}
 	if raw.Top < 1 || raw.Top > MaxTop {
 		return nil, invalid("%s must be an integer from 1 to %d.", OptTop, MaxTop)
@@ -248,11 +272,11 @@ func build(e *model.Entity, a Allowed, raw rawQuery) (*Query, error) {
 		return nil, err
 	}
 	if raw.Filter != "" {
-		if q.filter, err = parseFilter(e, a, raw.Filter); err != nil {
+		if q.Expr, err = parseFilter(e, a, raw.Filter); err != nil {
 			return nil, err
 		}
 	}
-	q.raw = raw
+	q.canon = raw
 	return q, nil
 }
 

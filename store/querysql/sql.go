@@ -1,26 +1,30 @@
-package query
+package querysql
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 
 	"github.com/registrum/registrum/model"
+	"github.com/registrum/registrum/model/query"
 	"github.com/registrum/registrum/store/layout"
 )
+
+// Compiler compiles parsed queries to SQL over an entity's table. The zero
+// Compiler serves reads without pseudo fields.
+type Compiler struct {
+	// Pseudo maps the name of each pseudo field a read allows
+	// (query.Allowed.Pseudo) to the SQL expression, of type text, it
+	// compares: an expression of the store's own, never caller input.
+	// Compiling a filter on a pseudo field missing here panics.
+	Pseudo map[string]string
+}
 
 // Fragment is a piece of SQL with its arguments. Placeholders are numbered
 // $n; no value is ever spliced into the SQL text.
 type Fragment struct {
 	SQL  string
 	Args []any
-}
-
-// Row is a keyset position: the record id and the stored values (storage
-// form, by authored field id, as the store reads them) of the last record of
-// a page. Only the values of the sort keys are used; a missing value is null.
-type Row struct {
-	ID     string
-	Values map[string]any
 }
 
 // argBuilder numbers placeholders after an offset.
@@ -75,73 +79,89 @@ func castType(f *model.Field) string {
 // matches null (the value differs from null); eq, in, the ordering
 // comparisons, startswith and contains never match null. not negates with
 // two-valued logic, so not (x gt 5) matches a null x.
-func (q *Query) Where(argOffset int) Fragment {
-	if q.filter == nil {
+func (c Compiler) Where(q *query.Query, argOffset int) Fragment {
+	if q.Expr == nil {
 		return Fragment{SQL: "TRUE"}
 	}
 	a := &argBuilder{offset: argOffset}
 	var b strings.Builder
 	b.Grow(256)
-	compile(&b, a, q.filter)
+	c.compile(&b, a, q.Expr)
 	return Fragment{SQL: b.String(), Args: a.args}
 }
 
-func compile(b *strings.Builder, a *argBuilder, n *node) {
-	switch n.kind {
-	case nAnd, nOr:
+// SQL operators of the comparison operators of $filter.
+var compareOps = map[string]string{"eq": "=", "ne": "<>", "gt": ">", "ge": ">=", "lt": "<", "le": "<="}
+
+// column returns the SQL expression a node compares: the field's column, or
+// the expression of a pseudo field.
+func (c Compiler) column(n *query.Node) string {
+	if !n.Pseudo {
+		return layout.Column(n.Field)
+	}
+	expr, ok := c.Pseudo[n.Field.APIName]
+	if !ok {
+		panic(fmt.Sprintf("querysql: no SQL expression for the pseudo field %q", n.Field.APIName))
+	}
+	return "(" + expr + ")"
+}
+
+func (c Compiler) compile(b *strings.Builder, a *argBuilder, n *query.Node) {
+	switch n.Kind {
+	case query.And, query.Or:
 		word := " AND "
-		if n.kind == nOr {
+		if n.Kind == query.Or {
 			word = " OR "
 		}
-		for i, k := range n.kids {
+		for i, k := range n.Operands {
 			if i > 0 {
 				b.WriteString(word)
 			}
 			b.WriteByte('(')
-			compile(b, a, k)
+			c.compile(b, a, k)
 			b.WriteByte(')')
 		}
-	case nNot:
+	case query.Not:
 		b.WriteString("NOT COALESCE((")
-		compile(b, a, n.kids[0])
+		c.compile(b, a, n.Operands[0])
 		b.WriteString("), FALSE)")
-	case nCompare:
-		col := n.col
-		v := n.vals[0]
+	case query.Compare:
+		col := c.column(n)
+		v := n.Values[0]
 		switch {
-		case v == nil && n.op == "eq":
+		case v == nil && n.Op == "eq":
 			b.WriteString(col + " IS NULL")
 		case v == nil:
 			b.WriteString(col + " IS NOT NULL")
-		case n.op == "ne":
+		case n.Op == "ne":
 			b.WriteString(col)
 			b.WriteString(" IS DISTINCT FROM ")
-			a.write(b, v, castType(n.field))
+			a.write(b, v, castType(n.Field))
 		default:
 			b.WriteString(col)
 			b.WriteByte(' ')
-			b.WriteString(compareOps[n.op])
+			b.WriteString(compareOps[n.Op])
 			b.WriteByte(' ')
-			a.write(b, v, castType(n.field))
+			a.write(b, v, castType(n.Field))
 		}
-	case nIn:
-		b.WriteString(n.col)
+	case query.In:
+		b.WriteString(c.column(n))
 		b.WriteString(" IN (")
-		for i, v := range n.vals {
+		for i, v := range n.Values {
 			if i > 0 {
 				b.WriteString(", ")
 			}
-			a.write(b, v, castType(n.field))
+			a.write(b, v, castType(n.Field))
 		}
 		b.WriteByte(')')
-	case nFunction:
-		pattern := escapeLike(n.vals[0].(string))
-		if n.op == "startswith" {
+	case query.Function:
+		pattern := escapeLike(n.Values[0].(string))
+		if n.Op == "startswith" {
 			pattern += "%"
 		} else {
 			pattern = "%" + pattern + "%"
 		}
-		b.WriteString(n.col)
+		b.WriteString(c.column(n))
 		b.WriteString(" LIKE ")
 		a.write(b, pattern, "text")
 		b.WriteString(` ESCAPE '\'`)
@@ -165,12 +185,12 @@ func escapeLike(s string) string {
 
 // idDesc reports the direction of the record id tie-breaker: that of the
 // last sort key, so an index on (key, record_id) serves either direction.
-func (q *Query) idDesc() bool { return len(q.Sort) > 0 && q.Sort[len(q.Sort)-1].Desc }
+func idDesc(q *query.Query) bool { return len(q.Sort) > 0 && q.Sort[len(q.Sort)-1].Desc }
 
 // OrderBy returns the ORDER BY list (without the keywords): the sort keys,
 // ascending with nulls last or descending with nulls first, then the record
 // id in the direction of the last key (ascending when there is none).
-func (q *Query) OrderBy() string {
+func (Compiler) OrderBy(q *query.Query) string {
 	var b strings.Builder
 	for _, k := range q.Sort {
 		b.WriteString(layout.Column(k.Field))
@@ -181,7 +201,7 @@ func (q *Query) OrderBy() string {
 		}
 	}
 	b.WriteString(layout.ColRecordID)
-	if q.idDesc() {
+	if idDesc(q) {
 		b.WriteString(" DESC")
 	} else {
 		b.WriteString(" ASC")
@@ -191,7 +211,7 @@ func (q *Query) OrderBy() string {
 
 // After returns the keyset predicate true exactly for the rows that come
 // after last in the query's order, placeholders numbered from argOffset+1.
-func (q *Query) After(last Row, argOffset int) Fragment {
+func (Compiler) After(q *query.Query, last query.Row, argOffset int) Fragment {
 	a := &argBuilder{offset: argOffset}
 	type key struct {
 		col, after, equal string
@@ -215,7 +235,7 @@ func (q *Query) After(last Row, argOffset int) Fragment {
 		}
 	}
 	p := a.add(last.ID, "uuid")
-	if q.idDesc() {
+	if idDesc(q) {
 		keys = append(keys, key{after: layout.ColRecordID + " < " + p})
 	} else {
 		keys = append(keys, key{after: layout.ColRecordID + " > " + p})
@@ -235,25 +255,21 @@ func (q *Query) After(last Row, argOffset int) Fragment {
 	return Fragment{SQL: "(" + strings.Join(terms, " OR ") + ")", Args: a.args}
 }
 
-// Limit is the number of rows to fetch for one page: one more than Top, so
-// that the extra row tells whether a next page exists (it is not returned).
-func (q *Query) Limit() int { return q.Top + 1 }
-
 // conjoin ANDs scope (placeholders from $1) with the query's filter and,
 // when the query resumes a cursor, its keyset predicate.
-func (q *Query) conjoin(scope Fragment, withKeyset bool) Fragment {
+func (c Compiler) conjoin(q *query.Query, scope Fragment, withKeyset bool) Fragment {
 	var parts []string
 	args := append([]any(nil), scope.Args...)
 	if scope.SQL != "" {
 		parts = append(parts, "("+scope.SQL+")")
 	}
-	if q.filter != nil {
-		w := q.Where(len(args))
+	if q.Expr != nil {
+		w := c.Where(q, len(args))
 		parts = append(parts, "("+w.SQL+")")
 		args = append(args, w.Args...)
 	}
 	if withKeyset && q.Position != nil {
-		k := q.After(*q.Position, len(args))
+		k := c.After(q, *q.Position, len(args))
 		parts = append(parts, k.SQL)
 		args = append(args, k.Args...)
 	}
@@ -267,17 +283,17 @@ func (q *Query) conjoin(scope Fragment, withKeyset bool) Fragment {
 // list) from the entity's table, where scope (the caller's row boundaries
 // and lifecycle rule, placeholders from $1, "" for none) and the filter and
 // the keyset position hold, in the query's order, limited to Limit rows.
-func (q *Query) PageStatement(columns string, scope Fragment) Fragment {
-	w := q.conjoin(scope, true)
+func (c Compiler) PageStatement(q *query.Query, columns string, scope Fragment) Fragment {
+	w := c.conjoin(q, scope, true)
 	w.SQL = "SELECT " + columns + " FROM " + layout.Table(q.Entity) + " WHERE " + w.SQL +
-		" ORDER BY " + q.OrderBy() + " LIMIT " + strconv.Itoa(q.Limit())
+		" ORDER BY " + c.OrderBy(q) + " LIMIT " + strconv.Itoa(q.Limit())
 	return w
 }
 
 // CountStatement returns the statement of the $count total: the number of
 // rows where scope and the filter hold, whatever the page.
-func (q *Query) CountStatement(scope Fragment) Fragment {
-	w := q.conjoin(scope, false)
+func (c Compiler) CountStatement(q *query.Query, scope Fragment) Fragment {
+	w := c.conjoin(q, scope, false)
 	w.SQL = "SELECT count(*) FROM " + layout.Table(q.Entity) + " WHERE " + w.SQL
 	return w
 }

@@ -74,7 +74,7 @@ func checkLiteral(f *model.Field, op string, t token) (any, error) {
 		}
 		return t.text, nil
 	case model.TypeInteger:
-		n, ok := parseInteger(t.text)
+		n, ok := ParseInteger(t.text)
 		if !ok {
 			return nil, invalid("%s: %s is an integer field: %s is not an integer within the 64-bit range.", OptFilter, echo(name), echo(t.text))
 		}
@@ -100,8 +100,9 @@ func checkLiteral(f *model.Field, op string, t token) (any, error) {
 	return v, nil
 }
 
-// parseInteger parses a bare integer: optional minus, no leading zeros, no plus.
-func parseInteger(s string) (int64, bool) {
+// ParseInteger parses a bare integer literal: optional minus, no leading
+// zeros, no plus, within the 64-bit range.
+func ParseInteger(s string) (int64, bool) {
 	digits := strings.TrimPrefix(s, "-")
 	if digits == "" || (len(digits) > 1 && digits[0] == '0') {
 		return 0, false
