@@ -22,6 +22,7 @@ import (
 	"github.com/registrum/registrum/issuer/issuertest"
 	"github.com/registrum/registrum/project"
 	"github.com/registrum/registrum/store"
+	"github.com/registrum/registrum/store/layout"
 	"github.com/registrum/registrum/store/storetest"
 )
 
@@ -53,7 +54,7 @@ func serve(t *testing.T, cfg *config.Config) (*host.Host, *httptest.Server) {
 func deployment(t *testing.T, projectDir, dsn string, extra ...string) *config.Config {
 	t.Helper()
 	dir := t.TempDir()
-	res, err := project.Compile(projectDir, project.Options{})
+	res, err := project.Compile(projectDir, project.Options{Fingerprint: layout.Fingerprint})
 	if err != nil {
 		t.Fatal(err)
 	}

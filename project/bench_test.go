@@ -29,7 +29,7 @@ func BenchmarkCompileExample(b *testing.B) {
 			b.Fatal(err)
 		}
 		t1 := time.Now()
-		if _, err := Compile(dir, Options{Production: true}); err != nil {
+		if _, err := Compile(dir, opts(true)); err != nil {
 			b.Fatal(err)
 		}
 		t2 := time.Now()

@@ -33,7 +33,17 @@ type Options struct {
 	// Production adds the production rules: a handler for every hook and a
 	// pinned sha256 digest for every module and verifier binary.
 	Production bool
+	// Fingerprint computes the package's schema fingerprint, the digest of
+	// the database layout its entities need (the store's layout.Fingerprint
+	// for a package the host will serve). The compiler stays pure: it
+	// neither knows nor imports the store. Required: the host refuses to
+	// open a database whose layout differs from the one the package
+	// records, so Compile fails without it.
+	Fingerprint func(*model.Package) (string, error)
 }
+
+// ErrNoFingerprint is returned by Compile when Options.Fingerprint is nil.
+var ErrNoFingerprint = errors.New("project: no schema fingerprint function (Options.Fingerprint)")
 
 // Result is a compiled package, ready to be written.
 type Result struct {
@@ -58,6 +68,9 @@ func Compile(dir string, opts Options) (*Result, error) {
 // compileDocument compiles the project document raw, named name, whose
 // referenced files are read from dir.
 func compileDocument(dir, name string, raw []byte, opts Options) (*Result, error) {
+	if opts.Fingerprint == nil {
+		return nil, ErrNoFingerprint
+	}
 	c := &compiler{dir: dir, file: name, opts: opts, contents: map[string][]byte{}}
 	doc, err := source.Parse(raw)
 	if err != nil {

@@ -31,7 +31,7 @@ func TestBrokenProjects(t *testing.T) {
 			if _, err := os.Stat(filepath.Join(dir, "production")); err == nil {
 				production = true
 			}
-			_, err := Compile(dir, Options{Production: production})
+			_, err := Compile(dir, opts(production))
 			var fs Findings
 			if !errors.As(err, &fs) {
 				t.Fatalf("Compile() error = %v, want findings", err)
@@ -73,7 +73,7 @@ func compileOK(t *testing.T, dir string, opts Options) *Result {
 }
 
 func TestMinimalProjectCompilesAndLoads(t *testing.T) {
-	r := compileOK(t, "testdata/minimal", Options{})
+	r := compileOK(t, "testdata/minimal", opts(false))
 	out := filepath.Join(t.TempDir(), "pkg")
 	if err := r.Write(out); err != nil {
 		t.Fatal(err)
@@ -136,8 +136,8 @@ func TestCompilingTwiceGivesIdenticalBytes(t *testing.T) {
 				t.Fatalf("project %s: %v", dir, err)
 			}
 			a, b := filepath.Join(t.TempDir(), "a"), filepath.Join(t.TempDir(), "b")
-			ra := compileOK(t, dir, Options{})
-			rb := compileOK(t, dir, Options{})
+			ra := compileOK(t, dir, opts(false))
+			rb := compileOK(t, dir, opts(false))
 			if err := ra.Write(a); err != nil {
 				t.Fatal(err)
 			}
@@ -177,7 +177,7 @@ func copyProject(t *testing.T, src string) string {
 }
 
 func TestChangingAFieldChangesRevisionAndFingerprint(t *testing.T) {
-	before := compileOK(t, "testdata/minimal", Options{})
+	before := compileOK(t, "testdata/minimal", opts(false))
 	dir := copyProject(t, "testdata/minimal")
 	file := filepath.Join(dir, "registry.yaml")
 	raw, _ := os.ReadFile(file)
@@ -188,7 +188,7 @@ func TestChangingAFieldChangesRevisionAndFingerprint(t *testing.T) {
 	if err := os.WriteFile(file, []byte(changed), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	after := compileOK(t, dir, Options{})
+	after := compileOK(t, dir, opts(false))
 	if after.Package.Revision == before.Package.Revision {
 		t.Error("revision did not change")
 	}
@@ -199,7 +199,7 @@ func TestChangingAFieldChangesRevisionAndFingerprint(t *testing.T) {
 	if err := os.WriteFile(file, append(raw, []byte("# note\n")...), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	commented := compileOK(t, dir, Options{})
+	commented := compileOK(t, dir, opts(false))
 	if commented.Package.Revision == before.Package.Revision {
 		t.Error("revision ignores the source bytes")
 	}
@@ -209,7 +209,7 @@ func TestChangingAFieldChangesRevisionAndFingerprint(t *testing.T) {
 }
 
 func TestWriteRefusesAFolderThatHoldsNoPackage(t *testing.T) {
-	r := compileOK(t, "testdata/minimal", Options{})
+	r := compileOK(t, "testdata/minimal", opts(false))
 	dir := t.TempDir()
 	keep := filepath.Join(dir, "notes.txt")
 	if err := os.WriteFile(keep, []byte("mine"), 0o644); err != nil {
@@ -240,13 +240,13 @@ func TestWriteRefusesAFolderThatHoldsNoPackage(t *testing.T) {
 
 func TestProjectFolderNeedsExactlyOneDocument(t *testing.T) {
 	dir := t.TempDir()
-	if _, err := Compile(dir, Options{}); err == nil || !strings.Contains(err.Error(), "no project document") {
+	if _, err := Compile(dir, opts(false)); err == nil || !strings.Contains(err.Error(), "no project document") {
 		t.Fatalf("empty folder: %v", err)
 	}
 	raw, _ := os.ReadFile("testdata/minimal/registry.yaml")
 	os.WriteFile(filepath.Join(dir, "registry.yaml"), raw, 0o644)
 	os.WriteFile(filepath.Join(dir, "registry.json"), []byte("{}"), 0o644)
-	if _, err := Compile(dir, Options{}); err == nil || !strings.Contains(err.Error(), "several project documents") {
+	if _, err := Compile(dir, opts(false)); err == nil || !strings.Contains(err.Error(), "several project documents") {
 		t.Fatalf("two documents: %v", err)
 	}
 }

@@ -20,7 +20,7 @@ func FuzzCompileDocument(f *testing.F) {
 	f.Add([]byte(`{"format":"registrum.project/v1"}`))
 	f.Add([]byte("- a\n- b\n"))
 	f.Fuzz(func(t *testing.T, doc []byte) {
-		r, err := compileDocument("testdata/full", "registry.yaml", doc, Options{})
+		r, err := compileDocument("testdata/full", "registry.yaml", doc, opts(false))
 		var fs Findings
 		switch {
 		case err == nil:

@@ -50,10 +50,10 @@ func TestLimitsAtTheirEdges(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			if _, fs := compileText(t, tc.ok, Options{}); fs != nil {
+			if _, fs := compileText(t, tc.ok, opts(false)); fs != nil {
 				t.Fatalf("edge value refused: %v", fs)
 			}
-			_, fs := compileText(t, tc.bad, Options{})
+			_, fs := compileText(t, tc.bad, opts(false))
 			if len(fs) == 0 {
 				t.Fatal("value past the edge accepted")
 			}
@@ -92,13 +92,13 @@ func TestProjectDocumentSizeLimit(t *testing.T) {
 	if err := os.WriteFile(file, pad(MaxProjectBytes), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Compile(dir, Options{}); err != nil {
+	if _, err := Compile(dir, opts(false)); err != nil {
 		t.Fatalf("document of exactly %d bytes refused: %v", MaxProjectBytes, err)
 	}
 	if err := os.WriteFile(file, pad(MaxProjectBytes+1), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Compile(dir, Options{}); err == nil || !strings.Contains(err.Error(), "more than") {
+	if _, err := Compile(dir, opts(false)); err == nil || !strings.Contains(err.Error(), "more than") {
 		t.Fatalf("oversized document: %v", err)
 	}
 }
@@ -116,7 +116,7 @@ func TestModulesStayInsideTheProject(t *testing.T) {
 	if err := os.Symlink(outside, script); err != nil {
 		t.Fatal(err)
 	}
-	_, err := Compile(dir, Options{})
+	_, err := Compile(dir, opts(false))
 	if err == nil || !strings.Contains(err.Error(), "module.path") {
 		t.Fatalf("a module linked from outside the project was accepted: %v", err)
 	}

@@ -14,7 +14,6 @@ import (
 	"github.com/registrum/registrum/internal/canonjson"
 	"github.com/registrum/registrum/model"
 	"github.com/registrum/registrum/project/generate"
-	"github.com/registrum/registrum/store/layout"
 )
 
 // finish generates the artifacts, lists every file with its digest, sets
@@ -40,7 +39,7 @@ func (c *compiler) finish(pkg *model.Package) (*Result, error) {
 	}
 	sort.Slice(c.files, func(i, j int) bool { return c.files[i].Path < c.files[j].Path })
 	pkg.Files = c.files
-	if pkg.SchemaFingerprint, err = layout.Fingerprint(pkg); err != nil {
+	if pkg.SchemaFingerprint, err = c.opts.Fingerprint(pkg); err != nil {
 		return nil, fmt.Errorf("project: schema fingerprint: %w", err)
 	}
 	if pkg.Revision, err = model.ComputeRevision(pkg); err != nil {

@@ -49,7 +49,7 @@ func TestEveryFindingIsListed(t *testing.T) {
 	doc = strings.Replace(doc, "{id: area, type: integer, minimum: 0}", "{id: area, type: integer, minimum: 0, apiName: data}", 1)
 	doc = strings.Replace(doc, "readableFields: [parcel-code, area, surveyed]", "readableFields: [parcel-code, area, surveyed, owner]", 1)
 	doc = strings.Replace(doc, "[create, get, list, patch]", "[create, get, list, patch, tombstone]", 1)
-	_, fs := compileText(t, doc, Options{})
+	_, fs := compileText(t, doc, opts(false))
 	rules := []string{}
 	for _, f := range fs {
 		rules = append(rules, f.Rule)
@@ -65,19 +65,19 @@ func TestEveryFindingIsListed(t *testing.T) {
 	}
 	// Structural faults are all listed too.
 	doc = strings.Replace(minimal(t), "    dataset: land\n", "    dataset: land\n    colour: red\n    size: 3\n", 1)
-	_, fs = compileText(t, doc, Options{})
+	_, fs = compileText(t, doc, opts(false))
 	if len(fs) != 2 || !strings.Contains(fs[0].Message, "colour") || !strings.Contains(fs[1].Message, "size") {
 		t.Fatalf("structural findings = %v", fs)
 	}
 	// Unknown keys do not hide the rules: both kinds come in one run.
 	doc = strings.Replace(doc, "[create, get, list, patch]", "[create, get, list, patch, tombstone]", 1)
-	_, fs = compileText(t, doc, Options{})
+	_, fs = compileText(t, doc, opts(false))
 	if len(fs) != 3 || fs[2].Rule != "grant.operation" {
 		t.Fatalf("findings = %v", fs)
 	}
 	// Other structural faults stop before the rules, which would repeat them.
 	doc = strings.Replace(doc, "    dataset: land\n", "", 1)
-	_, fs = compileText(t, doc, Options{})
+	_, fs = compileText(t, doc, opts(false))
 	for _, f := range fs {
 		if f.Rule != "format.schema" {
 			t.Fatalf("rule findings beside a missing required key: %v", fs)
@@ -89,7 +89,7 @@ func TestEveryFindingIsListed(t *testing.T) {
 // classified projected or condition field; a lifecycle event at least as
 // its request entity.
 func TestEventClassification(t *testing.T) {
-	r := compileOK(t, "testdata/full", Options{})
+	r := compileOK(t, "testdata/full", opts(false))
 	site := r.Package.EntityByID("site")
 	for id, want := range map[string]string{
 		"site-status-changed": "internal",   // public site-code, internal status
@@ -107,7 +107,7 @@ func TestEventClassification(t *testing.T) {
 `, 1)
 	doc = strings.Replace(doc, "{id: area, type: integer, minimum: 0}", "{id: area, type: integer, minimum: 0, classification: public}", 1)
 	doc = strings.Replace(doc, "{id: surveyed, type: boolean}", "{id: surveyed, type: boolean, classification: restricted}", 1)
-	res, fs := compileText(t, doc, Options{})
+	res, fs := compileText(t, doc, opts(false))
 	if fs != nil {
 		t.Fatal(fs)
 	}
@@ -115,7 +115,7 @@ func TestEventClassification(t *testing.T) {
 		t.Errorf("condition-raised classification = %s, want restricted", got)
 	}
 	// A lifecycle event is at least its request entity's classification.
-	req := compileOK(t, "testdata/request", Options{})
+	req := compileOK(t, "testdata/request", opts(false))
 	_ = req
 	doc2, _ := os.ReadFile("testdata/request/registry.yaml")
 	withHook := strings.Replace(string(doc2), "    attachments:\n", `    classification: restricted
@@ -124,7 +124,7 @@ func TestEventClassification(t *testing.T) {
     attachments:
 `, 1)
 	withHook = strings.Replace(withHook, "{id: parcel, type: reference, target: parcel, required: true}", "{id: parcel, type: reference, target: parcel, required: true, classification: public}", 1)
-	res, fs = compileText(t, withHook, Options{})
+	res, fs = compileText(t, withHook, opts(false))
 	if fs != nil {
 		t.Fatal(fs)
 	}
@@ -136,10 +136,10 @@ func TestEventClassification(t *testing.T) {
 // TestProductionRules: the same project compiles for authoring and is
 // refused for production while a hook lacks a handler or a module is unpinned.
 func TestProductionRules(t *testing.T) {
-	if _, err := Compile("testdata/full", Options{}); err != nil {
+	if _, err := Compile("testdata/full", opts(false)); err != nil {
 		t.Fatal(err)
 	}
-	_, err := Compile("testdata/full", Options{Production: true})
+	_, err := Compile("testdata/full", opts(true))
 	var fs Findings
 	if !errors.As(err, &fs) {
 		t.Fatalf("production compile = %v", err)
@@ -214,14 +214,14 @@ func TestJSONProjectsAreAccepted(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "registry.json"), d.JSON, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	fromJSON := compileOK(t, dir, Options{})
-	fromYAML := compileOK(t, "testdata/minimal", Options{})
+	fromJSON := compileOK(t, dir, opts(false))
+	fromYAML := compileOK(t, "testdata/minimal", opts(false))
 	if fromJSON.Package.SchemaFingerprint != fromYAML.Package.SchemaFingerprint {
 		t.Fatal("JSON and YAML forms of one project give different layouts")
 	}
 	// Findings in a JSON document name lines too.
 	bad := strings.Replace(string(d.JSON), `"surveyed","type":"boolean"`, `"surveyed","type":"boolean","colour":"red"`, 1)
-	_, fs := compileText(t, bad, Options{})
+	_, fs := compileText(t, bad, opts(false))
 	if len(fs) != 1 || fs[0].Line != 1 || fs[0].Path != "entities[0].fields[2].colour" {
 		t.Fatalf("findings = %v", fs)
 	}
@@ -245,7 +245,7 @@ func TestGoPluginVerifierIsPackaged(t *testing.T) {
 	if err := os.WriteFile(file, []byte(doc), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	r := compileOK(t, dir, Options{})
+	r := compileOK(t, dir, opts(false))
 	v := r.Package.Verifiers[0]
 	if v.Kind != "go-plugin" || v.Path != "source/verifiers/scanner" || !strings.HasPrefix(v.SHA256, "sha256:") {
 		t.Fatalf("verifier = %+v", v)
@@ -276,7 +276,7 @@ func TestGoPluginVerifierIsPackaged(t *testing.T) {
 // TestModulesInThePackage: every script and module is listed with its
 // engine, kind, package path, digest and (handlers) capabilities.
 func TestModulesInThePackage(t *testing.T) {
-	r := compileOK(t, "testdata/full", Options{})
+	r := compileOK(t, "testdata/full", opts(false))
 	hook := r.Package.ModuleByID("hook.site-created")
 	if hook == nil || hook.Engine != "tengo" || hook.Kind != "hook-handler" || hook.Path != "source/scripts/notify.tengo" ||
 		strings.Join(hook.Capabilities, ",") != "clock,random" {
@@ -309,7 +309,7 @@ func TestModulesInThePackage(t *testing.T) {
 // package is what plugins/verifier reads, for both kinds.
 func TestVerifiersAreReadByTheVerifierHost(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "pkg")
-	if err := compileOK(t, "testdata/full", Options{}).Write(out); err != nil {
+	if err := compileOK(t, "testdata/full", opts(false)).Write(out); err != nil {
 		t.Fatal(err)
 	}
 	specs, err := verifier.CheckPackage(filepath.Join(out, "package.json"), "")
@@ -323,7 +323,7 @@ func TestVerifiersAreReadByTheVerifierHost(t *testing.T) {
 func TestModulesLoadInThePluginHost(t *testing.T) {
 	for _, dir := range []string{"testdata/full", "../examples/childsupport"} {
 		out := filepath.Join(t.TempDir(), "pkg")
-		if err := compileOK(t, dir, Options{}).Write(out); err != nil {
+		if err := compileOK(t, dir, opts(false)).Write(out); err != nil {
 			t.Fatal(err)
 		}
 		mods, err := plugins.VerifyPackage(t.Context(), filepath.Join(out, "package.json"), plugins.Config{})

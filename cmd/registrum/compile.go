@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/registrum/registrum/project"
+	"github.com/registrum/registrum/store/layout"
 )
 
 func init() { register(newCompileCmd) }
@@ -29,7 +30,7 @@ hook and a pinned digest for every module.`,
 			if check == (out != "") {
 				return withExitCode(2, errors.New("compile: give exactly one of --out PACKAGE_DIR and --check"))
 			}
-			res, err := project.Compile(args[0], project.Options{Production: production})
+			res, err := project.Compile(args[0], project.Options{Production: production, Fingerprint: layout.Fingerprint})
 			var findings project.Findings
 			if errors.As(err, &findings) {
 				for _, f := range findings {

@@ -17,13 +17,14 @@ import (
 	"github.com/registrum/registrum/plugins"
 	"github.com/registrum/registrum/plugins/contract"
 	"github.com/registrum/registrum/project"
+	"github.com/registrum/registrum/store/layout"
 )
 
 const formPath = "forms/child-support-application/schema.json"
 
 func compile(t *testing.T) (*project.Result, *model.Package) {
 	t.Helper()
-	r, err := project.Compile(".", project.Options{Production: true})
+	r, err := project.Compile(".", project.Options{Production: true, Fingerprint: layout.Fingerprint})
 	if err != nil {
 		t.Fatalf("the example does not compile for production: %v", err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/registrum/registrum/host/problem"
 	"github.com/registrum/registrum/model"
 	"github.com/registrum/registrum/project"
+	"github.com/registrum/registrum/store/layout"
 )
 
 const (
@@ -25,7 +26,7 @@ func intp(v int) *int { return &v }
 // compiled returns the fixture project compiled as authors compile theirs.
 func compiled(t *testing.T) *model.Package {
 	t.Helper()
-	r, err := project.Compile("testdata/registry", project.Options{})
+	r, err := project.Compile("testdata/registry", project.Options{Fingerprint: layout.Fingerprint})
 	if err != nil {
 		t.Fatalf("compile fixture: %v", err)
 	}

@@ -25,6 +25,7 @@ import (
 	"github.com/registrum/registrum/model"
 	"github.com/registrum/registrum/project"
 	"github.com/registrum/registrum/store"
+	"github.com/registrum/registrum/store/layout"
 	"github.com/registrum/registrum/store/pglocal"
 )
 
@@ -74,7 +75,7 @@ func Run(ctx context.Context, o Options) error {
 	}
 
 	// Compile first: a broken project should not cost a cluster start.
-	res, err := project.Compile(o.ProjectDir, project.Options{})
+	res, err := project.Compile(o.ProjectDir, project.Options{Fingerprint: layout.Fingerprint})
 	if err != nil {
 		return fmt.Errorf("dev: compile %s: %w", o.ProjectDir, err)
 	}

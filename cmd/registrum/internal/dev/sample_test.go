@@ -10,6 +10,7 @@ import (
 
 	"github.com/registrum/registrum/model"
 	"github.com/registrum/registrum/project"
+	"github.com/registrum/registrum/store/layout"
 )
 
 func TestSampleStringsMatchTheirPatterns(t *testing.T) {
@@ -47,7 +48,7 @@ func TestSampleStructuredValuesMatchTheirSchemas(t *testing.T) {
 }
 
 func TestWalkthroughOfTheExample(t *testing.T) {
-	res, err := project.Compile("../../../examples/childsupport", project.Options{})
+	res, err := project.Compile("../../../../examples/childsupport", project.Options{Fingerprint: layout.Fingerprint})
 	if err != nil {
 		t.Fatal(err)
 	}
