@@ -56,6 +56,7 @@ func (c *compiler) action(a *Action, ap string) *model.Action {
 		if f == nil {
 			continue
 		}
+		equals := pc.Equals
 		if pc.EqualsInput != "" {
 			in := out.Input(pc.EqualsInput)
 			switch {
@@ -64,10 +65,12 @@ func (c *compiler) action(a *Action, ap string) *model.Action {
 			case in.Type != f.Type || in.Target != f.Target:
 				c.add(pp+".equalsInput", "action.precondition", "input %q is %s; field %q is %s", in.ID, an(typeDesc(in)), f.ID, an(typeDesc(f)))
 			}
-		} else if err := CheckValue(f, pc.Equals); err != nil {
+		} else if w, err := CheckValue(f, pc.Equals); err != nil {
 			c.add(pp+".equals", "action.precondition", "value does not fit field %q: %v", f.ID, err)
+		} else {
+			equals = w
 		}
-		out.Preconditions = append(out.Preconditions, &model.Precondition{Effect: ef.ID, Field: f.ID, Equals: pc.Equals, EqualsInput: pc.EqualsInput})
+		out.Preconditions = append(out.Preconditions, &model.Precondition{Effect: ef.ID, Field: f.ID, Equals: equals, EqualsInput: pc.EqualsInput})
 	}
 	return out
 }

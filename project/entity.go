@@ -1,13 +1,14 @@
 package project
 
 import (
-	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
 	"strings"
 
 	"github.com/registrum/registrum/model"
+	"github.com/registrum/registrum/model/values"
 )
 
 // fieldRef resolves an authored field id on an entity. A name that is an
@@ -181,81 +182,34 @@ func (c *compiler) constraint(e *model.Entity, cs *Constraint, cp string) *model
 			if o := c.fieldRef(e, cs.OtherField, cp+".otherField", "otherField"); o != nil && o.Type != f.Type {
 				c.add(cp+".otherField", "constraint.check", "otherField %q is %s field; it must have the type of %q (%s)", o.ID, an(o.Type), f.ID, f.Type)
 			}
-		} else if err := CheckValue(f, cs.Value); err != nil {
+		} else if w, err := CheckValue(f, cs.Value); err != nil {
 			c.add(cp+".value", "constraint.check", "value does not fit field %q: %v", f.ID, err)
+		} else {
+			con.Value = w
 		}
-		con.Field, con.Operator, con.Value, con.OtherField = f.ID, cs.Operator, cs.Value, cs.OtherField
+		con.Field, con.Operator, con.OtherField = f.ID, cs.Operator, cs.OtherField
 		con.ID = or(con.ID, f.ID+"-check")
 	}
 	return con
 }
 
-// CheckValue reports whether v (a decoded JSON value, numbers as
-// json.Number) is a valid wire value of the field. Null is refused: literal
-// values in conditions and constraints compare with concrete values.
-func CheckValue(f *model.Field, v any) error {
-	switch f.Type {
-	case model.TypeString, model.TypeText:
-		s, ok := v.(string)
-		if !ok {
-			return fmt.Errorf("want a string")
-		}
-		n := len([]rune(s))
-		if f.MaxLength != nil && n > *f.MaxLength {
-			return fmt.Errorf("%d characters is above maxLength %d", n, *f.MaxLength)
-		}
-		if f.MinLength != nil && n < *f.MinLength {
-			return fmt.Errorf("%d characters is below minLength %d", n, *f.MinLength)
-		}
-	case model.TypeInteger:
-		n, ok := v.(json.Number)
-		if !ok {
-			return fmt.Errorf("want an integer")
-		}
-		i, err := n.Int64()
-		if err != nil {
-			return fmt.Errorf("want a 64-bit integer, got %s", n)
-		}
-		if f.Minimum != nil && i < *f.Minimum || f.Maximum != nil && i > *f.Maximum {
-			return fmt.Errorf("%d is outside the field's bounds", i)
-		}
-	case model.TypeDecimal:
-		s, ok := v.(string)
-		if !ok || !decimalRE.MatchString(s) {
-			return fmt.Errorf("want a decimal string such as \"12.50\"")
-		}
-		if f.Scale != nil {
-			_, frac, _ := strings.Cut(strings.TrimPrefix(s, "-"), ".")
-			if len(frac) != *f.Scale {
-				return fmt.Errorf("%q must have exactly %d digits after the point", s, *f.Scale)
-			}
-		}
-	case model.TypeBoolean:
-		if _, ok := v.(bool); !ok {
-			return fmt.Errorf("want true or false")
-		}
-	case model.TypeDate:
-		s, ok := v.(string)
-		if !ok || !dateRE.MatchString(s) {
-			return fmt.Errorf("want a date YYYY-MM-DD")
-		}
-	case model.TypeTimestamp:
-		s, ok := v.(string)
-		if !ok || !timestampRE.MatchString(s) {
-			return fmt.Errorf("want a UTC RFC 3339 timestamp such as 2026-01-02T03:04:05Z")
-		}
-	case model.TypeUUID, model.TypeReference:
-		s, ok := v.(string)
-		if !ok || !uuidRE.MatchString(s) {
-			return fmt.Errorf("want a lowercase hyphenated UUID")
-		}
-	case model.TypeCode:
-		s, ok := v.(string)
-		if !ok || !slices.Contains(f.Values, s) {
-			return fmt.Errorf("want one of the codes %v", f.Values)
-		}
-	default:
-		return fmt.Errorf("%s field cannot be compared with a literal", an(f.Type))
+// CheckValue checks a literal v (a decoded JSON value, numbers as
+// json.Number) against field f by the host's own value rules
+// (values.Literal), so a literal compiles exactly when a write of it would
+// succeed. It returns the literal in the form the host answers it (a decimal
+// with the field's scale, a timestamp in UTC), which is what the package
+// keeps. Null is refused, and so are literals of point and structured
+// fields: literals compare with concrete values.
+func CheckValue(f *model.Field, v any) (any, error) {
+	if v == nil {
+		return nil, errors.New("want a value, not null")
 	}
-	return nil
+	if f.Type == model.TypeCRS84Point || f.Type == model.TypeStructured {
+		return nil, fmt.Errorf("%s field cannot be compared with a literal", an(f.Type))
+	}
+	w, err := values.Literal(f, v)
+	if err != nil {
+		return nil, err
+	}
+	return w, nil
 }

@@ -115,14 +115,17 @@ func (c *compiler) fieldTests(e *model.Entity, m map[string]any, p string, raise
 			continue
 		}
 		raise(f)
-		if v := m[name]; v != nil {
-			if err := CheckValue(f, v); err != nil {
+		v := m[name]
+		if v != nil {
+			if w, err := CheckValue(f, v); err != nil {
 				c.add(fp, "hook.when", "value does not fit field %q: %v", f.ID, err)
+			} else {
+				v = w
 			}
 		} else if f.Required {
 			c.add(fp, "hook.when", "field %q is required: it is never null", f.ID)
 		}
-		out = append(out, &model.FieldTest{Field: name, Value: m[name]})
+		out = append(out, &model.FieldTest{Field: name, Value: v})
 	}
 	return out
 }

@@ -186,8 +186,10 @@ func (c *compiler) effects(src *model.Entity, inputs []*model.Field, list []*Eff
 				}
 			default:
 				if tf != nil {
-					if err := CheckValue(tf, s.Value); err != nil {
+					if w, err := CheckValue(tf, s.Value); err != nil {
 						c.add(sp+".value", "effect.set", "value does not fit field %q: %v", tf.ID, err)
+					} else {
+						sf.Value = w
 					}
 				}
 			}

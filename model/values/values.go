@@ -46,32 +46,64 @@ func NewCodec(p *model.Package) (*Codec, error) {
 	c := &Codec{patterns: map[*model.Field]*regexp.Regexp{}, schemas: map[*model.Field]*jsonschema.Schema{}}
 	for _, e := range p.Entities {
 		for _, f := range e.Fields {
-			if f.Pattern != "" {
-				re, err := regexp.Compile(f.Pattern)
-				if err != nil {
-					return nil, fmt.Errorf("values: entity %s field %s: pattern: %w", e.ID, f.ID, err)
-				}
-				c.patterns[f] = re
-			}
-			if f.Type == model.TypeStructured && len(f.Schema) > 0 {
-				doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(f.Schema))
-				if err != nil {
-					return nil, fmt.Errorf("values: entity %s field %s: schema: %w", e.ID, f.ID, err)
-				}
-				comp := jsonschema.NewCompiler()
-				url := "urn:registrum:field:" + e.ID + ":" + f.ID
-				if err := comp.AddResource(url, doc); err != nil {
-					return nil, fmt.Errorf("values: entity %s field %s: schema: %w", e.ID, f.ID, err)
-				}
-				sch, err := comp.Compile(url)
-				if err != nil {
-					return nil, fmt.Errorf("values: entity %s field %s: schema: %w", e.ID, f.ID, err)
-				}
-				c.schemas[f] = sch
+			if err := c.prepare("entity "+e.ID+" field "+f.ID, "urn:registrum:field:"+e.ID+":"+f.ID, f); err != nil {
+				return nil, err
 			}
 		}
 	}
 	return c, nil
+}
+
+// prepare compiles the pattern and the inline schema (named url) of field
+// f; errors name the field as where.
+func (c *Codec) prepare(where, url string, f *model.Field) error {
+	if f.Pattern != "" {
+		re, err := regexp.Compile(f.Pattern)
+		if err != nil {
+			return fmt.Errorf("values: %s: pattern: %w", where, err)
+		}
+		c.patterns[f] = re
+	}
+	if f.Type == model.TypeStructured && len(f.Schema) > 0 {
+		doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(f.Schema))
+		if err != nil {
+			return fmt.Errorf("values: %s: schema: %w", where, err)
+		}
+		comp := jsonschema.NewCompiler()
+		if err := comp.AddResource(url, doc); err != nil {
+			return fmt.Errorf("values: %s: schema: %w", where, err)
+		}
+		sch, err := comp.Compile(url)
+		if err != nil {
+			return fmt.Errorf("values: %s: schema: %w", where, err)
+		}
+		c.schemas[f] = sch
+	}
+	return nil
+}
+
+// Literal checks v, a wire value of field f written outside any record (a
+// constraint value, a precondition, a value an effect sets, a hook
+// condition), by exactly the rules Decode applies to a write: a literal
+// passes here when, and only when, a write of it would. It returns the
+// literal in the form the host answers it (Encode of its storage form:
+// decimals with the field's scale, timestamps in UTC; integers as
+// json.Number). Null passes only for an optional field, as in a write.
+// Literal compiles f's pattern and schema for this one call; a Codec serves
+// many values.
+func Literal(f *model.Field, v any) (any, error) {
+	c := &Codec{patterns: map[*model.Field]*regexp.Regexp{}, schemas: map[*model.Field]*jsonschema.Schema{}}
+	if err := c.prepare("field "+f.ID, "urn:registrum:literal:"+f.ID, f); err != nil {
+		return nil, err
+	}
+	stored, err := c.Decode(f, v)
+	if err != nil {
+		return nil, err
+	}
+	if i, ok := stored.(int64); ok {
+		return json.Number(strconv.FormatInt(i, 10)), nil
+	}
+	return Encode(f, stored), nil
 }
 
 var (

@@ -155,3 +155,43 @@ func TestIsUUID(t *testing.T) {
 		}
 	}
 }
+
+// TestLiteralHasTheVerdictOfDecode: a literal (what the compiler checks) is
+// accepted exactly when the codec accepts the same value in a write, and is
+// returned in the form the host answers it.
+func TestLiteralHasTheVerdictOfDecode(t *testing.T) {
+	cases := []struct {
+		f    *model.Field
+		wire string
+		want any // nil: refused
+	}{
+		{field(model.Field{ID: "d", Type: model.TypeDate}), `"2026-02-31"`, nil},
+		{field(model.Field{ID: "d", Type: model.TypeDate}), `"2026-02-28"`, "2026-02-28"},
+		{field(model.Field{ID: "t", Type: model.TypeTimestamp}), `"2026-01-02T05:04:05+02:00"`, "2026-01-02T03:04:05Z"},
+		{field(model.Field{ID: "t", Type: model.TypeTimestamp}), `"2026-01-02T03:04:05.123456789Z"`, nil},
+		{field(model.Field{ID: "s", Type: model.TypeString, MaxLength: ip(8)}), `"a\u0000b"`, nil},
+		{field(model.Field{ID: "s", Type: model.TypeString, MaxLength: ip(8), Pattern: `^[A-Z]{2}$`}), `"abc"`, nil},
+		{field(model.Field{ID: "s", Type: model.TypeString, MaxLength: ip(8), Pattern: `^[A-Z]{2}$`}), `"AB"`, "AB"},
+		{field(model.Field{ID: "n", Type: model.TypeDecimal, Precision: ip(6), Scale: ip(2)}), `"12.5"`, "12.50"},
+		{field(model.Field{ID: "i", Type: model.TypeInteger, Maximum: i64(10)}), `7`, json.Number("7")},
+		{field(model.Field{ID: "i", Type: model.TypeInteger, Maximum: i64(10)}), `11`, nil},
+	}
+	for _, tc := range cases {
+		c, err := NewCodec(&model.Package{Entities: []*model.Entity{{ID: "e", Fields: []*model.Field{tc.f}}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		v := decodeWire(t, tc.wire)
+		_, decodeErr := c.Decode(tc.f, v)
+		got, err := Literal(tc.f, v)
+		if (err == nil) != (decodeErr == nil) {
+			t.Errorf("%s %s: Literal says %v, a write says %v", tc.f.Type, tc.wire, err, decodeErr)
+		}
+		if (err == nil) != (tc.want != nil) || (err == nil && got != tc.want) {
+			t.Errorf("%s %s: Literal = %v, %v; want %v", tc.f.Type, tc.wire, got, err, tc.want)
+		}
+	}
+	if _, err := Literal(field(model.Field{ID: "s", Type: model.TypeString, Pattern: "("}), "x"); err == nil {
+		t.Error("a broken pattern passed")
+	}
+}
