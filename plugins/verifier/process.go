@@ -112,10 +112,10 @@ func NewProcess(cfg ProcessConfig) (*Process, error) {
 // parsePinnedDigest decodes "sha256:<64 lowercase hex>".
 func parsePinnedDigest(pinned string) ([]byte, error) {
 	h, ok := strings.CutPrefix(pinned, "sha256:")
-	if !ok || !hexDigestPattern.MatchString(h) {
+	b, err := hex.DecodeString(h)
+	if !ok || err != nil || len(b) != 32 || h != strings.ToLower(h) {
 		return nil, fmt.Errorf("pinned digest %q is not sha256:<64 lowercase hex>", pinned)
 	}
-	b, _ := hex.DecodeString(h)
 	return b, nil
 }
 
@@ -250,13 +250,11 @@ func (p *Process) verdict(inst *instance, fin proto.FinishReply) (Verdict, Cause
 		return Verdict{}, CauseProtocol, nil
 	}
 	if v.Outcome == Retry {
-		switch c := Cause(fin.Cause); c {
-		case CausePluginContentMismatch, CauseVerifierError, CauseVerifierRetry, CauseInvalidVerdict, CauseDeadline:
+		if c := Cause(fin.Cause); c.FromPlugin() {
 			return Verdict{}, c, nil
-		default:
-			p.discard(inst)
-			return Verdict{}, CauseProtocol, nil
 		}
+		p.discard(inst)
+		return Verdict{}, CauseProtocol, nil
 	}
 	return v, "", nil
 }

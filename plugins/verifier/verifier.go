@@ -1,113 +1,52 @@
 package verifier
 
 import (
-	"context"
 	"errors"
-	"fmt"
 	"io"
-	"regexp"
 	"strconv"
+
+	"github.com/registrum/registrum/plugins/verifier/proto"
 )
 
 // MaxContentBytes is the largest attachment any verifier accepts: the record
 // service's largest slot size (16 MiB).
-const MaxContentBytes = 16 << 20
+const MaxContentBytes = proto.MaxContentBytes
 
-// Outcome is a verifier's answer.
-type Outcome string
+// Outcome is a verifier's answer (approved, rejected or retry).
+type Outcome = proto.Outcome
 
 // The three outcomes. The zero Outcome is not valid.
 const (
 	// Approved means the bytes may be used.
-	Approved Outcome = "approved"
+	Approved = proto.Approved
 	// Rejected means the bytes must not be used; Verdict.Reason says why.
-	Rejected Outcome = "rejected"
+	Rejected = proto.Rejected
 	// Retry means no decision was reached; the attachment stays pending and
 	// is verified again later.
-	Retry Outcome = "retry"
+	Retry = proto.Retry
 )
 
-// Reason is the value-free category of a rejection. It never carries any
-// part of the content or of a scanner's own message.
-type Reason string
+// Reason is the value-free category of a rejection.
+type Reason = proto.Reason
 
 // The reason categories a verifier may give with a rejection.
 const (
 	// ReasonMalware: the content carries a malware or test-malware signature.
-	ReasonMalware Reason = "malware"
+	ReasonMalware = proto.ReasonMalware
 	// ReasonPolicy: the content breaks a local content policy.
-	ReasonPolicy Reason = "policy"
+	ReasonPolicy = proto.ReasonPolicy
 	// ReasonMalformed: the content is not a well-formed file of its media type.
-	ReasonMalformed Reason = "malformed"
+	ReasonMalformed = proto.ReasonMalformed
 	// ReasonUnspecified: the verifier gave no category (the http kind).
-	ReasonUnspecified Reason = "unspecified"
+	ReasonUnspecified = proto.ReasonUnspecified
 )
 
-// Valid reports whether r is one of the defined reason categories.
-func (r Reason) Valid() bool {
-	switch r {
-	case ReasonMalware, ReasonPolicy, ReasonMalformed, ReasonUnspecified:
-		return true
-	}
-	return false
-}
-
 // Verdict is the result of one verification.
-type Verdict struct {
-	// Outcome is approved, rejected or retry.
-	Outcome Outcome `json:"outcome"`
-	// Reason is set only when Outcome is Rejected.
-	Reason Reason `json:"reason,omitempty"`
-}
-
-// Valid reports whether v is a well-formed verdict: a known outcome, and a
-// known reason exactly when the outcome is Rejected.
-func (v Verdict) Valid() bool {
-	switch v.Outcome {
-	case Approved, Retry:
-		return v.Reason == ""
-	case Rejected:
-		return v.Reason.Valid()
-	}
-	return false
-}
+type Verdict = proto.Verdict
 
 // Attachment is the metadata of the bytes to verify, as the record service
 // computed it when they were uploaded.
-type Attachment struct {
-	// SlotID is the attachment slot the bytes were uploaded to.
-	SlotID string `json:"slotId"`
-	// MediaType is the attachment's lowercase concrete media type.
-	MediaType string `json:"mediaType"`
-	// DeclaredSize is the exact number of bytes (at least 1).
-	DeclaredSize int64 `json:"declaredSize"`
-	// SHA256 is the SHA-256 of the bytes as 64 lowercase hex digits.
-	SHA256 string `json:"sha256"`
-}
-
-var (
-	slotIDPattern    = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_-]{0,63}$`)
-	mediaTypePattern = regexp.MustCompile(`^[a-z0-9][a-z0-9!#$&^_.+-]{0,126}/[a-z0-9][a-z0-9!#$&^_.+-]{0,126}$`)
-	hexDigestPattern = regexp.MustCompile(`^[0-9a-f]{64}$`)
-)
-
-// Validate checks the metadata against the limits every verifier shares and
-// maxBytes, naming the first offending field.
-func (a Attachment) Validate(maxBytes int64) error {
-	switch {
-	case !slotIDPattern.MatchString(a.SlotID):
-		return errors.New("attachment slotId: must be an identifier of 1 to 64 characters")
-	case !mediaTypePattern.MatchString(a.MediaType):
-		return errors.New("attachment mediaType: must be a lowercase concrete media type type/subtype without parameters")
-	case a.DeclaredSize < 1:
-		return errors.New("attachment declaredSize: must be at least 1")
-	case a.DeclaredSize > maxBytes:
-		return fmt.Errorf("attachment declaredSize: %d exceeds the verifier's limit of %d bytes", a.DeclaredSize, maxBytes)
-	case !hexDigestPattern.MatchString(a.SHA256):
-		return errors.New("attachment sha256: must be 64 lowercase hex digits")
-	}
-	return nil
-}
+type Attachment = proto.Attachment
 
 // Verifier decides whether attachment bytes may be used.
 //
@@ -118,9 +57,7 @@ func (a Attachment) Validate(maxBytes int64) error {
 // [*Failure] with a Retry verdict otherwise. A verifier written with the
 // sdk/verifier package implements this same interface; there, returning an
 // error is the same as returning a Retry verdict.
-type Verifier interface {
-	Verify(ctx context.Context, att Attachment, content io.Reader) (Verdict, error)
-}
+type Verifier = proto.Verifier
 
 // VerifyCloser is a verifier that holds resources (a process, idle
 // connections) until it is closed.
@@ -132,9 +69,24 @@ type VerifyCloser interface {
 // Cause is the value-free reason a verification ended in Retry. It is safe to
 // log: it is always one of the constants below, never text from a plugin,
 // a scanner or the content.
-type Cause string
+type Cause = proto.Cause
 
-// The causes of a Retry.
+// The causes a plugin may send (see package proto).
+const (
+	// CauseDeadline: the context ended before the verifier answered.
+	CauseDeadline = proto.CauseDeadline
+	// CausePluginContentMismatch: the plugin side found the bytes it received
+	// did not match the declared size or digest.
+	CausePluginContentMismatch = proto.CausePluginContentMismatch
+	// CauseVerifierError: the verifier's own code failed (an error or a panic).
+	CauseVerifierError = proto.CauseVerifierError
+	// CauseVerifierRetry: the verifier's own code asked for a retry.
+	CauseVerifierRetry = proto.CauseVerifierRetry
+	// CauseInvalidVerdict: the verifier's own code returned a malformed verdict.
+	CauseInvalidVerdict = proto.CauseInvalidVerdict
+)
+
+// The causes only the host gives.
 const (
 	// CauseInvalidAttachment: the metadata passed to Verify is malformed or over the size limit.
 	CauseInvalidAttachment Cause = "invalid-attachment"
@@ -146,8 +98,6 @@ const (
 	CauseDigestMismatch Cause = "digest-mismatch"
 	// CauseReadError: reading the content failed.
 	CauseReadError Cause = "read-error"
-	// CauseDeadline: the context ended before the verifier answered.
-	CauseDeadline Cause = "deadline"
 	// CauseStartFailed: the verifier process did not start or failed the
 	// handshake (wrong magic cookie or protocol, garbage on stdout, exit).
 	CauseStartFailed Cause = "start-failed"
@@ -157,15 +107,6 @@ const (
 	CauseCrashed Cause = "crashed"
 	// CauseProtocol: the verifier answered something that is not a valid reply.
 	CauseProtocol Cause = "protocol"
-	// CausePluginContentMismatch: the plugin side found the bytes it received
-	// did not match the declared size or digest.
-	CausePluginContentMismatch Cause = "plugin-content-mismatch"
-	// CauseVerifierError: the verifier's own code failed (an error or a panic).
-	CauseVerifierError Cause = "verifier-error"
-	// CauseVerifierRetry: the verifier's own code asked for a retry.
-	CauseVerifierRetry Cause = "verifier-retry"
-	// CauseInvalidVerdict: the verifier's own code returned a malformed verdict.
-	CauseInvalidVerdict Cause = "invalid-verdict"
 	// CauseCredential: the http verifier's secret could not be read.
 	CauseCredential Cause = "credential"
 	// CauseTransport: the http request failed (connection, TLS, redirect, timeout).

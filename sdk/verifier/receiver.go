@@ -10,7 +10,6 @@ import (
 	"sync"
 	"time"
 
-	hostverifier "github.com/registrum/registrum/plugins/verifier"
 	"github.com/registrum/registrum/plugins/verifier/proto"
 )
 
@@ -45,7 +44,7 @@ func NewReceiver(v Verifier) *Receiver {
 // the SDK's limit and more than proto.MaxSessions open sessions.
 func (r *Receiver) Begin(args proto.BeginArgs, reply *proto.BeginReply) error {
 	att := Attachment{SlotID: args.SlotID, MediaType: args.MediaType, DeclaredSize: args.DeclaredSize, SHA256: args.SHA256}
-	if err := att.Validate(hostverifier.MaxContentBytes); err != nil {
+	if err := att.Validate(proto.MaxContentBytes); err != nil {
 		return err
 	}
 	timeout := defaultTimeout
@@ -98,14 +97,14 @@ func (r *Receiver) Finish(args proto.SessionArgs, reply *proto.FinishReply) erro
 	}
 	sum := sha256.Sum256(s.buf)
 	if s.overflow || int64(len(s.buf)) != s.att.DeclaredSize || hex.EncodeToString(sum[:]) != s.att.SHA256 {
-		*reply = proto.FinishReply{Outcome: string(Retry), Cause: string(hostverifier.CausePluginContentMismatch)}
+		*reply = proto.FinishReply{Outcome: string(Retry), Cause: string(proto.CausePluginContentMismatch)}
 		return nil
 	}
 	ctx, cancel := context.WithDeadline(context.Background(), s.deadline)
 	defer cancel()
 	v, cause := r.verify(ctx, s)
 	if cause == "" && ctx.Err() != nil {
-		cause = hostverifier.CauseDeadline
+		cause = proto.CauseDeadline
 	}
 	if cause != "" {
 		*reply = proto.FinishReply{Outcome: string(Retry), Cause: string(cause)}
@@ -131,20 +130,20 @@ func (r *Receiver) Verify(args proto.VerifyArgs, reply *proto.FinishReply) error
 
 // verify calls the author's code, turning an error, a panic, a retry or a
 // malformed verdict into a cause.
-func (r *Receiver) verify(ctx context.Context, s *session) (v Verdict, cause hostverifier.Cause) {
+func (r *Receiver) verify(ctx context.Context, s *session) (v Verdict, cause proto.Cause) {
 	defer func() {
 		if recover() != nil {
-			v, cause = Verdict{}, hostverifier.CauseVerifierError
+			v, cause = Verdict{}, proto.CauseVerifierError
 		}
 	}()
 	v, err := r.v.Verify(ctx, s.att, bytes.NewReader(s.buf))
 	switch {
 	case err != nil:
-		return Verdict{}, hostverifier.CauseVerifierError
+		return Verdict{}, proto.CauseVerifierError
 	case !v.Valid():
-		return Verdict{}, hostverifier.CauseInvalidVerdict
+		return Verdict{}, proto.CauseInvalidVerdict
 	case v.Outcome == Retry:
-		return Verdict{}, hostverifier.CauseVerifierRetry
+		return Verdict{}, proto.CauseVerifierRetry
 	}
 	return v, ""
 }

@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	hostverifier "github.com/registrum/registrum/plugins/verifier"
 	"github.com/registrum/registrum/plugins/verifier/proto"
 	"github.com/registrum/registrum/sdk/verifier"
 )
@@ -100,7 +99,7 @@ func TestContentNotMatchingItsMetadataNeverReachesTheAuthor(t *testing.T) {
 			write(t, rcv, s, c)
 		}
 		got := finish(t, rcv, s)
-		if got != (proto.FinishReply{Outcome: "retry", Cause: string(hostverifier.CausePluginContentMismatch)}) {
+		if got != (proto.FinishReply{Outcome: "retry", Cause: string(proto.CausePluginContentMismatch)}) {
 			t.Fatalf("%s: reply %+v", name, got)
 		}
 		if author.calls != 0 {
@@ -112,15 +111,15 @@ func TestContentNotMatchingItsMetadataNeverReachesTheAuthor(t *testing.T) {
 func TestAuthorFailuresBecomeValueFreeRetries(t *testing.T) {
 	cases := map[string]struct {
 		author *recorder
-		cause  hostverifier.Cause
+		cause  proto.Cause
 	}{
-		"error":                {&recorder{err: errors.New("secret detail")}, hostverifier.CauseVerifierError},
-		"panic":                {&recorder{panics: true}, hostverifier.CauseVerifierError},
-		"retry":                {&recorder{verdict: verifier.Verdict{Outcome: verifier.Retry}}, hostverifier.CauseVerifierRetry},
-		"no reason":            {&recorder{verdict: verifier.Verdict{Outcome: verifier.Rejected}}, hostverifier.CauseInvalidVerdict},
-		"unknown reason":       {&recorder{verdict: verifier.Verdict{Outcome: verifier.Rejected, Reason: "secret words"}}, hostverifier.CauseInvalidVerdict},
-		"approved with reason": {&recorder{verdict: verifier.Verdict{Outcome: verifier.Approved, Reason: verifier.ReasonPolicy}}, hostverifier.CauseInvalidVerdict},
-		"zero verdict":         {&recorder{}, hostverifier.CauseInvalidVerdict},
+		"error":                {&recorder{err: errors.New("secret detail")}, proto.CauseVerifierError},
+		"panic":                {&recorder{panics: true}, proto.CauseVerifierError},
+		"retry":                {&recorder{verdict: verifier.Verdict{Outcome: verifier.Retry}}, proto.CauseVerifierRetry},
+		"no reason":            {&recorder{verdict: verifier.Verdict{Outcome: verifier.Rejected}}, proto.CauseInvalidVerdict},
+		"unknown reason":       {&recorder{verdict: verifier.Verdict{Outcome: verifier.Rejected, Reason: "secret words"}}, proto.CauseInvalidVerdict},
+		"approved with reason": {&recorder{verdict: verifier.Verdict{Outcome: verifier.Approved, Reason: verifier.ReasonPolicy}}, proto.CauseInvalidVerdict},
+		"zero verdict":         {&recorder{}, proto.CauseInvalidVerdict},
 	}
 	for name, tc := range cases {
 		rcv := verifier.NewReceiver(tc.author)
@@ -136,11 +135,11 @@ func TestAuthorFailuresBecomeValueFreeRetries(t *testing.T) {
 func TestReceiverLimits(t *testing.T) {
 	rcv := verifier.NewReceiver(&recorder{verdict: verifier.Approve()})
 	var reply proto.BeginReply
-	big := proto.BeginArgs{SlotID: "s", MediaType: "image/png", DeclaredSize: hostverifier.MaxContentBytes + 1, SHA256: strings.Repeat("0", 64)}
+	big := proto.BeginArgs{SlotID: "s", MediaType: "image/png", DeclaredSize: proto.MaxContentBytes + 1, SHA256: strings.Repeat("0", 64)}
 	if err := rcv.Begin(big, &reply); err == nil {
 		t.Fatal("content over 16 MiB accepted")
 	}
-	big.DeclaredSize = hostverifier.MaxContentBytes
+	big.DeclaredSize = proto.MaxContentBytes
 	if err := rcv.Begin(big, &reply); err != nil {
 		t.Fatalf("content of exactly 16 MiB refused: %v", err)
 	}
@@ -181,7 +180,7 @@ func TestOneCallVerify(t *testing.T) {
 		t.Fatalf("%+v, %v, author saw %q", reply, err, author.got)
 	}
 	args.Data = []byte("hellO")
-	if err := rcv.Verify(args, &reply); err != nil || reply.Cause != string(hostverifier.CausePluginContentMismatch) || author.calls != 1 {
+	if err := rcv.Verify(args, &reply); err != nil || reply.Cause != string(proto.CausePluginContentMismatch) || author.calls != 1 {
 		t.Fatalf("altered: %+v, %v, %d calls", reply, err, author.calls)
 	}
 	args.Data = make([]byte, proto.MaxChunk+1)

@@ -22,36 +22,35 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
 
-	hostverifier "github.com/registrum/registrum/plugins/verifier"
 	"github.com/registrum/registrum/plugins/verifier/proto"
 )
 
 // Verifier is the interface an author implements. Verify reads the bytes
 // from content (exactly att.DeclaredSize bytes, already checked against
 // att.SHA256) and returns a verdict before ctx's deadline.
-type Verifier = hostverifier.Verifier
+type Verifier = proto.Verifier
 
 // Attachment is the metadata of the bytes to verify.
-type Attachment = hostverifier.Attachment
+type Attachment = proto.Attachment
 
 // Verdict is a verifier's answer.
-type Verdict = hostverifier.Verdict
+type Verdict = proto.Verdict
 
 // Outcome is approved, rejected or retry.
-type Outcome = hostverifier.Outcome
+type Outcome = proto.Outcome
 
 // Reason is the value-free category of a rejection.
-type Reason = hostverifier.Reason
+type Reason = proto.Reason
 
 // The outcomes and reason categories, repeated here so authors import one package.
 const (
-	Approved          = hostverifier.Approved
-	Rejected          = hostverifier.Rejected
-	Retry             = hostverifier.Retry
-	ReasonMalware     = hostverifier.ReasonMalware
-	ReasonPolicy      = hostverifier.ReasonPolicy
-	ReasonMalformed   = hostverifier.ReasonMalformed
-	ReasonUnspecified = hostverifier.ReasonUnspecified
+	Approved          = proto.Approved
+	Rejected          = proto.Rejected
+	Retry             = proto.Retry
+	ReasonMalware     = proto.ReasonMalware
+	ReasonPolicy      = proto.ReasonPolicy
+	ReasonMalformed   = proto.ReasonMalformed
+	ReasonUnspecified = proto.ReasonUnspecified
 )
 
 // Approve returns the approved verdict.

@@ -1,4 +1,4 @@
-// Package wire is the protocol between the Registrum host and an
+// Package proto is the protocol between the Registrum host and an
 // out-of-process attachment verifier: the go-plugin handshake, the name the
 // plugin is served under, and the net/rpc messages of one verification.
 //
@@ -12,8 +12,11 @@
 //
 //	Verify(VerifyArgs{BeginArgs, Data}) → FinishReply
 //
-// Authors do not use this package: sdk/verifier speaks it for them. It has no
-// dependency on either side so that both can import it.
+// It also holds what both sides share: the attachment description and its
+// validation, the verdict (outcomes, reason categories), the causes a plugin
+// may send and the size limits. Authors use these through sdk/verifier, which
+// speaks the protocol for them. It has no dependency on either side so that
+// both can import it.
 package proto
 
 import (
