@@ -11,9 +11,6 @@ import (
 	"github.com/registrum/registrum/internal/canonjson"
 )
 
-// maxPackageBytes bounds the size of a package document read from disk.
-const maxPackageBytes = 64 << 20
-
 // ComputeRevision returns the revision of p: the sha256 digest of the
 // canonical form of p with its Revision member left out.
 func ComputeRevision(p *Package) (string, error) {
@@ -29,29 +26,22 @@ func ComputeRevision(p *Package) (string, error) {
 // Load reads the package at path (a package folder or its package.json),
 // checks its format, its revision and the digest of every file it lists.
 func Load(path string) (*Package, error) {
-	file := path
-	if st, err := os.Stat(path); err == nil && st.IsDir() {
-		file = filepath.Join(path, FileName)
-	}
-	raw, err := os.ReadFile(file)
+	file, raw, err := readDocument(path)
 	if err != nil {
-		return nil, fmt.Errorf("model: read package: %w", err)
-	}
-	if len(raw) > maxPackageBytes {
-		return nil, fmt.Errorf("model: package %s is larger than %d bytes", file, maxPackageBytes)
+		return nil, err
 	}
 	p, err := Decode(raw)
 	if err != nil {
-		return nil, fmt.Errorf("model: package %s: %w", file, err)
+		return nil, &PackageError{File: file, Err: err}
 	}
 	dir := filepath.Dir(file)
 	for _, f := range p.Files {
 		b, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(f.Path)))
 		if err != nil {
-			return nil, fmt.Errorf("model: package %s: file %s: %w", file, f.Path, err)
+			return nil, &PackageError{File: file, Member: "file " + f.Path, Err: err}
 		}
 		if got := canonjson.DigestBytes(b); got != f.SHA256 {
-			return nil, fmt.Errorf("model: package %s: file %s has digest %s, the package pins %s", file, f.Path, got, f.SHA256)
+			return nil, &PackageError{File: file, Member: "file " + f.Path, Err: fmt.Errorf("digest %s, the package pins %s", got, f.SHA256)}
 		}
 	}
 	return p, nil

@@ -240,19 +240,6 @@ type Field struct {
 	Schema json.RawMessage `json:"schema,omitempty"`
 }
 
-// Module is a reviewed plugin module pinned by the digest of its bytes.
-type Module struct {
-	ID     string `json:"id"`
-	Engine string `json:"engine"` // "wasm" or "tengo"
-	Kind   string `json:"kind"`   // "planner", "hook-handler" or "action-handler"
-	// Path is relative to the package folder.
-	Path   string `json:"path"`
-	SHA256 string `json:"sha256"` // "sha256:<64 hex>"
-	// Capabilities are the real sources ("clock", "random") a handler may
-	// use; the sandbox keeps everything else deterministic. Planners have none.
-	Capabilities []string `json:"capabilities,omitempty"`
-}
-
 // File is a source or generated file that belongs to the package.
 type File struct {
 	// Path is relative to the package folder, with forward slashes.

@@ -141,32 +141,6 @@ type Verification struct {
 	PolicyID string `json:"policyId"`
 }
 
-// Verifier kinds.
-const (
-	VerifierGoPlugin = "go-plugin"
-	VerifierHTTP     = "http"
-)
-
-// Verifier is an attachment verifier the package uses: a go-plugin binary
-// shipped in the package (Path, SHA256) or an HTTPS service (Endpoint, with
-// the credential named by AuthorizationRef). Its members are those the
-// verifier host (plugins/verifier) reads.
-type Verifier struct {
-	ID     string `json:"id"`
-	Kind   string `json:"kind"`
-	Path   string `json:"path,omitempty"`
-	SHA256 string `json:"sha256,omitempty"`
-	// Endpoint is the URL of an http verifier.
-	Endpoint string `json:"endpoint,omitempty"`
-	// AuthorizationRef is a secret:file/<name> reference to the bearer
-	// credential of an http verifier.
-	AuthorizationRef string `json:"authorizationRef,omitempty"`
-	// TimeoutMilliseconds bounds one call (0: the host's default).
-	TimeoutMilliseconds int `json:"timeoutMilliseconds,omitempty"`
-	// MaximumBytes bounds the content sent to the verifier (0: no bound beyond the slot's).
-	MaximumBytes int64 `json:"maximumBytes,omitempty"`
-}
-
 // Action is an immediate action: effects applied in one call, from inputs.
 type Action struct {
 	ID string `json:"id"`

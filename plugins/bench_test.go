@@ -12,6 +12,7 @@ import (
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 
 	"github.com/registrum/registrum/examples/plugins/planner/plan"
+	"github.com/registrum/registrum/model"
 	"github.com/registrum/registrum/plugins"
 	"github.com/registrum/registrum/plugins/contract"
 	"github.com/registrum/registrum/sdk/guest"
@@ -84,8 +85,8 @@ func BenchmarkPlanner(b *testing.B) {
 	// A generous wall time: the benchmark measures cost, and a loaded CI
 	// machine must not turn a slow instantiation into a timeout.
 	slack := plugins.Limits{WallTime: 10 * time.Second}
-	load := func(b *testing.B, cfg plugins.Config, engine plugins.Engine, file string) *plugins.Set {
-		m, dir := pinned(b, "p", engine, contract.KindPlanner, file)
+	load := func(b *testing.B, cfg plugins.Config, engine model.Engine, file string) *plugins.Set {
+		m, dir := pinned(b, "p", engine, model.KindPlanner, file)
 		m.Writes = plan.Writes
 		return loadOne(b, newRuntime(b, cfg), m, dir)
 	}
@@ -93,11 +94,11 @@ func BenchmarkPlanner(b *testing.B) {
 		name string
 		set  *plugins.Set
 	}{
-		{"wasm-pooled", load(b, plugins.Config{PoolSize: 1, Limits: slack}, plugins.EngineWASM, filepath.Join(wasmDir, "planner.wasm"))},
+		{"wasm-pooled", load(b, plugins.Config{PoolSize: 1, Limits: slack}, model.EngineWASM, filepath.Join(wasmDir, "planner.wasm"))},
 		// The same planner against the map-based guest API (plan.Plan).
-		{"wasm-pooled-map", load(b, plugins.Config{PoolSize: 1, Limits: slack}, plugins.EngineWASM, filepath.Join(wasmDir, "planner-map.wasm"))},
-		{"wasm-per-call", load(b, plugins.Config{InstancePerCall: true, Limits: slack}, plugins.EngineWASM, filepath.Join(wasmDir, "planner.wasm"))},
-		{"tengo", load(b, plugins.Config{Limits: slack}, plugins.EngineTengo, examplePath("planner/planner.tengo"))},
+		{"wasm-pooled-map", load(b, plugins.Config{PoolSize: 1, Limits: slack}, model.EngineWASM, filepath.Join(wasmDir, "planner-map.wasm"))},
+		{"wasm-per-call", load(b, plugins.Config{InstancePerCall: true, Limits: slack}, model.EngineWASM, filepath.Join(wasmDir, "planner.wasm"))},
+		{"tengo", load(b, plugins.Config{Limits: slack}, model.EngineTengo, examplePath("planner/planner.tengo"))},
 	}
 	for _, s := range sets {
 		b.Run(s.name+"/engine", func(b *testing.B) {
@@ -126,7 +127,7 @@ func warmCache(b *testing.B) string {
 		b.Fatal(err)
 	}
 	defer rt.Close(ctx)
-	m, mdir := pinned(b, "p", plugins.EngineWASM, contract.KindPlanner, filepath.Join(wasmDir, "planner.wasm"))
+	m, mdir := pinned(b, "p", model.EngineWASM, model.KindPlanner, filepath.Join(wasmDir, "planner.wasm"))
 	set, err := rt.Load(ctx, []plugins.Module{m}, mdir)
 	if err != nil {
 		b.Fatal(err)
@@ -142,17 +143,17 @@ func BenchmarkLoad(b *testing.B) {
 	ctx := context.Background()
 	cases := []struct {
 		name   string
-		engine plugins.Engine
+		engine model.Engine
 		file   string
 		cache  func(b *testing.B) string
 	}{
-		{"wasm-cold", plugins.EngineWASM, filepath.Join(wasmDir, "planner.wasm"), func(*testing.B) string { return "" }},
-		{"wasm-disk-cache", plugins.EngineWASM, filepath.Join(wasmDir, "planner.wasm"), func(b *testing.B) string { return warmCache(b) }},
-		{"tengo", plugins.EngineTengo, examplePath("planner/planner.tengo"), func(*testing.B) string { return "" }},
+		{"wasm-cold", model.EngineWASM, filepath.Join(wasmDir, "planner.wasm"), func(*testing.B) string { return "" }},
+		{"wasm-disk-cache", model.EngineWASM, filepath.Join(wasmDir, "planner.wasm"), func(b *testing.B) string { return warmCache(b) }},
+		{"tengo", model.EngineTengo, examplePath("planner/planner.tengo"), func(*testing.B) string { return "" }},
 	}
 	for _, tc := range cases {
 		b.Run(tc.name, func(b *testing.B) {
-			m, dir := pinned(b, "p", tc.engine, contract.KindPlanner, tc.file)
+			m, dir := pinned(b, "p", tc.engine, model.KindPlanner, tc.file)
 			cache := tc.cache(b)
 			var total time.Duration
 			for b.Loop() {

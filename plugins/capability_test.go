@@ -10,16 +10,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/registrum/registrum/model"
 	"github.com/registrum/registrum/plugins"
-	"github.com/registrum/registrum/plugins/contract"
 )
 
 // probeKind runs the hostile module's hook handler, which reports its clock
 // year and random bytes as the retry kind "y<year>_<hex>".
-func probeKind(t *testing.T, caps []plugins.Capability) (year int, random string) {
+func probeKind(t *testing.T, caps []model.Capability) (year int, random string) {
 	t.Helper()
 	rt := newRuntime(t, plugins.Config{InstancePerCall: true})
-	m, dir := pinned(t, "probe", plugins.EngineWASM, contract.KindHookHandler, filepath.Join(wasmDir, "hostile.wasm"))
+	m, dir := pinned(t, "probe", model.EngineWASM, model.KindHookHandler, filepath.Join(wasmDir, "hostile.wasm"))
 	m.Capabilities = caps
 	set := loadOne(t, rt, m, dir)
 	res, err := set.HandleEvent(context.Background(), "probe", []byte(`{}`))
@@ -43,8 +43,8 @@ func TestWASMCapabilities(t *testing.T) {
 	if y1 == now || y1 != y2 || r1 != r2 {
 		t.Fatalf("without capabilities: years %d %d (now %d), random %s %s", y1, y2, now, r1, r2)
 	}
-	y3, r3 := probeKind(t, []plugins.Capability{plugins.CapabilityClock, plugins.CapabilityRandom})
-	_, r4 := probeKind(t, []plugins.Capability{plugins.CapabilityRandom})
+	y3, r3 := probeKind(t, []model.Capability{model.CapabilityClock, model.CapabilityRandom})
+	_, r4 := probeKind(t, []model.Capability{model.CapabilityRandom})
 	if y3 != now || r3 == r4 || r3 == r1 {
 		t.Fatalf("with capabilities: year %d (now %d), random %s %s", y3, now, r3, r4)
 	}
@@ -62,12 +62,12 @@ output = {outcome: "retry", kind: "t" + string(clock.now_unix_ms()) + "_" + stri
 	if err := os.WriteFile(file, src, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	m, _ := pinned(t, "h", plugins.EngineTengo, contract.KindHookHandler, file)
+	m, _ := pinned(t, "h", model.EngineTengo, model.KindHookHandler, file)
 	rt := newRuntime(t, plugins.Config{})
 	if _, err := rt.Load(ctx, []plugins.Module{m}, dir); err == nil || !strings.Contains(err.Error(), "compile tengo script") {
 		t.Fatalf("clock and random without capabilities: %v", err)
 	}
-	m.Capabilities = []plugins.Capability{plugins.CapabilityClock, plugins.CapabilityRandom}
+	m.Capabilities = []model.Capability{model.CapabilityClock, model.CapabilityRandom}
 	set := loadOne(t, rt, m, dir)
 	res, err := set.HandleEvent(ctx, "h", []byte(`{}`))
 	if err != nil {
@@ -80,12 +80,12 @@ output = {outcome: "retry", kind: "t" + string(clock.now_unix_ms()) + "_" + stri
 	}
 
 	for _, tc := range []struct {
-		kind contract.Kind
-		caps []plugins.Capability
+		kind model.ModuleKind
+		caps []model.Capability
 		want string
 	}{
-		{contract.KindPlanner, []plugins.Capability{plugins.CapabilityClock}, "may have no capabilities"},
-		{contract.KindHookHandler, []plugins.Capability{"network"}, `capability "network"`},
+		{model.KindPlanner, []model.Capability{model.CapabilityClock}, "may have no capabilities"},
+		{model.KindHookHandler, []model.Capability{"network"}, `capability "network"`},
 	} {
 		m := m
 		m.Kind, m.Capabilities = tc.kind, tc.caps

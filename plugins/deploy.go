@@ -1,9 +1,7 @@
 package plugins
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -13,50 +11,21 @@ import (
 	"time"
 
 	"github.com/registrum/registrum/internal/canonjson"
-	"github.com/registrum/registrum/plugins/contract"
+	"github.com/registrum/registrum/model"
 )
-
-// maxPackageBytes bounds the package document read by ReadPackageModules.
-const maxPackageBytes = 64 << 20
-
-// ReadPackageModules reads the reviewed modules a compiled package pins: the
-// top-level "modules" member of its package.json. Other members are ignored.
-// It returns the modules and the folder their paths are relative to.
-func ReadPackageModules(packageFile string) ([]Module, string, error) {
-	if info, err := os.Stat(packageFile); err != nil {
-		return nil, "", fmt.Errorf("plugins: read package: %w", err)
-	} else if info.Size() > maxPackageBytes {
-		return nil, "", fmt.Errorf("plugins: package %s: %d bytes is over the %d-byte limit", packageFile, info.Size(), maxPackageBytes)
-	}
-	b, err := os.ReadFile(packageFile)
-	if err != nil {
-		return nil, "", fmt.Errorf("plugins: read package: %w", err)
-	}
-	var doc struct {
-		Modules json.RawMessage `json:"modules"`
-	}
-	if err := json.Unmarshal(b, &doc); err != nil {
-		return nil, "", fmt.Errorf("plugins: package %s: %w", packageFile, err)
-	}
-	var modules []Module
-	if len(doc.Modules) > 0 && !bytes.Equal(doc.Modules, []byte("null")) {
-		dec := json.NewDecoder(bytes.NewReader(doc.Modules))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&modules); err != nil {
-			return nil, "", fmt.Errorf("plugins: package %s: modules: %w", packageFile, err)
-		}
-	}
-	return modules, filepath.Dir(packageFile), nil
-}
 
 // VerifyPackage checks every module a package pins exactly as a starting
 // host would (declaration, file present, bytes matching the pinned digest,
 // compiling under the sandbox's contract), without starting anything. It
 // returns the modules checked.
-func VerifyPackage(ctx context.Context, packageFile string, cfg Config) ([]Module, error) {
-	modules, dir, err := ReadPackageModules(packageFile)
+func VerifyPackage(ctx context.Context, packageFile string, cfg Config) ([]model.Module, error) {
+	entries, dir, err := model.ReadModules(packageFile)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("plugins: %w", err)
+	}
+	modules := make([]Module, len(entries))
+	for i, e := range entries {
+		modules[i] = Module{Module: e}
 	}
 	rt, err := NewRuntime(ctx, cfg)
 	if err != nil {
@@ -67,25 +36,25 @@ func VerifyPackage(ctx context.Context, packageFile string, cfg Config) ([]Modul
 	if err != nil {
 		return nil, err
 	}
-	return modules, set.Close(ctx)
+	return entries, set.Close(ctx)
 }
 
 // RunFile runs one call of the module in file, as kind on engine, with the
 // same sandbox and limits the host uses. It is what authors use while
 // writing a module: the file is not pinned, so its own digest is used. It
 // returns the validated output in canonical JSON.
-func RunFile(ctx context.Context, cfg Config, engine Engine, kind contract.Kind, file string, input []byte) ([]byte, error) {
+func RunFile(ctx context.Context, cfg Config, engine model.Engine, kind model.ModuleKind, file string, input []byte) ([]byte, error) {
 	b, err := os.ReadFile(file)
 	if err != nil {
 		return nil, fmt.Errorf("plugins: read module: %w", err)
 	}
-	m := Module{
+	m := Module{Module: model.Module{
 		ID:     strings.TrimSuffix(filepath.Base(file), filepath.Ext(file)),
 		Engine: engine,
 		Kind:   kind,
 		Path:   filepath.Base(file),
 		SHA256: canonjson.DigestBytes(b),
-	}
+	}}
 	rt, err := NewRuntime(ctx, cfg)
 	if err != nil {
 		return nil, err

@@ -10,6 +10,7 @@ import (
 
 	"github.com/registrum/registrum/examples/plugins/planner/plan"
 	"github.com/registrum/registrum/internal/canonjson"
+	"github.com/registrum/registrum/model"
 	"github.com/registrum/registrum/plugins"
 	"github.com/registrum/registrum/plugins/contract"
 	"github.com/registrum/registrum/sdk/guest"
@@ -19,8 +20,8 @@ import (
 func planners(t testing.TB, cfg plugins.Config) (wasm, tengo func(context.Context, []byte) ([]byte, error)) {
 	t.Helper()
 	rt := newRuntime(t, cfg)
-	w, wdir := pinned(t, "planner", plugins.EngineWASM, contract.KindPlanner, filepath.Join(wasmDir, "planner.wasm"))
-	g, gdir := pinned(t, "planner", plugins.EngineTengo, contract.KindPlanner, examplePath("planner/planner.tengo"))
+	w, wdir := pinned(t, "planner", model.EngineWASM, model.KindPlanner, filepath.Join(wasmDir, "planner.wasm"))
+	g, gdir := pinned(t, "planner", model.EngineTengo, model.KindPlanner, examplePath("planner/planner.tengo"))
 	w.Writes, g.Writes = plan.Writes, plan.Writes
 	ws := loadOne(t, rt, w, wdir)
 	gs := loadOne(t, rt, g, gdir)
@@ -62,7 +63,7 @@ var plannerCases = []struct {
 func TestPlannerEquivalence(t *testing.T) {
 	ctx := context.Background()
 	runWASM, runTengo := planners(t, plugins.Config{})
-	m, mdir := pinned(t, "planner", plugins.EngineWASM, contract.KindPlanner, filepath.Join(wasmDir, "planner-map.wasm"))
+	m, mdir := pinned(t, "planner", model.EngineWASM, model.KindPlanner, filepath.Join(wasmDir, "planner-map.wasm"))
 	m.Writes = plan.Writes
 	mapSet := loadOne(t, newRuntime(t, plugins.Config{}), m, mdir)
 	nativeMap, nativeFast := runNative(t, plannerInputs(plannerCases))
@@ -174,7 +175,7 @@ func TestPlannerFastMatchesMap(t *testing.T) {
 func TestPlanTyped(t *testing.T) {
 	ctx := context.Background()
 	rt := newRuntime(t, plugins.Config{})
-	m, dir := pinned(t, "p", plugins.EngineWASM, contract.KindPlanner, filepath.Join(wasmDir, "planner.wasm"))
+	m, dir := pinned(t, "p", model.EngineWASM, model.KindPlanner, filepath.Join(wasmDir, "planner.wasm"))
 	set := loadOne(t, rt, m, dir)
 	res, err := set.Plan(ctx, "p", contract.PlannerInput{Request: map[string]any{"child_id": "c", "phone": nil}})
 	if err != nil {
@@ -197,8 +198,8 @@ func TestPlanTyped(t *testing.T) {
 func TestHookEquivalence(t *testing.T) {
 	ctx := context.Background()
 	rt := newRuntime(t, plugins.Config{})
-	w, wdir := pinned(t, "hook", plugins.EngineWASM, contract.KindHookHandler, filepath.Join(wasmDir, "hook.wasm"))
-	g, gdir := pinned(t, "hook", plugins.EngineTengo, contract.KindHookHandler, examplePath("hook/hook.tengo"))
+	w, wdir := pinned(t, "hook", model.EngineWASM, model.KindHookHandler, filepath.Join(wasmDir, "hook.wasm"))
+	g, gdir := pinned(t, "hook", model.EngineTengo, model.KindHookHandler, examplePath("hook/hook.tengo"))
 	ws, gs := loadOne(t, rt, w, wdir), loadOne(t, rt, g, gdir)
 	cases := map[string]struct{ body, want string }{
 		"acknowledged":     {capturedBody, `{"outcome":"acknowledged"}`},

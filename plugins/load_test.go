@@ -10,17 +10,18 @@ import (
 	"time"
 
 	"github.com/registrum/registrum/internal/canonjson"
+	"github.com/registrum/registrum/model"
 	"github.com/registrum/registrum/plugins"
 	"github.com/registrum/registrum/plugins/contract"
 )
 
 // writeFile writes b to dir/name and returns a module pinned to it.
-func writeModule(t *testing.T, dir, name string, engine plugins.Engine, b []byte) plugins.Module {
+func writeModule(t *testing.T, dir, name string, engine model.Engine, b []byte) plugins.Module {
 	t.Helper()
 	if err := os.WriteFile(filepath.Join(dir, name), b, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	return plugins.Module{ID: strings.TrimSuffix(name, filepath.Ext(name)), Engine: engine, Kind: contract.KindPlanner, Path: name, SHA256: canonjson.DigestBytes(b)}
+	return plugins.Module{Module: model.Module{ID: strings.TrimSuffix(name, filepath.Ext(name)), Engine: engine, Kind: model.KindPlanner, Path: name, SHA256: canonjson.DigestBytes(b)}}
 }
 
 // Hand-made WebAssembly binaries for load checks.
@@ -39,7 +40,7 @@ func TestLoadRefusals(t *testing.T) {
 	ctx := context.Background()
 	rt := newRuntime(t, plugins.Config{})
 	dir := t.TempDir()
-	good := writeModule(t, dir, "good.tengo", plugins.EngineTengo, []byte(okPlan))
+	good := writeModule(t, dir, "good.tengo", model.EngineTengo, []byte(okPlan))
 
 	tampered := good
 	tampered.ID = "tampered"
@@ -61,11 +62,11 @@ func TestLoadRefusals(t *testing.T) {
 		{"unknown kind", func() plugins.Module { m := good; m.Kind = "scheduler"; return m }(), `kind "scheduler"`},
 		{"malformed digest", func() plugins.Module { m := good; m.SHA256 = "sha256:ABC"; return m }(), "sha256:<64 lowercase hex>"},
 		{"empty id", func() plugins.Module { m := good; m.ID = ""; return m }(), "id is empty"},
-		{"not WebAssembly", writeModule(t, dir, "text.wasm", plugins.EngineWASM, []byte("hello")), "compile WebAssembly"},
-		{"missing exports", writeModule(t, dir, "empty.wasm", plugins.EngineWASM, wasmEmpty), "does not export registrum_abi_version"},
-		{"foreign import", writeModule(t, dir, "env.wasm", plugins.EngineWASM, wasmImportsEnv), "imports env.f"},
-		{"tengo syntax", writeModule(t, dir, "bad.tengo", plugins.EngineTengo, []byte("output = {")), "compile tengo script"},
-		{"tengo not UTF-8", writeModule(t, dir, "bin.tengo", plugins.EngineTengo, []byte{0xff, 0xfe}), "not UTF-8"},
+		{"not WebAssembly", writeModule(t, dir, "text.wasm", model.EngineWASM, []byte("hello")), "compile WebAssembly"},
+		{"missing exports", writeModule(t, dir, "empty.wasm", model.EngineWASM, wasmEmpty), "does not export registrum_abi_version"},
+		{"foreign import", writeModule(t, dir, "env.wasm", model.EngineWASM, wasmImportsEnv), "imports env.f"},
+		{"tengo syntax", writeModule(t, dir, "bad.tengo", model.EngineTengo, []byte("output = {")), "compile tengo script"},
+		{"tengo not UTF-8", writeModule(t, dir, "bin.tengo", model.EngineTengo, []byte{0xff, 0xfe}), "not UTF-8"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			set, err := rt.Load(ctx, []plugins.Module{good, tc.module}, dir)
@@ -99,7 +100,7 @@ func TestLoadRefusals(t *testing.T) {
 // TestCallRefusals checks calls the host refuses before running anything.
 func TestCallRefusals(t *testing.T) {
 	ctx := context.Background()
-	set, err := script(t, plugins.Config{}, contract.KindPlanner, okPlan)
+	set, err := script(t, plugins.Config{}, model.KindPlanner, okPlan)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +122,7 @@ func TestCallRefusals(t *testing.T) {
 func TestWritesEnforced(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	m := writeModule(t, dir, "p.tengo", plugins.EngineTengo, []byte(`output = {effects: [{id: "e", operation: "patch", target: {entity: "child", fromField: "child_id"}, set: {phone: {value: "1"}}, clear: [input.request.clear]}]}`))
+	m := writeModule(t, dir, "p.tengo", model.EngineTengo, []byte(`output = {effects: [{id: "e", operation: "patch", target: {entity: "child", fromField: "child_id"}, set: {phone: {value: "1"}}, clear: [input.request.clear]}]}`))
 	m.Writes = []contract.Write{{Entity: "child", Operation: contract.OperationPatch, Fields: []string{"phone", "address"}}}
 	set := loadOne(t, newRuntime(t, plugins.Config{}), m, dir)
 	if _, err := set.Call(ctx, "p", []byte(`{"request":{"clear":"address"}}`)); err != nil {
@@ -226,7 +227,7 @@ func FuzzParseLimits(f *testing.F) {
 // kind it registers no handler for is refused at load.
 func TestWASMKindMustBeRegistered(t *testing.T) {
 	rt := newRuntime(t, plugins.Config{})
-	m, dir := pinned(t, "planner", plugins.EngineWASM, contract.KindHookHandler, filepath.Join(wasmDir, "planner.wasm"))
+	m, dir := pinned(t, "planner", model.EngineWASM, model.KindHookHandler, filepath.Join(wasmDir, "planner.wasm"))
 	_, err := rt.Load(context.Background(), []plugins.Module{m}, dir)
 	if err == nil || !strings.Contains(err.Error(), "registers no hook-handler handler") {
 		t.Fatalf("got %v", err)

@@ -10,8 +10,8 @@ import (
 	"testing"
 
 	"github.com/registrum/registrum/internal/canonjson"
+	"github.com/registrum/registrum/model"
 	"github.com/registrum/registrum/plugins"
-	"github.com/registrum/registrum/plugins/contract"
 )
 
 // Paths filled by TestMain: the WebAssembly modules built for the tests, the
@@ -91,13 +91,13 @@ func newRuntime(t testing.TB, cfg plugins.Config) *plugins.Runtime {
 
 // pinned returns a module declaration for file, pinned to its own digest,
 // with Path relative to the file's folder.
-func pinned(t testing.TB, id string, engine plugins.Engine, kind contract.Kind, file string) (plugins.Module, string) {
+func pinned(t testing.TB, id string, engine model.Engine, kind model.ModuleKind, file string) (plugins.Module, string) {
 	t.Helper()
 	b, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return plugins.Module{ID: id, Engine: engine, Kind: kind, Path: filepath.Base(file), SHA256: canonjson.DigestBytes(b)}, filepath.Dir(file)
+	return plugins.Module{Module: model.Module{ID: id, Engine: engine, Kind: kind, Path: filepath.Base(file), SHA256: canonjson.DigestBytes(b)}}, filepath.Dir(file)
 }
 
 // loadOne loads one module into a new Set on rt.

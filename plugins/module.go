@@ -10,34 +10,22 @@ import (
 	"strings"
 
 	"github.com/registrum/registrum/internal/canonjson"
+	"github.com/registrum/registrum/model"
 	"github.com/registrum/registrum/plugins/contract"
 )
 
-// Module is one reviewed module a deployment pins.
+// Module is one reviewed module to load: its package entry and, when the
+// caller has them, the rules the package declares for its outputs.
 type Module struct {
-	// ID names the module; calls select it by this id.
-	ID string `json:"id"`
-	// Engine is wasm or tengo.
-	Engine Engine `json:"engine"`
-	// Kind is planner, hook-handler or action-handler.
-	Kind contract.Kind `json:"kind"`
-	// Path locates the module's bytes, relative to the base folder given to
-	// Load (the package folder). It may not leave that folder.
-	Path string `json:"path"`
-	// SHA256 is the pinned digest of the module's bytes: "sha256:<64 hex>".
-	SHA256 string `json:"sha256"`
-	// Capabilities grants a hook or action handler real sources the sandbox
-	// otherwise keeps deterministic. A planner may have none: its plan is a
-	// pure function of the request.
-	Capabilities []Capability `json:"capabilities,omitempty"`
+	model.Module
 
 	// Writes, when not nil, are a planner's declared writes; every effect of
 	// its plans must fit one of them.
-	Writes []contract.Write `json:"-"`
+	Writes []contract.Write
 	// ActionWrites, when not nil, are an action handler's declared writes.
-	ActionWrites []contract.DeclaredActionWrite `json:"-"`
+	ActionWrites []contract.DeclaredActionWrite
 	// Refusals, when not nil, are the refusal codes an action handler may use.
-	Refusals []string `json:"-"`
+	Refusals []string
 }
 
 // maxModuleBytes bounds a module file: WebAssembly modules built from Go are
@@ -59,33 +47,19 @@ func (m Module) check() error {
 		return fmt.Errorf("path %q must be relative and stay inside the package folder", m.Path)
 	case !validDigest(m.SHA256):
 		return fmt.Errorf("sha256 %q is not of the form sha256:<64 lowercase hex>", m.SHA256)
-	case m.Kind == contract.KindPlanner && len(m.Capabilities) > 0:
+	case m.Kind == model.KindPlanner && len(m.Capabilities) > 0:
 		return errors.New("a planner is a pure function of its request: it may have no capabilities")
 	}
 	for _, c := range m.Capabilities {
-		if c != CapabilityClock && c != CapabilityRandom {
+		if !c.Valid() {
 			return fmt.Errorf("capability %q is not clock or random", c)
 		}
 	}
 	return nil
 }
 
-// Capability is a real source a module may be granted.
-type Capability string
-
-// Capabilities.
-const (
-	// CapabilityClock gives the real wall and monotonic clocks (WebAssembly
-	// clock_time_get; tengo module "clock" with now_unix_ms()). Sleeping
-	// stays a no-op, so the wall-time limit still holds.
-	CapabilityClock Capability = "clock"
-	// CapabilityRandom gives cryptographically random bytes (WebAssembly
-	// random_get; tengo module "random" with bytes(n), n at most 1024).
-	CapabilityRandom Capability = "random"
-)
-
 // has reports whether the module was granted c.
-func (m Module) has(c Capability) bool { return slices.Contains(m.Capabilities, c) }
+func (m Module) has(c model.Capability) bool { return slices.Contains(m.Capabilities, c) }
 
 func validDigest(d string) bool {
 	hex, ok := strings.CutPrefix(d, "sha256:")

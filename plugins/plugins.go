@@ -21,20 +21,6 @@ import (
 	"time"
 )
 
-// Engine is the sandbox a module runs in.
-type Engine string
-
-// Engines.
-const (
-	// EngineWASM runs a WebAssembly module (wasip1 reactor) under wazero.
-	EngineWASM Engine = "wasm"
-	// EngineTengo runs a tengo script.
-	EngineTengo Engine = "tengo"
-)
-
-// Valid reports whether e is a known engine.
-func (e Engine) Valid() bool { return e == EngineWASM || e == EngineTengo }
-
 // Limits bound every call of a module. A zero field takes its default.
 type Limits struct {
 	// MemoryPages caps a WebAssembly module's linear memory in 64 KiB pages.

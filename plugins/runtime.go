@@ -10,6 +10,7 @@ import (
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 
+	"github.com/registrum/registrum/model"
 	"github.com/registrum/registrum/plugins/contract"
 )
 
@@ -90,7 +91,7 @@ func (r *Runtime) Close(ctx context.Context) error {
 type program interface {
 	// call runs the module on input; parsed is input as values when
 	// parsesInput reports that the engine uses them, else nil.
-	call(ctx context.Context, kind contract.Kind, input []byte, parsed any) ([]byte, error)
+	call(ctx context.Context, kind model.ModuleKind, input []byte, parsed any) ([]byte, error)
 	// parsesInput reports whether call needs the parsed input.
 	parsesInput() bool
 	close(ctx context.Context) error
@@ -143,7 +144,7 @@ func (r *Runtime) load(ctx context.Context, m Module, baseDir string) (program, 
 		return nil, err
 	}
 	switch m.Engine {
-	case EngineWASM:
+	case model.EngineWASM:
 		return r.loadWASM(ctx, m, src)
 	default:
 		return r.loadTengo(m, src)
@@ -176,14 +177,14 @@ func (s *Set) Plan(ctx context.Context, moduleID string, in contract.PlannerInpu
 	if err != nil {
 		return out, err
 	}
-	_, err = s.call(ctx, moduleID, contract.KindPlanner, input, &out)
+	_, err = s.call(ctx, moduleID, model.KindPlanner, input, &out)
 	return out, err
 }
 
 // HandleEvent runs hook handler moduleID on the exact captured event body.
 func (s *Set) HandleEvent(ctx context.Context, moduleID string, envelope []byte) (contract.HookResult, error) {
 	var out contract.HookResult
-	_, err := s.call(ctx, moduleID, contract.KindHookHandler, envelope, &out)
+	_, err := s.call(ctx, moduleID, model.KindHookHandler, envelope, &out)
 	return out, err
 }
 
@@ -194,7 +195,7 @@ func (s *Set) ComputeAction(ctx context.Context, moduleID string, in contract.Ac
 	if err != nil {
 		return out, err
 	}
-	_, err = s.call(ctx, moduleID, contract.KindActionHandler, input, &out)
+	_, err = s.call(ctx, moduleID, model.KindActionHandler, input, &out)
 	return out, err
 }
 
@@ -208,9 +209,9 @@ func (s *Set) Call(ctx context.Context, moduleID string, input []byte) ([]byte, 
 	}
 	var out any
 	switch l.Kind {
-	case contract.KindPlanner:
+	case model.KindPlanner:
 		out = new(contract.PlanResult)
-	case contract.KindHookHandler:
+	case model.KindHookHandler:
 		out = new(contract.HookResult)
 	default:
 		out = new(contract.ActionResult)
@@ -232,7 +233,7 @@ func marshalInput(member string, fields map[string]any) ([]byte, error) {
 // call checks the input, runs the module, then decodes out strictly,
 // validates it against the module's declarations and returns its canonical
 // form.
-func (s *Set) call(ctx context.Context, moduleID string, kind contract.Kind, input []byte, out any) ([]byte, error) {
+func (s *Set) call(ctx context.Context, moduleID string, kind model.ModuleKind, input []byte, out any) ([]byte, error) {
 	l, ok := s.modules[moduleID]
 	if !ok {
 		return nil, fmt.Errorf("%w %q", ErrUnknownModule, moduleID)
@@ -244,7 +245,7 @@ func (s *Set) call(ctx context.Context, moduleID string, kind contract.Kind, inp
 	return canon, err
 }
 
-func (s *Set) run(ctx context.Context, l *loaded, kind contract.Kind, input []byte, out any) ([]byte, error) {
+func (s *Set) run(ctx context.Context, l *loaded, kind model.ModuleKind, input []byte, out any) ([]byte, error) {
 	if l.Kind != kind {
 		return nil, fail(FailureRefused, fmt.Errorf("module is a %s, called as a %s", l.Kind, kind))
 	}
@@ -253,7 +254,7 @@ func (s *Set) run(ctx context.Context, l *loaded, kind contract.Kind, input []by
 	}
 	var parsed any
 	var err error
-	if l.prog.parsesInput() || kind == contract.KindHookHandler {
+	if l.prog.parsesInput() || kind == model.KindHookHandler {
 		parsed, err = checkInput(kind, input)
 	} else {
 		// Checked as strictly, without building values the engine would
@@ -296,11 +297,11 @@ func (s *Set) run(ctx context.Context, l *loaded, kind contract.Kind, input []by
 
 // inputMember is the one member of a planner's or action handler's input
 // document, "" for a hook handler's.
-func inputMember(kind contract.Kind) string {
+func inputMember(kind model.ModuleKind) string {
 	switch kind {
-	case contract.KindPlanner:
+	case model.KindPlanner:
 		return "request"
-	case contract.KindActionHandler:
+	case model.KindActionHandler:
 		return "inputs"
 	}
 	return ""
@@ -310,7 +311,7 @@ func inputMember(kind contract.Kind) string {
 // with only "request" (planner) or "inputs" (action handler) holding an
 // object, or any JSON object (hook handler: the captured event body).
 // It returns the parsed document.
-func checkInput(kind contract.Kind, input []byte) (any, error) {
+func checkInput(kind model.ModuleKind, input []byte) (any, error) {
 	v, err := contract.ParseValue(input)
 	if err != nil {
 		return nil, fmt.Errorf("input: %w", err)

@@ -16,6 +16,7 @@ import (
 	"github.com/d5/tengo/v2/parser"
 	"github.com/d5/tengo/v2/stdlib"
 
+	"github.com/registrum/registrum/model"
 	"github.com/registrum/registrum/plugins/contract"
 )
 
@@ -72,10 +73,10 @@ func (r *Runtime) loadTengo(m Module, src []byte) (program, error) {
 		return nil, errors.New("script is not UTF-8")
 	}
 	imports := stdlib.GetModuleMap(tengoModules...)
-	if m.has(CapabilityClock) {
+	if m.has(model.CapabilityClock) {
 		imports.AddBuiltinModule("clock", map[string]tengo.Object{"now_unix_ms": tengoNowUnixMS})
 	}
-	if m.has(CapabilityRandom) {
+	if m.has(model.CapabilityRandom) {
 		imports.AddBuiltinModule("random", map[string]tengo.Object{"bytes": tengoRandomBytes})
 	}
 
@@ -130,7 +131,7 @@ func (p *tengoProgram) putVM(m *tengoVM) {
 	}
 }
 
-func (p *tengoProgram) call(ctx context.Context, _ contract.Kind, _ []byte, parsed any) ([]byte, error) {
+func (p *tengoProgram) call(ctx context.Context, _ model.ModuleKind, _ []byte, parsed any) ([]byte, error) {
 	in, err := toTengo(parsed)
 	if err != nil {
 		return nil, fail(FailureRefused, err)

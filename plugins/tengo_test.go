@@ -8,19 +8,20 @@ import (
 	"testing"
 	"time"
 
+	"github.com/registrum/registrum/model"
 	"github.com/registrum/registrum/plugins"
 	"github.com/registrum/registrum/plugins/contract"
 )
 
 // script writes src to a file and loads it as a tengo module of kind.
-func script(t *testing.T, cfg plugins.Config, kind contract.Kind, src string) (*plugins.Set, error) {
+func script(t *testing.T, cfg plugins.Config, kind model.ModuleKind, src string) (*plugins.Set, error) {
 	t.Helper()
 	dir := t.TempDir()
 	file := filepath.Join(dir, "m.tengo")
 	if err := os.WriteFile(file, []byte(src), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	m, _ := pinned(t, "m", plugins.EngineTengo, kind, file)
+	m, _ := pinned(t, "m", model.EngineTengo, kind, file)
 	rt := newRuntime(t, cfg)
 	set, err := rt.Load(context.Background(), []plugins.Module{m}, dir)
 	if err == nil {
@@ -55,7 +56,7 @@ func TestTengoHostile(t *testing.T) {
 		{"float NaN", `math := import("math"); output = {refusal: {kind: math.NaN}}`, plugins.FailureInvalidOutput},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			set, err := script(t, cfg, contract.KindPlanner, tc.src)
+			set, err := script(t, cfg, model.KindPlanner, tc.src)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -73,13 +74,13 @@ func TestTengoHostile(t *testing.T) {
 // effects (files, processes, printing, clock, randomness) never loads.
 func TestTengoImportsRefused(t *testing.T) {
 	for _, mod := range []string{"os", "fmt", "times", "rand"} {
-		_, err := script(t, plugins.Config{}, contract.KindPlanner, mod+` := import("`+mod+`")`+"\n"+okPlan)
+		_, err := script(t, plugins.Config{}, model.KindPlanner, mod+` := import("`+mod+`")`+"\n"+okPlan)
 		if err == nil || !strings.Contains(err.Error(), `module "m"`) {
 			t.Errorf("import %s: want a load error naming the module, got %v", mod, err)
 		}
 	}
 	for _, mod := range []string{"math", "text", "json", "base64", "hex", "enum"} {
-		if _, err := script(t, plugins.Config{}, contract.KindPlanner, `x := import("`+mod+`")`+"\n"+okPlan); err != nil {
+		if _, err := script(t, plugins.Config{}, model.KindPlanner, `x := import("`+mod+`")`+"\n"+okPlan); err != nil {
 			t.Errorf("import %s: %v", mod, err)
 		}
 	}
@@ -89,12 +90,12 @@ func TestTengoImportsRefused(t *testing.T) {
 // number of objects runs under a limit above it and fails just below.
 func TestTengoAllocLimitEdge(t *testing.T) {
 	src := `a := []; for i := 0; i < 100; i++ { a = append(a, i) }; ` + okPlan
-	if set, err := script(t, plugins.Config{Limits: plugins.Limits{MaxAllocs: 1000}}, contract.KindPlanner, src); err != nil {
+	if set, err := script(t, plugins.Config{Limits: plugins.Limits{MaxAllocs: 1000}}, model.KindPlanner, src); err != nil {
 		t.Fatal(err)
 	} else if _, err := set.Call(context.Background(), "m", []byte(`{"request":{}}`)); err != nil {
 		t.Fatalf("under the limit: %v (%v)", err, detail(err))
 	}
-	set, err := script(t, plugins.Config{Limits: plugins.Limits{MaxAllocs: 50}}, contract.KindPlanner, src)
+	set, err := script(t, plugins.Config{Limits: plugins.Limits{MaxAllocs: 50}}, model.KindPlanner, src)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +115,7 @@ r := input.request
 desc := [has(r, "a"), is_undefined(r.a), has(r, "b"), is_int(r.n), is_float(r.f), len(input), type_name(r.o)]
 output = {effects: [{id: "e", operation: "create", target: {entity: "x"}, set: {d: {value: desc}, k: {value: len(keys)}}}]}
 `
-	set, err := script(t, plugins.Config{}, contract.KindPlanner, src)
+	set, err := script(t, plugins.Config{}, model.KindPlanner, src)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,7 +143,7 @@ if input.inputs.amount > 100 {
 	if err := os.WriteFile(file, []byte(src), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	m, _ := pinned(t, "a", plugins.EngineTengo, contract.KindActionHandler, file)
+	m, _ := pinned(t, "a", model.EngineTengo, model.KindActionHandler, file)
 	m.ActionWrites = []contract.DeclaredActionWrite{{ID: "payment", Fields: []string{"amount"}}}
 	m.Refusals = []string{"too_large"}
 	set := loadOne(t, newRuntime(t, plugins.Config{}), m, dir)
@@ -169,7 +170,7 @@ func TestTengoStringCapEdge(t *testing.T) {
 		plugins.MaxScriptStringBytes + 1: plugins.FailureMemory,
 	} {
 		src := `text := import("text"); s := text.repeat("x", ` + itoa(n) + `); ` + okPlan
-		set, err := script(t, plugins.Config{}, contract.KindPlanner, src)
+		set, err := script(t, plugins.Config{}, model.KindPlanner, src)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -192,7 +193,7 @@ func TestTengoNoStateBetweenCalls(t *testing.T) {
 seen := is_undefined(output) ? "fresh" : "stale"
 if input.request.loop { for {} }
 output = {refusal: {kind: seen}}`
-	set, err := script(t, plugins.Config{PoolSize: 1, Limits: plugins.Limits{WallTime: 100 * time.Millisecond}}, contract.KindPlanner, src)
+	set, err := script(t, plugins.Config{PoolSize: 1, Limits: plugins.Limits{WallTime: 100 * time.Millisecond}}, model.KindPlanner, src)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,7 +13,7 @@ import (
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/sys"
 
-	"github.com/registrum/registrum/plugins/contract"
+	"github.com/registrum/registrum/model"
 )
 
 // The guest ABI, version 1. A module exports its linear memory and:
@@ -42,11 +42,11 @@ const (
 )
 
 // kindBit returns the bit registrum_kinds sets for a module of kind k.
-func kindBit(k contract.Kind) uint64 {
+func kindBit(k model.ModuleKind) uint64 {
 	switch k {
-	case contract.KindPlanner:
+	case model.KindPlanner:
 		return 1
-	case contract.KindHookHandler:
+	case model.KindHookHandler:
 		return 2
 	default:
 		return 4
@@ -54,11 +54,11 @@ func kindBit(k contract.Kind) uint64 {
 }
 
 // entryPoint returns the export that runs a module of kind k.
-func entryPoint(k contract.Kind) string {
+func entryPoint(k model.ModuleKind) string {
 	switch k {
-	case contract.KindPlanner:
+	case model.KindPlanner:
 		return "registrum_plan"
-	case contract.KindHookHandler:
+	case model.KindHookHandler:
 		return "registrum_handle_event"
 	default:
 		return "registrum_compute_action"
@@ -69,7 +69,7 @@ type wasmProgram struct {
 	rt       *Runtime
 	compiled wazero.CompiledModule
 	entry    string
-	kind     contract.Kind
+	kind     model.ModuleKind
 	module   Module
 	pool     chan *wasmInstance
 	closed   sync.Once
@@ -158,12 +158,12 @@ func (p *wasmProgram) instantiate(ctx context.Context) (*wasmInstance, error) {
 		WithName("").
 		WithStartFunctions().
 		WithStderr(stderr)
-	if p.module.has(CapabilityClock) {
+	if p.module.has(model.CapabilityClock) {
 		cfg = cfg.WithSysWalltime().WithSysNanotime()
 	} else {
 		cfg = cfg.WithNanotime(slowFakeNanotime(), 1)
 	}
-	if p.module.has(CapabilityRandom) {
+	if p.module.has(model.CapabilityRandom) {
 		cfg = cfg.WithRandSource(rand.Reader)
 	}
 	mod, err := p.rt.wasm.InstantiateModule(ctx, p.compiled, cfg)
@@ -265,7 +265,7 @@ func (p *wasmProgram) put(ctx context.Context, inst *wasmInstance) {
 	_ = inst.mod.Close(ctx)
 }
 
-func (p *wasmProgram) call(ctx context.Context, _ contract.Kind, input []byte, _ any) ([]byte, error) {
+func (p *wasmProgram) call(ctx context.Context, _ model.ModuleKind, input []byte, _ any) ([]byte, error) {
 	inst, err := p.get(ctx)
 	if err != nil {
 		return nil, err

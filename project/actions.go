@@ -87,7 +87,7 @@ func (c *compiler) actionHandler(a *Action, out *model.Action, hp string) *model
 		if len(slices.Compact(slices.Clone(caps))) != len(caps) {
 			c.add(hp+".capabilities", "action.handler", "a capability is listed twice")
 		}
-		c.pkg.Modules = append(c.pkg.Modules, model.Module{ID: mh.Module, Engine: h.Engine, Kind: "action-handler", Path: modPath, SHA256: digest, Capabilities: caps})
+		c.pkg.Modules = append(c.pkg.Modules, model.Module{ID: mh.Module, Engine: model.Engine(h.Engine), Kind: "action-handler", Path: modPath, SHA256: digest, Capabilities: capabilities(caps)})
 	}
 	seen := map[string]bool{}
 	for i, w := range h.Writes {

@@ -176,7 +176,7 @@ func (c *compiler) handler(h *Hook, hp string) *model.Handler {
 			if len(slices.Compact(slices.Clone(caps))) != len(caps) {
 				c.add(hp+".capabilities", "hook.handler", "a capability is listed twice")
 			}
-			c.pkg.Modules = append(c.pkg.Modules, model.Module{ID: out.Module, Engine: hd.Kind, Kind: "hook-handler", Path: modPath, SHA256: digest, Capabilities: caps})
+			c.pkg.Modules = append(c.pkg.Modules, model.Module{ID: out.Module, Engine: model.Engine(hd.Kind), Kind: "hook-handler", Path: modPath, SHA256: digest, Capabilities: capabilities(caps)})
 		}
 	}
 	return out

@@ -306,7 +306,7 @@ func (c *compiler) planner(e *model.Entity, pl *Planner, pp string) *model.Plann
 	out := &model.Planner{Engine: pl.Engine, Module: "planner." + e.ID}
 	modPath, digest := c.moduleFile(pl.Path, pl.SHA256, pp+".path", pp+".sha256")
 	if modPath != "" {
-		c.pkg.Modules = append(c.pkg.Modules, model.Module{ID: out.Module, Engine: pl.Engine, Kind: "planner", Path: modPath, SHA256: digest})
+		c.pkg.Modules = append(c.pkg.Modules, model.Module{ID: out.Module, Engine: model.Engine(pl.Engine), Kind: "planner", Path: modPath, SHA256: digest})
 	}
 	writeIDs := newIDs(c, "write")
 	for i, w := range pl.Writes {

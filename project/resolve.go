@@ -201,8 +201,8 @@ func (c *compiler) codes(values []string, path string) {
 }
 
 func (c *compiler) verifier(v *Verifier, path string) model.Verifier {
-	out := model.Verifier{ID: v.ID, Kind: v.Kind, TimeoutMilliseconds: v.TimeoutMilliseconds, MaximumBytes: v.MaximumBytes}
-	switch v.Kind {
+	out := model.Verifier{ID: v.ID, Kind: model.VerifierKind(v.Kind), TimeoutMilliseconds: v.TimeoutMilliseconds, MaximumBytes: v.MaximumBytes}
+	switch model.VerifierKind(v.Kind) {
 	case model.VerifierGoPlugin:
 		if v.Endpoint != "" || v.AuthorizationRef != "" {
 			c.add(path, "verifier.kind", "a go-plugin verifier is a shipped binary: give path (and sha256), not endpoint or authorizationRef")

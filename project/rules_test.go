@@ -5,11 +5,13 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
+	"github.com/registrum/registrum/model"
 	"github.com/registrum/registrum/plugins"
 	"github.com/registrum/registrum/plugins/verifier"
 	"github.com/registrum/registrum/project/internal/source"
@@ -268,7 +270,7 @@ func TestGoPluginVerifierIsPackaged(t *testing.T) {
 		t.Fatalf("role = %q", role)
 	}
 	specs, err := verifier.CheckPackage(filepath.Join(out, "package.json"), "")
-	if err != nil || len(specs) != 1 || specs[0].Kind != verifier.KindGoPlugin || specs[0].SHA256 != v.SHA256 {
+	if err != nil || len(specs) != 1 || specs[0].Kind != model.VerifierGoPlugin || specs[0].SHA256 != v.SHA256 {
 		t.Fatalf("the verifier host refuses the package: %+v, %v", specs, err)
 	}
 }
@@ -279,7 +281,7 @@ func TestModulesInThePackage(t *testing.T) {
 	r := compileOK(t, "testdata/full", opts(false))
 	hook := r.Package.ModuleByID("hook.site-created")
 	if hook == nil || hook.Engine != "tengo" || hook.Kind != "hook-handler" || hook.Path != "source/scripts/notify.tengo" ||
-		strings.Join(hook.Capabilities, ",") != "clock,random" {
+		!slices.Equal(hook.Capabilities, []model.Capability{model.CapabilityClock, model.CapabilityRandom}) {
 		t.Fatalf("hook module = %+v", hook)
 	}
 	planner := r.Package.ModuleByID("planner.site-merge")

@@ -9,8 +9,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/registrum/registrum/model"
 	"github.com/registrum/registrum/plugins"
-	"github.com/registrum/registrum/plugins/contract"
 )
 
 func init() { register(newPluginsCmd) }
@@ -58,10 +58,10 @@ A module that does not load exits 3; bad flags or input exit 2.
 duration such as 250ms), maxInputBytes, maxOutputBytes, maxAllocs.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if !plugins.Engine(engine).Valid() {
+			if !model.Engine(engine).Valid() {
 				return withExitCode(exitPluginUsage, fmt.Errorf("plugins run: --engine %q: want wasm or tengo", engine))
 			}
-			if !contract.Kind(kind).Valid() {
+			if !model.ModuleKind(kind).Valid() {
 				return withExitCode(exitPluginUsage, fmt.Errorf("plugins run: --kind %q: want planner, hook-handler or action-handler", kind))
 			}
 			if module == "" {
@@ -76,7 +76,7 @@ duration such as 250ms), maxInputBytes, maxOutputBytes, maxAllocs.`,
 			if err != nil {
 				return withExitCode(exitPluginUsage, fmt.Errorf("plugins run: read input: %w", err))
 			}
-			out, err := plugins.RunFile(cmd.Context(), cfg, plugins.Engine(engine), contract.Kind(kind), module, input)
+			out, err := plugins.RunFile(cmd.Context(), cfg, model.Engine(engine), model.ModuleKind(kind), module, input)
 			var f *plugins.Failure
 			switch {
 			case errors.As(err, &f):

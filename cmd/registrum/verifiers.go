@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/registrum/registrum/internal/canonjson"
+	"github.com/registrum/registrum/model"
 	"github.com/registrum/registrum/plugins/verifier"
 )
 
@@ -41,7 +42,7 @@ line per verifier; exits 1 listing every problem.`,
 			}
 			for _, s := range specs {
 				target := s.Path + " " + s.SHA256
-				if s.Kind == verifier.KindHTTP {
+				if s.Kind == model.VerifierHTTP {
 					target = s.Endpoint
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "ok %s %s %s\n", s.ID, s.Kind, target)

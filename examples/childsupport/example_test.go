@@ -15,7 +15,6 @@ import (
 
 	"github.com/registrum/registrum/model"
 	"github.com/registrum/registrum/plugins"
-	"github.com/registrum/registrum/plugins/contract"
 	"github.com/registrum/registrum/project"
 	"github.com/registrum/registrum/store/layout"
 )
@@ -171,7 +170,7 @@ func TestHookHandlerRunsInTheSandbox(t *testing.T) {
 			`"id":"0b6d7c8e-1f2a-4b3c-8d4e-5f6a7b8c9d0f","type":"application-submitted-v1"}`)
 	}
 	for entity, want := range map[string]string{"application": `"acknowledged"`, "case": `"retry"`} {
-		out, err := plugins.RunFile(t.Context(), plugins.Config{}, plugins.EngineTengo, contract.KindHookHandler, "scripts/notify-caseworker.tengo", event(entity))
+		out, err := plugins.RunFile(t.Context(), plugins.Config{}, model.EngineTengo, model.KindHookHandler, "scripts/notify-caseworker.tengo", event(entity))
 		if err != nil {
 			t.Fatalf("%s: %v", entity, err)
 		}

@@ -11,24 +11,6 @@ package contract
 
 import "encoding/json"
 
-// Kind is what a module does for the host.
-type Kind string
-
-// Module kinds.
-const (
-	// KindPlanner turns a draft change request into a plan of effects.
-	KindPlanner Kind = "planner"
-	// KindHookHandler handles one captured event after commit.
-	KindHookHandler Kind = "hook-handler"
-	// KindActionHandler computes the writes of an immediate action.
-	KindActionHandler Kind = "action-handler"
-)
-
-// Valid reports whether k is one of the module kinds.
-func (k Kind) Valid() bool {
-	return k == KindPlanner || k == KindHookHandler || k == KindActionHandler
-}
-
 // Operation is what an effect does to its target record.
 type Operation string
 

@@ -1,9 +1,7 @@
 package verifier
 
 import (
-	"bytes"
 	"crypto/x509"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -15,49 +13,13 @@ import (
 
 	"github.com/registrum/registrum/internal/canonjson"
 	"github.com/registrum/registrum/internal/secrets"
-	"github.com/registrum/registrum/internal/strictjson"
+	"github.com/registrum/registrum/model"
 )
-
-// Kind is how a verifier is reached.
-type Kind string
-
-// The verifier kinds a package may declare.
-const (
-	// KindGoPlugin is a reviewed binary run through go-plugin ([Process]).
-	KindGoPlugin Kind = "go-plugin"
-	// KindHTTP is a scanner service reached over HTTP ([HTTP]).
-	KindHTTP Kind = "http"
-)
-
-// Spec is one entry of the "verifiers" member of a compiled registry
-// package's package.json. Members that do not belong to the entry's kind are
-// refused.
-type Spec struct {
-	// ID names the verifier; unique within the package.
-	ID string `json:"id"`
-	// Kind is "go-plugin" or "http".
-	Kind Kind `json:"kind"`
-	// Path (go-plugin) is the binary, relative to the package folder.
-	Path string `json:"path,omitempty"`
-	// SHA256 (go-plugin) is the binary's reviewed digest, "sha256:<64 hex>".
-	SHA256 string `json:"sha256,omitempty"`
-	// Endpoint (http) is the scanner's URL: https, or http to loopback.
-	Endpoint string `json:"endpoint,omitempty"`
-	// AuthorizationRef (http) names the bearer credential, "secret:file/<name>".
-	AuthorizationRef string `json:"authorizationRef,omitempty"`
-	// TimeoutMilliseconds bounds each verification, 100 to 60000; 0 means 10000.
-	TimeoutMilliseconds int `json:"timeoutMilliseconds,omitempty"`
-	// MaximumBytes is the largest attachment sent, 1 to 16777216; 0 means 16777216.
-	MaximumBytes int64 `json:"maximumBytes,omitempty"`
-}
-
-// maxPackageBytes bounds the package document read.
-const maxPackageBytes = 64 << 20
 
 var specIDPattern = regexp.MustCompile(`^[a-z][a-z0-9-]{0,63}$`)
 
-// timeout returns the spec's per-call timeout.
-func (s Spec) timeout() time.Duration {
+// timeout returns an entry's per-call timeout.
+func timeout(s model.Verifier) time.Duration {
 	if s.TimeoutMilliseconds == 0 {
 		return DefaultHTTPTimeout
 	}
@@ -66,7 +28,7 @@ func (s Spec) timeout() time.Duration {
 
 // validate checks one entry's shape (not its files or secrets); the error
 // names the member at fault.
-func (s Spec) validate() error {
+func validate(s model.Verifier) error {
 	if !specIDPattern.MatchString(s.ID) {
 		return errors.New("id: must be 1 to 64 characters of a-z 0-9 - starting with a letter")
 	}
@@ -77,7 +39,7 @@ func (s Spec) validate() error {
 		return fmt.Errorf("maximumBytes: %d outside 1..%d", s.MaximumBytes, MaxContentBytes)
 	}
 	switch s.Kind {
-	case KindGoPlugin:
+	case model.VerifierGoPlugin:
 		switch {
 		case s.Endpoint != "":
 			return errors.New("endpoint: not allowed for kind go-plugin")
@@ -89,7 +51,7 @@ func (s Spec) validate() error {
 		if _, err := parsePinnedDigest(s.SHA256); err != nil {
 			return fmt.Errorf("sha256: %w", err)
 		}
-	case KindHTTP:
+	case model.VerifierHTTP:
 		switch {
 		case s.Path != "":
 			return errors.New("path: not allowed for kind http")
@@ -108,43 +70,22 @@ func (s Spec) validate() error {
 	return nil
 }
 
-// ReadPackage reads and checks the shape of the "verifiers" member of a
-// package.json; the other members are ignored. It returns the entries and the
-// folder their paths are relative to. It does not look at binaries or secrets.
-func ReadPackage(packageFile string) ([]Spec, string, error) {
-	b, err := os.ReadFile(packageFile)
+// ReadPackage reads (through model.ReadVerifiers) and checks the shape of
+// the "verifiers" member of a package.json; the other members are ignored.
+// It returns the entries and the folder their paths are relative to. It does
+// not look at binaries or secrets.
+func ReadPackage(packageFile string) ([]model.Verifier, string, error) {
+	specs, dir, err := model.ReadVerifiers(packageFile)
 	if err != nil {
-		return nil, "", fmt.Errorf("verifier: read package: %w", err)
-	}
-	if len(b) > maxPackageBytes {
-		return nil, "", fmt.Errorf("verifier: package %s: over the %d-byte limit", packageFile, maxPackageBytes)
-	}
-	var doc struct {
-		Verifiers json.RawMessage `json:"verifiers"`
-	}
-	if err := json.Unmarshal(b, &doc); err != nil {
-		return nil, "", fmt.Errorf("verifier: package %s: %w", packageFile, err)
-	}
-	dir := filepath.Dir(packageFile)
-	if len(doc.Verifiers) == 0 || bytes.Equal(doc.Verifiers, []byte("null")) {
-		return nil, dir, nil
-	}
-	if _, err := strictjson.Decode(doc.Verifiers); err != nil {
-		return nil, "", fmt.Errorf("verifier: package %s: verifiers: %w", packageFile, err)
-	}
-	var specs []Spec
-	dec := json.NewDecoder(bytes.NewReader(doc.Verifiers))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&specs); err != nil {
-		return nil, "", fmt.Errorf("verifier: package %s: verifiers: %w", packageFile, err)
+		return nil, "", fmt.Errorf("verifier: %w", err)
 	}
 	seen := map[string]int{}
 	for i, s := range specs {
-		if err := s.validate(); err != nil {
-			return nil, "", fmt.Errorf("verifier: package %s: verifiers[%d]: %w", packageFile, i, err)
+		if err := validate(s); err != nil {
+			return nil, "", fmt.Errorf("verifier: %w", &model.PackageError{File: packageFile, Member: fmt.Sprintf("verifiers[%d]", i), Err: err})
 		}
 		if j, dup := seen[s.ID]; dup {
-			return nil, "", fmt.Errorf("verifier: package %s: verifiers[%d].id: %q already used by verifiers[%d]", packageFile, i, s.ID, j)
+			return nil, "", fmt.Errorf("verifier: %w", &model.PackageError{File: packageFile, Member: fmt.Sprintf("verifiers[%d].id", i), Err: fmt.Errorf("%q already used by verifiers[%d]", s.ID, j)})
 		}
 		seen[s.ID] = i
 	}
@@ -155,7 +96,7 @@ func ReadPackage(packageFile string) ([]Spec, string, error) {
 // without starting anything: the entries' shape, each go-plugin binary
 // against its pinned digest, and, when secretRoot is not empty, each http
 // credential. It reports every problem found, one per line.
-func CheckPackage(packageFile, secretRoot string) ([]Spec, error) {
+func CheckPackage(packageFile, secretRoot string) ([]model.Verifier, error) {
 	specs, dir, err := ReadPackage(packageFile)
 	if err != nil {
 		return nil, err
@@ -163,11 +104,11 @@ func CheckPackage(packageFile, secretRoot string) ([]Spec, error) {
 	var errs []error
 	for i, s := range specs {
 		switch s.Kind {
-		case KindGoPlugin:
+		case model.VerifierGoPlugin:
 			if err := CheckBinary(filepath.Join(dir, s.Path), s.SHA256); err != nil {
 				errs = append(errs, fmt.Errorf("verifier: verifiers[%d] (%s): %w", i, s.ID, err))
 			}
-		case KindHTTP:
+		case model.VerifierHTTP:
 			if secretRoot != "" {
 				if _, err := readCredential(secretRoot, s.AuthorizationRef); err != nil {
 					errs = append(errs, fmt.Errorf("verifier: verifiers[%d] (%s): %w", i, s.ID, err))
@@ -178,7 +119,7 @@ func CheckPackage(packageFile, secretRoot string) ([]Spec, error) {
 	return specs, errors.Join(errs...)
 }
 
-// OpenOptions are the host-side settings Open needs beside a Spec.
+// OpenOptions are the host-side settings Open needs beside a package entry.
 type OpenOptions struct {
 	// PackageDir is the folder go-plugin paths are relative to.
 	PackageDir string
@@ -195,23 +136,23 @@ type OpenOptions struct {
 
 // Open returns the verifier an entry describes, checking its binary's
 // digest or its credential first.
-func Open(s Spec, opts OpenOptions) (VerifyCloser, error) {
-	if err := s.validate(); err != nil {
+func Open(s model.Verifier, opts OpenOptions) (VerifyCloser, error) {
+	if err := validate(s); err != nil {
 		return nil, fmt.Errorf("verifier %q: %w", s.ID, err)
 	}
 	if opts.Timeout > 0 {
 		s.TimeoutMilliseconds = int(min(max(opts.Timeout, MinHTTPTimeout), MaxHTTPTimeout).Milliseconds())
 	}
 	switch s.Kind {
-	case KindGoPlugin:
+	case model.VerifierGoPlugin:
 		return NewProcess(ProcessConfig{
 			ID: s.ID, Path: filepath.Join(opts.PackageDir, s.Path), SHA256: s.SHA256,
-			MaxBytes: s.MaximumBytes, Timeout: s.timeout(), Logger: opts.Logger,
+			MaxBytes: s.MaximumBytes, Timeout: timeout(s), Logger: opts.Logger,
 		})
 	default:
 		return NewHTTP(HTTPConfig{
 			ID: s.ID, Endpoint: s.Endpoint, SecretRoot: opts.SecretRoot, CredentialRef: s.AuthorizationRef,
-			Timeout: s.timeout(), MaxBytes: s.MaximumBytes, RootCAs: opts.RootCAs,
+			Timeout: timeout(s), MaxBytes: s.MaximumBytes, RootCAs: opts.RootCAs,
 		})
 	}
 }
@@ -232,7 +173,7 @@ func OpenPackage(packageFile string, opts OpenOptions) (map[string]VerifyCloser,
 			for _, o := range out {
 				_ = o.Close()
 			}
-			return nil, fmt.Errorf("verifier: package %s: verifiers[%d]: %w", packageFile, i, err)
+			return nil, fmt.Errorf("verifier: %w", &model.PackageError{File: packageFile, Member: fmt.Sprintf("verifiers[%d]", i), Err: err})
 		}
 		out[s.ID] = v
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/registrum/registrum/model"
 	"github.com/registrum/registrum/plugins/verifier"
 )
 
@@ -75,7 +76,7 @@ func TestReadPackageChecksEveryMember(t *testing.T) {
 }
 
 // packageWithEICAR lays out a package folder holding the EICAR verifier binary.
-func packageWithEICAR(t *testing.T, pinned string, extra ...verifier.Spec) string {
+func packageWithEICAR(t *testing.T, pinned string, extra ...model.Verifier) string {
 	t.Helper()
 	dir := t.TempDir()
 	path, digest := binary(t, "eicar-verifier")
@@ -86,7 +87,7 @@ func packageWithEICAR(t *testing.T, pinned string, extra ...verifier.Spec) strin
 	if pinned == "" {
 		pinned = digest
 	}
-	specs := append([]verifier.Spec{{ID: "eicar", Kind: verifier.KindGoPlugin, Path: "verifiers/eicar", SHA256: pinned}}, extra...)
+	specs := append([]model.Verifier{{ID: "eicar", Kind: model.VerifierGoPlugin, Path: "verifiers/eicar", SHA256: pinned}}, extra...)
 	b, err := json.Marshal(specs)
 	if err != nil {
 		t.Fatal(err)
@@ -98,7 +99,7 @@ func TestCheckPackagePinsEveryBinary(t *testing.T) {
 	if _, err := verifier.CheckPackage(packageWithEICAR(t, ""), ""); err != nil {
 		t.Fatalf("good package: %v", err)
 	}
-	file := packageWithEICAR(t, zeroDigest, verifier.Spec{ID: "gone", Kind: verifier.KindGoPlugin, Path: "verifiers/gone", SHA256: zeroDigest})
+	file := packageWithEICAR(t, zeroDigest, model.Verifier{ID: "gone", Kind: model.VerifierGoPlugin, Path: "verifiers/gone", SHA256: zeroDigest})
 	_, err := verifier.CheckPackage(file, "")
 	if err == nil {
 		t.Fatal("mismatching package accepted")
@@ -111,7 +112,7 @@ func TestCheckPackagePinsEveryBinary(t *testing.T) {
 	}
 	// With a secret root, http credentials are checked too.
 	cred := credential(t, testCredential)
-	file = packageWithEICAR(t, "", verifier.Spec{ID: "scan", Kind: verifier.KindHTTP, Endpoint: "https://scan.example", AuthorizationRef: "secret:file/absent"})
+	file = packageWithEICAR(t, "", model.Verifier{ID: "scan", Kind: model.VerifierHTTP, Endpoint: "https://scan.example", AuthorizationRef: "secret:file/absent"})
 	if _, err := verifier.CheckPackage(file, ""); err != nil {
 		t.Fatalf("without a secret root: %v", err)
 	}
@@ -124,7 +125,7 @@ func TestOpenPackageRunsBothKindsBehindOneInterface(t *testing.T) {
 	srv := httptest.NewServer(&scanner{t: t, answer: verdictAnswer})
 	defer srv.Close()
 	cred := credential(t, testCredential)
-	file := packageWithEICAR(t, "", verifier.Spec{ID: "scan", Kind: verifier.KindHTTP, Endpoint: srv.URL, AuthorizationRef: cred.CredentialRef, TimeoutMilliseconds: 2000})
+	file := packageWithEICAR(t, "", model.Verifier{ID: "scan", Kind: model.VerifierHTTP, Endpoint: srv.URL, AuthorizationRef: cred.CredentialRef, TimeoutMilliseconds: 2000})
 	set, err := verifier.OpenPackage(file, verifier.OpenOptions{SecretRoot: cred.SecretRoot})
 	if err != nil {
 		t.Fatal(err)
