@@ -15,6 +15,7 @@ import (
 	"github.com/registrum/registrum/model"
 	"github.com/registrum/registrum/plugins"
 	"github.com/registrum/registrum/plugins/contract"
+	"github.com/registrum/registrum/plugins/internal/interrupt"
 	"github.com/registrum/registrum/sdk/guest"
 )
 
@@ -189,7 +190,7 @@ func BenchmarkWASMGuest(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	checked, err := plugins.AddInterruptChecks(orig)
+	checked, err := interrupt.AddChecks(orig)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -244,7 +245,7 @@ func BenchmarkInterruptRewrite(b *testing.B) {
 	}
 	b.SetBytes(int64(len(bin)))
 	for b.Loop() {
-		if _, err := plugins.AddInterruptChecks(bin); err != nil {
+		if _, err := interrupt.AddChecks(bin); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -17,6 +17,3 @@ func (s *Set) CallEngine(ctx context.Context, id string, input []byte) ([]byte, 
 	}
 	return l.prog.call(ctx, l.Kind, input, parsed)
 }
-
-// AddInterruptChecks is addInterruptChecks, for benchmarks.
-var AddInterruptChecks = addInterruptChecks

@@ -14,6 +14,7 @@ import (
 	"github.com/tetratelabs/wazero/sys"
 
 	"github.com/registrum/registrum/model"
+	"github.com/registrum/registrum/plugins/internal/interrupt"
 )
 
 // The guest ABI, version 1. A module exports its linear memory and:
@@ -95,7 +96,7 @@ const initialInputBuffer = 64 << 10
 func (r *Runtime) loadWASM(ctx context.Context, m Module, src []byte) (program, error) {
 	// src is the reviewed module, its digest already checked; what runs is
 	// that module with interrupt checks added.
-	code, err := addInterruptChecks(src)
+	code, err := interrupt.AddChecks(src)
 	if err != nil {
 		return nil, fmt.Errorf("compile WebAssembly: add interrupt checks: %w", err)
 	}
@@ -170,10 +171,10 @@ func (p *wasmProgram) instantiate(ctx context.Context) (*wasmInstance, error) {
 	if err != nil {
 		return nil, classifyWASM(ctx, err, nil, stderr, p.rt.limits)
 	}
-	flag, ok := mod.ExportedGlobal(interruptExport).(api.MutableGlobal)
+	flag, ok := mod.ExportedGlobal(interrupt.Export).(api.MutableGlobal)
 	if !ok {
 		_ = mod.Close(context.Background())
-		return nil, fmt.Errorf("the module has no %s flag", interruptExport)
+		return nil, fmt.Errorf("the module has no %s flag", interrupt.Export)
 	}
 	inst := &wasmInstance{
 		mod:    mod,

@@ -1,12 +1,5 @@
-package plugins
-
-import (
-	"bytes"
-	"errors"
-	"fmt"
-)
-
-// Stopping a WebAssembly call at its wall-time limit.
+// Package interrupt rewrites a WebAssembly module so that a call into it can
+// be stopped at its wall-time limit without slowing it down.
 //
 // wazero can stop a call when its context is done
 // (RuntimeConfig.WithCloseOnContextDone), but it does so by calling from the
@@ -15,7 +8,7 @@ import (
 // guest two to three times slower.
 //
 // Instead, the host rewrites each module when it loads it. It adds two
-// globals: a flag, exported as interruptExport, and a countdown. At the start
+// globals: a flag, exported as [Export], and a countdown. At the start
 // of every function body and of every loop body it inserts
 //
 //	countdown -= 1
@@ -45,15 +38,27 @@ import (
 // find loop headers: an opcode the walker does not know refuses the module
 // rather than risk a wrong rewrite. The module's digest is checked on the
 // original bytes before the rewrite.
+//
+// [AddChecks] does the rewrite; the host instantiates the result, reads the
+// mutable i32 global exported as [Export] and sets it to 1 to stop a call.
+package interrupt
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+)
 
 // checkInterval is how many loop iterations and function calls a guest runs
 // between two looks at its interrupt flag. A Go guest passes a loop header
 // every few nanoseconds, so this is tens of microseconds of guest time.
 const checkInterval = 4096
 
-// interruptExport is the name under which a rewritten module exports its
-// interrupt flag. A module that already exports this name is refused.
-const interruptExport = "registrum:interrupt"
+// Export is the name under which a rewritten module exports its interrupt
+// flag, a mutable i32 global: setting it to 1 makes the guest trap
+// (unreachable) at its next check. A module that already exports this name
+// is refused.
+const Export = "registrum:interrupt"
 
 // Section ids of the WebAssembly binary format.
 const (
@@ -75,9 +80,12 @@ type section struct {
 	content []byte
 }
 
-// addInterruptChecks returns src rewritten with an interrupt flag and its
-// checks (see above). src is not modified.
-func addInterruptChecks(src []byte) ([]byte, error) {
+// AddChecks returns src rewritten with an interrupt flag, exported as
+// [Export], and its checks (see the package documentation). src is not
+// modified. It refuses a module it cannot rewrite safely: one with a start
+// function, one that already exports [Export], or one using an instruction
+// outside WebAssembly 2.0 without SIMD.
+func AddChecks(src []byte) ([]byte, error) {
 	if len(src) < 8 || !bytes.Equal(src[:8], []byte{0, 'a', 's', 'm', 1, 0, 0, 0}) {
 		return nil, errors.New("not a WebAssembly 1.0 binary module")
 	}
@@ -133,7 +141,7 @@ func addInterruptChecks(src []byte) ([]byte, error) {
 	newGlobal = appendS32(newGlobal, checkInterval)
 	newGlobal = append(newGlobal, 0x0B)
 	// The new export: the flag under the reserved name.
-	newExport := appendName(nil, interruptExport)
+	newExport := appendName(nil, Export)
 	newExport = append(newExport, 0x03)
 	newExport = appendU32(newExport, flag)
 
@@ -269,8 +277,8 @@ func checkExports(content []byte, flag uint32) error {
 		if err != nil {
 			return fmt.Errorf("export %d: %w", i, err)
 		}
-		if string(name) == interruptExport {
-			return fmt.Errorf("the module exports %q, a name reserved for the host", interruptExport)
+		if string(name) == Export {
+			return fmt.Errorf("the module exports %q, a name reserved for the host", Export)
 		}
 		kind, err := r.byte()
 		if err != nil {

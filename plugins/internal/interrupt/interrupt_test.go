@@ -1,4 +1,4 @@
-package plugins
+package interrupt
 
 import (
 	"context"
@@ -37,7 +37,7 @@ var (
 func TestInterruptStopsALoop(t *testing.T) {
 	ctx := context.Background()
 	src := module(typeVoid, oneFunc, oneMemory, exportSpin, codeSpin)
-	code, err := addInterruptChecks(src)
+	code, err := AddChecks(src)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,7 +47,7 @@ func TestInterruptStopsALoop(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the rewritten module does not instantiate: %v", err)
 	}
-	flag, ok := mod.ExportedGlobal(interruptExport).(api.MutableGlobal)
+	flag, ok := mod.ExportedGlobal(Export).(api.MutableGlobal)
 	if !ok {
 		t.Fatal("no mutable interrupt flag exported")
 	}
@@ -73,12 +73,12 @@ func TestInterruptRefusals(t *testing.T) {
 		{"not wasm", []byte("hello"), "not a WebAssembly"},
 		{"start function", module(typeVoid, oneFunc, sec(8, 0), sec(10, 1, 2, 0, 0x0B)), "start function"},
 		{"unknown opcode", module(typeVoid, oneFunc, sec(10, 1, 4, 0, 0xFD, 0x0C, 0x0B)), "opcode 0xfd"},
-		{"reserved export", module(typeVoid, oneFunc, appendSection(nil, 7, appendName([]byte{1}, interruptExport), []byte{0, 0}), sec(10, 1, 2, 0, 0x0B)), "reserved for the host"},
+		{"reserved export", module(typeVoid, oneFunc, appendSection(nil, 7, appendName([]byte{1}, Export), []byte{0, 0}), sec(10, 1, 2, 0, 0x0B)), "reserved for the host"},
 		{"undefined global", module(typeVoid, oneFunc, sec(10, 1, 6, 0, 0x41, 0, 0x24, 0, 0x0B)), "uses global 0"},
 		{"truncated body", module(typeVoid, oneFunc, sec(10, 1, 9, 0, 0x0B)), "truncated"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := addInterruptChecks(tc.src)
+			_, err := AddChecks(tc.src)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("want an error saying %q, got %v", tc.want, err)
 			}
