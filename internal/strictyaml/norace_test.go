@@ -1,0 +1,5 @@
+//go:build !race
+
+package strictyaml
+
+const raceEnabled = false

@@ -1,0 +1,153 @@
+package strictyaml
+
+import (
+	"encoding"
+	"reflect"
+	"strconv"
+	"strings"
+
+	"github.com/goccy/go-yaml"
+	"github.com/goccy/go-yaml/ast"
+)
+
+// The YAML decoder turns "8080" (a string) into 8080 and 1.5 into 1 where an
+// integer is expected; checkNumbers refuses both before decoding, by walking
+// the target type beside the document. Types that decode themselves are
+// left to their own decoder.
+
+var selfDecoding = []reflect.Type{
+	reflect.TypeFor[yaml.InterfaceUnmarshaler](),
+	reflect.TypeFor[yaml.InterfaceUnmarshalerContext](),
+	reflect.TypeFor[yaml.BytesUnmarshaler](),
+	reflect.TypeFor[yaml.BytesUnmarshalerContext](),
+	reflect.TypeFor[yaml.NodeUnmarshaler](),
+	reflect.TypeFor[yaml.NodeUnmarshalerContext](),
+	reflect.TypeFor[encoding.TextUnmarshaler](),
+}
+
+func (d *Document) checkNumbers(v any) error {
+	t := reflect.TypeOf(v)
+	if t == nil || t.Kind() != reflect.Pointer {
+		return nil
+	}
+	return d.checkNode(t.Elem(), d.root, "", 0)
+}
+
+func (d *Document) checkNode(t reflect.Type, n ast.Node, path string, depth int) error {
+	if n == nil || depth > DefaultMaxDepth {
+		return nil
+	}
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	for _, u := range selfDecoding {
+		if reflect.PointerTo(t).Implements(u) {
+			return nil
+		}
+	}
+	switch nn := n.(type) {
+	case *ast.TagNode:
+		return d.checkNode(t, nn.Value, path, depth)
+	case *ast.AnchorNode:
+		return d.checkNode(t, nn.Value, path, depth)
+	}
+	switch t.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		switch n.(type) {
+		case *ast.StringNode, *ast.LiteralNode:
+			return d.refuse(n, path, "must be an integer, not a string")
+		case *ast.FloatNode, *ast.InfinityNode, *ast.NanNode:
+			return d.refuse(n, path, "must be an integer")
+		}
+	case reflect.Float32, reflect.Float64:
+		switch n.(type) {
+		case *ast.StringNode, *ast.LiteralNode:
+			return d.refuse(n, path, "must be a number, not a string")
+		}
+	case reflect.Struct:
+		fields := yamlFields(t)
+		for _, mv := range pairs(n) {
+			key := keyText(mv.Key)
+			if ft, ok := fields[key]; ok {
+				if err := d.checkNode(ft, mv.Value, join(path, key), depth+1); err != nil {
+					return err
+				}
+			}
+		}
+	case reflect.Map:
+		for _, mv := range pairs(n) {
+			if err := d.checkNode(t.Elem(), mv.Value, join(path, keyText(mv.Key)), depth+1); err != nil {
+				return err
+			}
+		}
+	case reflect.Slice, reflect.Array:
+		s, ok := n.(*ast.SequenceNode)
+		if !ok {
+			return nil
+		}
+		for i, item := range s.Values {
+			if err := d.checkNode(t.Elem(), item, path+"["+strconv.Itoa(i)+"]", depth+1); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// pairs returns the key-value pairs of a mapping node (none for another
+// node); a one-pair mapping may be its pair alone.
+func pairs(n ast.Node) []*ast.MappingValueNode {
+	switch n := n.(type) {
+	case *ast.MappingNode:
+		return n.Values
+	case *ast.MappingValueNode:
+		return []*ast.MappingValueNode{n}
+	}
+	return nil
+}
+
+// yamlFields maps the YAML names of t's exported fields to their types,
+// the way the decoder names them (yaml tag, else json tag, else the
+// lower-cased field name); inline fields are merged in.
+func yamlFields(t reflect.Type) map[string]reflect.Type {
+	out := map[string]reflect.Type{}
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if !f.IsExported() {
+			continue
+		}
+		tag := f.Tag.Get("yaml")
+		if tag == "" {
+			tag = f.Tag.Get("json")
+		}
+		name, opts, _ := strings.Cut(tag, ",")
+		if name == "-" {
+			continue
+		}
+		if strings.Contains(","+opts+",", ",inline,") {
+			ft := f.Type
+			for ft.Kind() == reflect.Pointer {
+				ft = ft.Elem()
+			}
+			if ft.Kind() == reflect.Struct {
+				for k, v := range yamlFields(ft) {
+					out[k] = v
+				}
+			}
+			continue
+		}
+		if name == "" {
+			name = strings.ToLower(f.Name)
+		}
+		out[name] = f.Type
+	}
+	return out
+}
+
+func join(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}

@@ -1,0 +1,283 @@
+package strictyaml
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+type listener struct {
+	Address *string `yaml:"address"`
+	Port    *uint16 `yaml:"port"`
+}
+
+type config struct {
+	Version  int               `yaml:"version"`
+	Listener *listener         `yaml:"listener"`
+	Clients  []client          `yaml:"clients"`
+	Ratio    float64           `yaml:"ratio"`
+	Labels   map[string]string `yaml:"labels"`
+}
+
+type client struct {
+	ID    string   `yaml:"id"`
+	Scope []string `yaml:"scope"`
+	Keys  []struct {
+		Kid string `yaml:"kid"`
+		Use int    `yaml:"use"`
+	} `yaml:"keys"`
+}
+
+const valid = `version: 1
+listener:
+  address: 127.0.0.1
+  port: 8080
+clients:
+  - id: a
+    scope: [read]
+  - id: b
+    keys:
+      - kid: k1
+        use: 2
+ratio: 1
+labels: {x: y}
+`
+
+func TestDecode(t *testing.T) {
+	d, err := Parse("c.yaml", []byte(valid), Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c config
+	if err := d.Decode(&c); err != nil {
+		t.Fatal(err)
+	}
+	if c.Version != 1 || *c.Listener.Port != 8080 || c.Clients[1].Keys[0].Use != 2 || c.Ratio != 1 || c.Labels["x"] != "y" {
+		t.Fatalf("decoded %+v", c)
+	}
+}
+
+func TestDecodeRefusalsNameFileLineAndKeyPath(t *testing.T) {
+	cases := []struct {
+		name, old, new string
+		path, message  string
+		line           int
+	}{
+		{"unknown top-level key", "ratio: 1\n", "ratio: 1\nextra: 1\n", "extra", `unknown field "extra"`, 13},
+		{"unknown nested key", "  port: 8080\n", "  port: 8080\n  tls: true\n", "listener.tls", `unknown field "tls"`, 5},
+		{"unknown key in a list item", "        use: 2\n", "        use: 2\n        kyd: x\n", "clients[1].keys[0].kyd", `unknown field "kyd"`, 12},
+		{"unknown first key of an item", "  - id: a\n", "  - idd: a\n", "clients[0].idd", `unknown field "idd"`, 6},
+		{"string for an integer", "port: 8080", `port: "8080"`, "listener.port", "must be an integer, not a string", 4},
+		{"fraction for an integer", "use: 2", "use: 2.5", "clients[1].keys[0].use", "must be an integer", 11},
+		{"word for an integer", "port: 8080", "port: http", "listener.port", "must be an integer, not a string", 4},
+		{"string for a float", "ratio: 1", "ratio: '1'", "ratio", "must be a number, not a string", 12},
+		{"overflow", "port: 8080", "port: 80800", "listener.port", "overflow", 4},
+		{"mapping for a list", "scope: [read]", "scope: {a: b}", "clients[0].scope", "", 7},
+		{"duplicate key", "ratio: 1\n", "ratio: 1\nratio: 2\n", "", `mapping key "ratio" already defined`, 13},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			doc := strings.Replace(valid, c.old, c.new, 1)
+			if doc == valid {
+				t.Fatal("edit not applied")
+			}
+			d, err := Parse("c.yaml", []byte(doc), Limits{})
+			if err == nil {
+				var v config
+				err = d.Decode(&v)
+			}
+			var e *Error
+			if !errors.As(err, &e) {
+				t.Fatalf("err = %v, want an *Error", err)
+			}
+			if e.File != "c.yaml" || e.Path != c.path || e.Pos.Line != c.line || !strings.Contains(e.Message, c.message) {
+				t.Fatalf("got %q (path %q, line %d), want path %q, line %d, message with %q", err, e.Path, e.Pos.Line, c.path, c.line, c.message)
+			}
+			want := fmt.Sprintf("c.yaml:%d: ", c.line)
+			if c.path != "" {
+				want += c.path + ": "
+			}
+			if !strings.HasPrefix(err.Error(), want) {
+				t.Fatalf("text %q does not start with %q", err, want)
+			}
+		})
+	}
+}
+
+func TestParseRefusals(t *testing.T) {
+	for name, doc := range map[string]string{
+		"duplicate key":   "a: 1\na: 2\n",
+		"two documents":   "a: 1\n---\nb: 2\n",
+		"empty":           "",
+		"only a comment":  "# nothing\n",
+		"unclosed flow":   "a: [1, 2\n",
+		"unknown alias":   "a: *nowhere\n",
+		"non-string keys": "? [1, 2]\n: x\n",
+	} {
+		d, err := Parse("", []byte(doc), Limits{})
+		if err == nil {
+			_, err = d.Value()
+		}
+		var e *Error
+		if !errors.As(err, &e) || e.Pos.Line < 1 {
+			t.Errorf("%s: err = %v, want a located *Error", name, err)
+		}
+	}
+}
+
+func TestValueAndPositions(t *testing.T) {
+	d, err := Parse("", []byte("a:\n  - x: 1\n    y: [p, q]\n  - x: 3\nb: {c: true, 'd': 1.5}\n"), Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := d.Value()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(v); got != "map[a:[map[x:1 y:[p q]] map[x:3]] b:map[c:true d:1.5]]" {
+		t.Fatalf("value %s", got)
+	}
+	for path, want := range map[string]Position{
+		"a": {1, 1}, "a[0].x": {2, 5}, "a[0].y[1]": {3, 12}, "b.d": {5, 14}, "a[1].x.z": {4, 5}, "zz": {1, 1},
+	} {
+		if got := d.Locate(path); got != want {
+			t.Errorf("Locate(%s) = %v, want %v", path, got, want)
+		}
+	}
+	if !d.Has("b.d") || d.Has("b.e") {
+		t.Error("Has")
+	}
+	e := d.Fail("a[0].y", "must be short", errors.New("cause"))
+	if e.Error() != "3:5: a[0].y: must be short: cause" {
+		t.Fatalf("Fail text %q", e)
+	}
+}
+
+func TestLimits(t *testing.T) {
+	laughs := "a: &a [x, x, x, x]\nb: &b [*a, *a, *a, *a]\nc: &c [*b, *b, *b, *b]\n"
+	cases := []struct {
+		name, doc string
+		lim       Limits
+		message   string
+	}{
+		{"bytes", "a: 1\n", Limits{MaxBytes: 4}, "larger than 4 bytes"},
+		{"nodes", laughs, Limits{MaxNodes: 60}, "expands to more than 60 nodes"},
+		{"aliases", laughs, Limits{MaxAliases: 5}, "more than 5 aliases"},
+		{"depth", strings.Repeat("[", 20) + strings.Repeat("]", 20), Limits{MaxDepth: 10}, "deeper than 10"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := Parse("l.yaml", []byte(c.doc), c.lim)
+			if err == nil || !strings.Contains(err.Error(), c.message) || !strings.HasPrefix(err.Error(), "l.yaml") {
+				t.Fatalf("err = %v, want %q", err, c.message)
+			}
+		})
+	}
+	if _, err := Parse("l.yaml", []byte(laughs), Limits{MaxNodes: 200}); err != nil {
+		t.Fatalf("within the budget: %v", err)
+	}
+}
+
+func TestReadFile(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "c.yaml")
+	os.WriteFile(p, []byte(valid), 0o600)
+	if _, err := ReadFile(p, Limits{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReadFile(p, Limits{MaxBytes: 10}); err == nil || err.Error() != p+": is larger than 10 bytes" {
+		t.Fatalf("large: %v", err)
+	}
+	if _, err := ReadFile(dir, Limits{}); err == nil || !strings.Contains(err.Error(), "regular file") {
+		t.Fatalf("folder: %v", err)
+	}
+	_, err := ReadFile(filepath.Join(dir, "none.yaml"), Limits{})
+	if !errors.Is(err, os.ErrNotExist) || !strings.Contains(err.Error(), "cannot be read") {
+		t.Fatalf("missing: %v", err)
+	}
+}
+
+// bomb is a "billion laughs" document: ten levels of ten aliases each,
+// 10^10 nodes once expanded.
+func bomb() string {
+	var b strings.Builder
+	b.WriteString("l0: &l0 [lol, lol, lol, lol, lol, lol, lol, lol, lol, lol]\n")
+	for i := 1; i <= 10; i++ {
+		fmt.Fprintf(&b, "l%d: &l%d [", i, i)
+		for j := range 10 {
+			if j > 0 {
+				b.WriteString(", ")
+			}
+			fmt.Fprintf(&b, "*l%d", i-1)
+		}
+		b.WriteString("]\n")
+	}
+	return b.String()
+}
+
+const bombChildEnv = "STRICTYAML_BOMB_CHILD"
+
+// TestAliasBomb parses and decodes the bomb in a child process held to
+// 256 MiB of heap (GOMEMLIMIT), 2 GiB of address space (RLIMIT_AS, set by
+// the child on itself) and 60 seconds: the child must refuse it quickly.
+func TestAliasBomb(t *testing.T) {
+	if os.Getenv(bombChildEnv) == "1" {
+		if !raceEnabled { // the race detector reserves far more address space
+			lim := syscall.Rlimit{Cur: 2 << 30, Max: 2 << 30}
+			if err := syscall.Setrlimit(syscall.RLIMIT_AS, &lim); err != nil {
+				t.Fatalf("setrlimit: %v", err)
+			}
+		}
+		d, err := Parse("bomb.yaml", []byte(bomb()), Limits{})
+		if err == nil {
+			var v any
+			err = d.Decode(&v)
+		}
+		fmt.Printf("BOMB RESULT: %v\n", err)
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestAliasBomb$", "-test.v")
+	cmd.Env = append(os.Environ(), bombChildEnv+"=1", "GOMEMLIMIT=256MiB")
+	out, err := cmd.CombinedOutput()
+	if ctx.Err() != nil {
+		t.Fatalf("the child did not finish in time:\n%s", out)
+	}
+	if err != nil {
+		t.Fatalf("child: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "BOMB RESULT: bomb.yaml:") || !strings.Contains(string(out), "expands to more than") {
+		t.Fatalf("the bomb was not refused by the node budget:\n%s", out)
+	}
+}
+
+// FuzzParse feeds arbitrary documents to the loader: it must refuse with an
+// *Error or accept, never panic.
+func FuzzParse(f *testing.F) {
+	f.Add(valid)
+	f.Add("authentication:\n  revokedKeyIds: !00\n")
+	f.Add("a: &a [x]\nb: [*a, *a]\n")
+	f.Add("? [1, 2]\n: x\n")
+	f.Fuzz(func(t *testing.T, doc string) {
+		d, err := Parse("f.yaml", []byte(doc), Limits{MaxNodes: 10000})
+		if err == nil {
+			var c config
+			err = d.Decode(&c)
+			if err == nil {
+				_, err = d.Value()
+			}
+		}
+		var e *Error
+		if err != nil && !errors.As(err, &e) {
+			t.Fatalf("refusal %v is not an *Error", err)
+		}
+	})
+}
