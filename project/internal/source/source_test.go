@@ -15,14 +15,14 @@ func TestPositionsOfKeysAndItems(t *testing.T) {
 		t.Fatalf("JSON = %s", d.JSON)
 	}
 	for path, want := range map[string]Position{
-		"a":          {1, 1},
-		"a[0].x":     {2, 5},
-		"a[0].y":     {3, 5},
-		"a[0].y[1]":  {3, 12},
-		"a[1].x":     {4, 5},
-		"b.c":        {5, 5},
-		"a[1].x.z.w": {4, 5}, // unwritten: nearest written ancestor
-		"zz":         {1, 1},
+		"a":          {Line: 1, Column: 1},
+		"a[0].x":     {Line: 2, Column: 5},
+		"a[0].y":     {Line: 3, Column: 5},
+		"a[0].y[1]":  {Line: 3, Column: 12},
+		"a[1].x":     {Line: 4, Column: 5},
+		"b.c":        {Line: 5, Column: 5},
+		"a[1].x.z.w": {Line: 4, Column: 5}, // unwritten: nearest written ancestor
+		"zz":         {Line: 1, Column: 1},
 	} {
 		if got := d.Locate(path); got != want {
 			t.Errorf("Locate(%s) = %v, want %v", path, got, want)
