@@ -6,19 +6,14 @@
 package config
 
 import (
-	"bytes"
-	"errors"
-
 	"fmt"
 	"net"
 	"net/url"
-	"os"
 	"path/filepath"
 	"strings"
 
-	"github.com/goccy/go-yaml"
-
 	"github.com/registrum/registrum/internal/secrets"
+	"github.com/registrum/registrum/internal/strictyaml"
 )
 
 // Config is the runtime configuration of `registrum serve`.
@@ -44,6 +39,8 @@ type Config struct {
 
 	// path is the configuration file, for messages.
 	path string
+	// doc is the decoded document, to place refusals on their lines.
+	doc *strictyaml.Document
 }
 
 // Listener is an HTTP listener address.
@@ -67,59 +64,34 @@ type Secrets struct {
 	Root string `yaml:"root"`
 }
 
-// Error is a refused configuration.
-type Error struct {
-	File string
-	Path string
-	Rule string
-}
-
-func (e *Error) Error() string {
-	if e.Path == "" {
-		return fmt.Sprintf("%s: %s", e.File, e.Rule)
-	}
-	return fmt.Sprintf("%s: %s: %s", e.File, e.Path, e.Rule)
-}
-
 // MaxFileBytes bounds the configuration file.
 const MaxFileBytes = 1 << 20
 
-// Load reads, decodes and validates a configuration file.
+// Load reads, decodes and validates a configuration file. A refusal is a
+// *strictyaml.Error naming the file, the line, the key path and the rule.
 func Load(path string) (*Config, error) {
-	raw, err := os.ReadFile(path)
+	doc, err := strictyaml.ReadFile(path, strictyaml.Limits{MaxBytes: MaxFileBytes})
 	if err != nil {
-		return nil, fmt.Errorf("config: %w", err)
-	}
-	if len(raw) > MaxFileBytes {
-		return nil, &Error{File: path, Rule: fmt.Sprintf("the file is larger than %d bytes", MaxFileBytes)}
+		return nil, err // names the file
 	}
 	var c Config
-	if err := decode(raw, &c); err != nil {
-		return nil, &Error{File: path, Rule: err.Error()}
+	if err := doc.Decode(&c); err != nil {
+		return nil, err
 	}
-	c.path = path
+	c.path, c.doc = path, doc
 	if err := c.validate(); err != nil {
 		return nil, err
 	}
 	return &c, nil
 }
 
-// decode decodes the document strictly. The YAML decoder panics on some
-// malformed documents (a tag where a list is expected); that is a refusal too.
-func decode(raw []byte, c *Config) (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("malformed YAML the decoder cannot read")
-		}
-	}()
-	if err := yaml.NewDecoder(bytes.NewReader(raw), yaml.Strict()).Decode(c); err != nil {
-		return errors.New(yaml.FormatError(err, false, true))
-	}
-	return nil
-}
-
+// fail refuses the value at keyPath, on its line when the document is known.
 func (c *Config) fail(keyPath, format string, args ...any) error {
-	return &Error{File: c.path, Path: keyPath, Rule: fmt.Sprintf(format, args...)}
+	msg := fmt.Sprintf(format, args...)
+	if c.doc == nil {
+		return &strictyaml.Error{File: c.path, Path: keyPath, Message: msg}
+	}
+	return c.doc.Fail(keyPath, msg, nil)
 }
 
 func (c *Config) validate() error {

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/registrum/registrum/internal/strictyaml"
 )
 
 const valid = `version: 1
@@ -46,8 +48,8 @@ func TestLoadRefusalsNameFileKeyAndRule(t *testing.T) {
 	cases := []struct {
 		name, doc, key, rule string
 	}{
-		{"unknown key", valid + "extra: 1\n", "", "unknown field"},
-		{"nested unknown key", strings.Replace(valid, "port: 8080}", "port: 8080, tls: true}", 1), "", "unknown field"},
+		{"unknown key", valid + "extra: 1\n", "extra", "unknown field"},
+		{"nested unknown key", strings.Replace(valid, "port: 8080}", "port: 8080, tls: true}", 1), "listener.tls", "unknown field"},
 		{"tag where a list is expected", valid + "authentication:\n  revokedKeyIds: !00\n", "", "malformed YAML"},
 		{"version", strings.Replace(valid, "version: 1", "version: 2", 1), "version", "must equal 1"},
 		{"address", strings.Replace(valid, "address: 127.0.0.1, port: 8080", "address: localhost, port: 8080", 1), "listener.address", "IP address"},
@@ -69,11 +71,11 @@ func TestLoadRefusalsNameFileKeyAndRule(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			p := write(t, c.doc)
 			_, err := Load(p)
-			var ce *Error
+			var ce *strictyaml.Error
 			if !errors.As(err, &ce) {
 				t.Fatalf("err = %v, want a config Error", err)
 			}
-			if ce.File != p || ce.Path != c.key || !strings.Contains(ce.Rule, c.rule) {
+			if ce.File != p || ce.Path != c.key || !strings.Contains(ce.Message, c.rule) {
 				t.Fatalf("got %q (file %s, key %q), want key %q and rule containing %q", err, ce.File, ce.Path, c.key, c.rule)
 			}
 		})
