@@ -12,11 +12,9 @@ import (
 	"time"
 
 	"github.com/go-jose/go-jose/v4"
-	"github.com/goccy/go-yaml"
-	"github.com/goccy/go-yaml/ast"
-	"github.com/goccy/go-yaml/parser"
 
 	"github.com/registrum/registrum/internal/secrets"
+	"github.com/registrum/registrum/internal/strictyaml"
 	"github.com/registrum/registrum/issuer/audit"
 	"github.com/registrum/registrum/issuer/keys"
 )
@@ -191,46 +189,6 @@ type ClientAssertionConfig struct {
 	ReplayCacheEntries int
 }
 
-// ConfigError is a refused configuration or registration: it names the file,
-// the field path, the line when known, and the rule broken.
-type ConfigError struct {
-	// File is the configuration or registration file.
-	File string
-	// Field is the field path, such as "listener.port" or "keys[2]"; empty
-	// when the whole document is at fault.
-	Field string
-	// Line is the field's line in File, or 0 when unknown.
-	Line int
-	// Rule says what the field must be.
-	Rule string
-	// Err is the underlying cause, if any.
-	Err error
-}
-
-// Error formats the refusal as "issuer: FILE:LINE: FIELD: RULE: CAUSE".
-func (e *ConfigError) Error() string {
-	var b strings.Builder
-	b.WriteString("issuer: ")
-	b.WriteString(e.File)
-	if e.Line > 0 {
-		fmt.Fprintf(&b, ":%d", e.Line)
-	}
-	if e.Field != "" {
-		b.WriteString(": ")
-		b.WriteString(e.Field)
-	}
-	b.WriteString(": ")
-	b.WriteString(e.Rule)
-	if e.Err != nil {
-		b.WriteString(": ")
-		b.WriteString(e.Err.Error())
-	}
-	return b.String()
-}
-
-// Unwrap returns the underlying cause.
-func (e *ConfigError) Unwrap() error { return e.Err }
-
 // The YAML document as written. Pointers distinguish absent from zero.
 type fileConfig struct {
 	Version         *int                 `yaml:"version"`
@@ -311,103 +269,12 @@ type fileClients struct {
 	Directory *string `yaml:"directory"`
 }
 
-// yamlDoc is a parsed YAML document kept to report the line of a field.
-type yamlDoc struct {
-	file string
-	ast  *ast.File
-}
-
-// lineOf returns the line of a field path such as "listener.port" or
-// "signing.publishedPublicJwkFiles[1]", or 0 when it is absent.
-func (d *yamlDoc) lineOf(field string) (line int) {
-	if d == nil || d.ast == nil || field == "" {
-		return 0
-	}
-	defer func() {
-		if recover() != nil {
-			line = 0 // the line is a help, never worth failing for
-		}
-	}()
-	for f := field; f != ""; {
-		p, err := yaml.PathString("$." + f)
-		if err == nil {
-			if n, err := p.FilterFile(d.ast); err == nil && n != nil && n.GetToken() != nil {
-				return n.GetToken().Position.Line
-			}
-		}
-		i := strings.LastIndexAny(f, ".[")
-		if i < 0 {
-			break
-		}
-		f = f[:i]
-	}
-	return 0
-}
-
 // inRange refuses v outside lo..hi.
-func (d *yamlDoc) inRange(field string, v, lo, hi uint64) error {
+func inRange(d *strictyaml.Document, field string, v, lo, hi uint64) error {
 	if v < lo || v > hi {
-		return d.fail(field, fmt.Sprintf("must be between %d and %d", lo, hi), nil)
+		return d.Fail(field, fmt.Sprintf("must be between %d and %d", lo, hi), nil)
 	}
 	return nil
-}
-
-func (d *yamlDoc) fail(field, rule string, err error) *ConfigError {
-	return &ConfigError{File: d.file, Field: field, Line: d.lineOf(field), Rule: rule, Err: err}
-}
-
-// decodeStrict reads a YAML document of at most limit bytes into v,
-// refusing unknown fields, duplicate keys and wrong types.
-func decodeStrict(path string, limit int64, v any) (*yamlDoc, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, &ConfigError{File: path, Rule: "cannot be read", Err: err}
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, &ConfigError{File: path, Rule: "cannot be read", Err: err}
-	}
-	if !st.Mode().IsRegular() {
-		return nil, &ConfigError{File: path, Rule: "must be a regular file"}
-	}
-	if st.Size() > limit {
-		return nil, &ConfigError{File: path, Rule: fmt.Sprintf("is larger than %d bytes", limit)}
-	}
-	data := make([]byte, st.Size())
-	if _, err := f.ReadAt(data, 0); err != nil && st.Size() > 0 {
-		return nil, &ConfigError{File: path, Rule: "cannot be read", Err: err}
-	}
-	doc := &yamlDoc{file: path}
-	if err := unmarshalYAML(data, v); err != nil {
-		msg, _, _ := strings.Cut(err.Error(), "\n")
-		return nil, &ConfigError{File: path, Rule: "invalid document", Err: errors.New(msg)}
-	}
-	doc.ast, _ = parseYAML(data)
-	return doc, nil
-}
-
-// unmarshalYAML decodes strictly. The YAML library panics on some malformed
-// documents (a tag on an empty sequence value, found by FuzzRegistration);
-// such a document is refused like any other instead of stopping the
-// process, which matters most during a SIGHUP reload.
-func unmarshalYAML(data []byte, v any) (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("malformed YAML the decoder cannot read (%v)", r)
-		}
-	}()
-	return yaml.UnmarshalWithOptions(data, v, yaml.Strict())
-}
-
-// parseYAML parses for line lookups only; it never panics.
-func parseYAML(data []byte) (f *ast.File, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			f, err = nil, fmt.Errorf("yaml: %v", r)
-		}
-	}()
-	return parser.ParseBytes(data, 0)
 }
 
 var (
@@ -419,8 +286,9 @@ var (
 
 // LoadConfig reads, validates and resolves the configuration document at
 // path. It loads the public JWK files and resolves the audit hash key and the
-// local signing key from the file-secret root. A refusal is a *ConfigError
-// naming the file, the field path and the rule broken.
+// local signing key from the file-secret root. A refusal is a
+// *strictyaml.Error naming the file, the line, the field path and the rule
+// broken.
 func LoadConfig(path string) (*Config, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
@@ -429,26 +297,43 @@ func LoadConfig(path string) (*Config, error) {
 	var fc fileConfig
 	doc, err := decodeStrict(abs, maximumConfigBytes, &fc)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("issuer: %w", err)
 	}
-	return validateConfig(doc, &fc)
+	cfg, err := validateConfig(doc, &fc)
+	if err != nil {
+		return nil, fmt.Errorf("issuer: %w", err)
+	}
+	return cfg, nil
 }
 
-func validateConfig(d *yamlDoc, fc *fileConfig) (*Config, error) {
-	dir := filepath.Dir(d.file)
+// decodeStrict reads the YAML document at path, of at most limit bytes,
+// strictly into v.
+func decodeStrict(path string, limit int64, v any) (*strictyaml.Document, error) {
+	doc, err := strictyaml.ReadFile(path, strictyaml.Limits{MaxBytes: limit})
+	if err != nil {
+		return nil, err
+	}
+	if err := doc.Decode(v); err != nil {
+		return nil, err
+	}
+	return doc, nil
+}
+
+func validateConfig(d *strictyaml.Document, fc *fileConfig) (*Config, error) {
+	dir := filepath.Dir(d.File())
 	resolve := func(p string) string {
 		if filepath.IsAbs(p) {
 			return filepath.Clean(p)
 		}
 		return filepath.Join(dir, p)
 	}
-	c := &Config{File: d.file}
+	c := &Config{File: d.File()}
 
 	if fc.Version == nil {
-		return nil, d.fail("version", "is required", nil)
+		return nil, d.Fail("version", "is required", nil)
 	}
 	if *fc.Version != 1 {
-		return nil, d.fail("version", "must equal 1", nil)
+		return nil, d.Fail("version", "must equal 1", nil)
 	}
 	c.ValidationMode = ModeStrict
 	if fc.ValidationMode != nil {
@@ -456,38 +341,38 @@ func validateConfig(d *yamlDoc, fc *fileConfig) (*Config, error) {
 		case ModeStrict, ModeSupervisedLocalDevelopment:
 			c.ValidationMode = *fc.ValidationMode
 		default:
-			return nil, d.fail("validationMode", `must be "strict" or "supervised-local-development"`, nil)
+			return nil, d.Fail("validationMode", `must be "strict" or "supervised-local-development"`, nil)
 		}
 	}
 	if fc.Issuer == nil {
-		return nil, d.fail("issuer", "is required", nil)
+		return nil, d.Fail("issuer", "is required", nil)
 	}
 	if err := checkIssuerURL(*fc.Issuer); err != nil {
-		return nil, d.fail("issuer", err.Error(), nil)
+		return nil, d.Fail("issuer", err.Error(), nil)
 	}
 	c.Issuer = *fc.Issuer
 
 	// listener
 	if fc.Listener == nil {
-		return nil, d.fail("listener", "is required", nil)
+		return nil, d.Fail("listener", "is required", nil)
 	}
 	l := fc.Listener
 	if l.Address == nil {
-		return nil, d.fail("listener.address", "is required", nil)
+		return nil, d.Fail("listener.address", "is required", nil)
 	}
 	addr, err := netip.ParseAddr(*l.Address)
 	if err != nil {
-		return nil, d.fail("listener.address", "must be an IP address", nil)
+		return nil, d.Fail("listener.address", "must be an IP address", nil)
 	}
 	c.Listener.Address = addr
 	if l.Port == nil {
-		return nil, d.fail("listener.port", "is required", nil)
+		return nil, d.Fail("listener.port", "is required", nil)
 	}
 	c.Listener.Port = *l.Port
 	c.Listener.MaximumRequestBytes = DefaultMaximumRequestBytes
 	if l.MaximumRequestBytes != nil {
 		v := uint64(*l.MaximumRequestBytes)
-		if err := d.inRange("listener.maximumRequestBytes", v, MinimumRequestBytes, MaximumRequestBytes); err != nil {
+		if err := inRange(d, "listener.maximumRequestBytes", v, MinimumRequestBytes, MaximumRequestBytes); err != nil {
 			return nil, err
 		}
 		c.Listener.MaximumRequestBytes = int64(v)
@@ -495,7 +380,7 @@ func validateConfig(d *yamlDoc, fc *fileConfig) (*Config, error) {
 	c.Listener.RequestTimeout = DefaultRequestTimeoutMillis * time.Millisecond
 	if l.RequestTimeoutMilliseconds != nil {
 		v := *l.RequestTimeoutMilliseconds
-		if err := d.inRange("listener.requestTimeoutMilliseconds", v, 1, MaximumRequestTimeoutMillis); err != nil {
+		if err := inRange(d, "listener.requestTimeoutMilliseconds", v, 1, MaximumRequestTimeoutMillis); err != nil {
 			return nil, err
 		}
 		c.Listener.RequestTimeout = time.Duration(v) * time.Millisecond
@@ -503,44 +388,44 @@ func validateConfig(d *yamlDoc, fc *fileConfig) (*Config, error) {
 
 	// secretProviders (needed by signer and audit)
 	if fc.SecretProviders == nil {
-		return nil, d.fail("secretProviders", "is required", nil)
+		return nil, d.Fail("secretProviders", "is required", nil)
 	}
 	if fc.SecretProviders.File == nil {
-		return nil, d.fail("secretProviders.file", "is required", nil)
+		return nil, d.Fail("secretProviders.file", "is required", nil)
 	}
 	if fc.SecretProviders.File.Root == nil || *fc.SecretProviders.File.Root == "" {
-		return nil, d.fail("secretProviders.file.root", "is required", nil)
+		return nil, d.Fail("secretProviders.file.root", "is required", nil)
 	}
 	c.SecretRoot = resolve(*fc.SecretProviders.File.Root)
 	if st, err := os.Stat(c.SecretRoot); err != nil || !st.IsDir() {
-		return nil, d.fail("secretProviders.file.root", "must be an existing folder", err)
+		return nil, d.Fail("secretProviders.file.root", "must be an existing folder", err)
 	}
 
 	// signing
 	if fc.Signing == nil {
-		return nil, d.fail("signing", "is required", nil)
+		return nil, d.Fail("signing", "is required", nil)
 	}
 	s := fc.Signing
 	if s.Algorithm == nil {
-		return nil, d.fail("signing.algorithm", "is required", nil)
+		return nil, d.Fail("signing.algorithm", "is required", nil)
 	}
 	if *s.Algorithm != "ES256" {
-		return nil, d.fail("signing.algorithm", `must be "ES256"`, nil)
+		return nil, d.Fail("signing.algorithm", `must be "ES256"`, nil)
 	}
 	if len(s.PublishedPublicJwkFiles) > maximumPublishedKeys {
-		return nil, d.fail("signing.publishedPublicJwkFiles", fmt.Sprintf("holds at most %d files", maximumPublishedKeys), nil)
+		return nil, d.Fail("signing.publishedPublicJwkFiles", fmt.Sprintf("holds at most %d files", maximumPublishedKeys), nil)
 	}
 	if len(s.RevokedKeyIds) > maximumRevokedKeyIDs {
-		return nil, d.fail("signing.revokedKeyIds", fmt.Sprintf("holds at most %d key ids", maximumRevokedKeyIDs), nil)
+		return nil, d.Fail("signing.revokedKeyIds", fmt.Sprintf("holds at most %d key ids", maximumRevokedKeyIDs), nil)
 	}
 	revoked := map[string]bool{}
 	for i, kid := range s.RevokedKeyIds {
 		field := fmt.Sprintf("signing.revokedKeyIds[%d]", i)
 		if !thumbprintRE.MatchString(kid) {
-			return nil, d.fail(field, "must be an RFC 7638 thumbprint (43 base64url characters)", nil)
+			return nil, d.Fail(field, "must be an RFC 7638 thumbprint (43 base64url characters)", nil)
 		}
 		if revoked[kid] {
-			return nil, d.fail(field, "is listed twice", nil)
+			return nil, d.Fail(field, "is listed twice", nil)
 		}
 		revoked[kid] = true
 	}
@@ -548,24 +433,24 @@ func validateConfig(d *yamlDoc, fc *fileConfig) (*Config, error) {
 	c.Signing.JWKSPath = DefaultJWKSPath
 	if s.JwksPath != nil {
 		if err := checkJWKSPath(*s.JwksPath); err != nil {
-			return nil, d.fail("signing.jwksPath", err.Error(), nil)
+			return nil, d.Fail("signing.jwksPath", err.Error(), nil)
 		}
 		c.Signing.JWKSPath = *s.JwksPath
 	}
 	if s.ActivePublicJwkFile == nil || *s.ActivePublicJwkFile == "" {
-		return nil, d.fail("signing.activePublicJwkFile", "is required", nil)
+		return nil, d.Fail("signing.activePublicJwkFile", "is required", nil)
 	}
 	seen := map[string]string{}
 	loadKey := func(field, p string) (*jose.JSONWebKey, error) {
 		k, err := keys.LoadActiveP256(resolve(p))
 		if err != nil {
-			return nil, d.fail(field, "must be a public P-256 JWK whose kid is its RFC 7638 thumbprint", err)
+			return nil, d.Fail(field, "must be a public P-256 JWK whose kid is its RFC 7638 thumbprint", err)
 		}
 		if revoked[k.KeyID] {
-			return nil, d.fail(field, "names a key listed in signing.revokedKeyIds", nil)
+			return nil, d.Fail(field, "names a key listed in signing.revokedKeyIds", nil)
 		}
 		if prev, ok := seen[k.KeyID]; ok {
-			return nil, d.fail(field, "repeats the key of "+prev, nil)
+			return nil, d.Fail(field, "repeats the key of "+prev, nil)
 		}
 		seen[k.KeyID] = field
 		return k, nil
@@ -583,7 +468,7 @@ func validateConfig(d *yamlDoc, fc *fileConfig) (*Config, error) {
 
 	// signer
 	if fc.Signer == nil {
-		return nil, d.fail("signer", "is required", nil)
+		return nil, d.Fail("signer", "is required", nil)
 	}
 	if err := validateSigner(d, fc.Signer, c, resolve); err != nil {
 		return nil, err
@@ -591,88 +476,88 @@ func validateConfig(d *yamlDoc, fc *fileConfig) (*Config, error) {
 
 	// audit
 	if fc.Audit == nil {
-		return nil, d.fail("audit", "is required", nil)
+		return nil, d.Fail("audit", "is required", nil)
 	}
 	a := fc.Audit
 	if a.Path == nil || *a.Path == "" {
-		return nil, d.fail("audit.path", "is required", nil)
+		return nil, d.Fail("audit.path", "is required", nil)
 	}
 	c.Audit.Path = resolve(*a.Path)
 	if st, err := os.Stat(filepath.Dir(c.Audit.Path)); err == nil {
 		if !st.IsDir() {
-			return nil, d.fail("audit.path", "parent must be a folder", nil)
+			return nil, d.Fail("audit.path", "parent must be a folder", nil)
 		}
 		if st.Mode().Perm()&0o077 != 0 {
-			return nil, d.fail("audit.path", fmt.Sprintf("parent folder %s must be accessible by its owner only (mode %04o)", filepath.Dir(c.Audit.Path), st.Mode().Perm()), nil)
+			return nil, d.Fail("audit.path", fmt.Sprintf("parent folder %s must be accessible by its owner only (mode %04o)", filepath.Dir(c.Audit.Path), st.Mode().Perm()), nil)
 		}
 	}
 	if st, err := os.Lstat(c.Audit.Path); err == nil && st.Mode().Perm()&0o077 != 0 {
-		return nil, d.fail("audit.path", fmt.Sprintf("chain file must be readable by its owner only (mode %04o)", st.Mode().Perm()), nil)
+		return nil, d.Fail("audit.path", fmt.Sprintf("chain file must be readable by its owner only (mode %04o)", st.Mode().Perm()), nil)
 	}
 	if a.MaximumFileBytes == nil {
-		return nil, d.fail("audit.maximumFileBytes", "is required", nil)
+		return nil, d.Fail("audit.maximumFileBytes", "is required", nil)
 	}
-	if err := d.inRange("audit.maximumFileBytes", *a.MaximumFileBytes, MinimumAuditFileBytes, MaximumAuditFileBytes); err != nil {
+	if err := inRange(d, "audit.maximumFileBytes", *a.MaximumFileBytes, MinimumAuditFileBytes, MaximumAuditFileBytes); err != nil {
 		return nil, err
 	}
 	c.Audit.MaximumFileBytes = int64(*a.MaximumFileBytes)
 	if a.HashKeyVersion == nil {
-		return nil, d.fail("audit.hashKeyVersion", "is required", nil)
+		return nil, d.Fail("audit.hashKeyVersion", "is required", nil)
 	}
 	if *a.HashKeyVersion == 0 {
-		return nil, d.fail("audit.hashKeyVersion", "must be nonzero", nil)
+		return nil, d.Fail("audit.hashKeyVersion", "must be nonzero", nil)
 	}
 	c.Audit.HashKeyVersion = *a.HashKeyVersion
 	if a.HashKeyRef == nil {
-		return nil, d.fail("audit.hashKeyRef", "is required", nil)
+		return nil, d.Fail("audit.hashKeyRef", "is required", nil)
 	}
 	if err := checkSecretRef(*a.HashKeyRef); err != nil {
-		return nil, d.fail("audit.hashKeyRef", err.Error(), nil)
+		return nil, d.Fail("audit.hashKeyRef", err.Error(), nil)
 	}
 	if c.Signer.Kind == SignerLocalJWK && *a.HashKeyRef == c.Signer.PrivateKeyRef {
-		return nil, d.fail("audit.hashKeyRef", "must differ from signer.privateKeyRef", nil)
+		return nil, d.Fail("audit.hashKeyRef", "must differ from signer.privateKeyRef", nil)
 	}
 	if c.Signer.TokenRef != "" && *a.HashKeyRef == c.Signer.TokenRef {
-		return nil, d.fail("audit.hashKeyRef", "must differ from signer.tokenRef", nil)
+		return nil, d.Fail("audit.hashKeyRef", "must differ from signer.tokenRef", nil)
 	}
 	c.AuditHashKeyRef = *a.HashKeyRef
 	hk, err := secrets.ResolveFile(c.SecretRoot, c.AuditHashKeyRef)
 	if err != nil {
-		return nil, d.fail("audit.hashKeyRef", "must name a regular owner-only file under secretProviders.file.root", err)
+		return nil, d.Fail("audit.hashKeyRef", "must name a regular owner-only file under secretProviders.file.root", err)
 	}
 	if len(hk) < MinimumHashKeyBytes {
-		return nil, d.fail("audit.hashKeyRef", fmt.Sprintf("the key must be at least %d bytes", MinimumHashKeyBytes), nil)
+		return nil, d.Fail("audit.hashKeyRef", fmt.Sprintf("the key must be at least %d bytes", MinimumHashKeyBytes), nil)
 	}
 	c.Audit.HashKey = hk
 	secretPath := filepath.Join(c.SecretRoot, strings.TrimPrefix(c.AuditHashKeyRef, secrets.FilePrefix))
 	if secretPath == c.Audit.Path || (c.Signer.PrivateKeyRef != "" && filepath.Join(c.SecretRoot, strings.TrimPrefix(c.Signer.PrivateKeyRef, secrets.FilePrefix)) == c.Audit.Path) {
-		return nil, d.fail("audit.path", "must not be a secret file", nil)
+		return nil, d.Fail("audit.path", "must not be a secret file", nil)
 	}
 
 	// accessTokens
 	if fc.AccessTokens == nil {
-		return nil, d.fail("accessTokens", "is required", nil)
+		return nil, d.Fail("accessTokens", "is required", nil)
 	}
 	at := fc.AccessTokens
 	if len(at.Audiences) < 1 || len(at.Audiences) > MaximumAudiences {
-		return nil, d.fail("accessTokens.audiences", fmt.Sprintf("must hold 1 to %d entries", MaximumAudiences), nil)
+		return nil, d.Fail("accessTokens.audiences", fmt.Sprintf("must hold 1 to %d entries", MaximumAudiences), nil)
 	}
 	auds := map[string]bool{}
 	for i, aud := range at.Audiences {
 		field := fmt.Sprintf("accessTokens.audiences[%d]", i)
 		if len(aud) < 1 || len(aud) > MaximumAudienceBytes || strings.TrimSpace(aud) == "" {
-			return nil, d.fail(field, fmt.Sprintf("must be 1 to %d bytes and not blank", MaximumAudienceBytes), nil)
+			return nil, d.Fail(field, fmt.Sprintf("must be 1 to %d bytes and not blank", MaximumAudienceBytes), nil)
 		}
 		if auds[aud] {
-			return nil, d.fail(field, "is listed twice", nil)
+			return nil, d.Fail(field, "is listed twice", nil)
 		}
 		auds[aud] = true
 	}
 	c.AccessTokens.Audiences = append([]string(nil), at.Audiences...)
 	if at.LifetimeSeconds == nil {
-		return nil, d.fail("accessTokens.lifetimeSeconds", "is required", nil)
+		return nil, d.Fail("accessTokens.lifetimeSeconds", "is required", nil)
 	}
-	if err := d.inRange("accessTokens.lifetimeSeconds", *at.LifetimeSeconds, MinimumTokenLifetimeSeconds, MaximumTokenLifetimeSeconds); err != nil {
+	if err := inRange(d, "accessTokens.lifetimeSeconds", *at.LifetimeSeconds, MinimumTokenLifetimeSeconds, MaximumTokenLifetimeSeconds); err != nil {
 		return nil, err
 	}
 	c.AccessTokens.Lifetime = time.Duration(*at.LifetimeSeconds) * time.Second
@@ -686,26 +571,26 @@ func validateConfig(d *yamlDoc, fc *fileConfig) (*Config, error) {
 
 	// clientAssertion
 	if fc.ClientAssertion == nil {
-		return nil, d.fail("clientAssertion", "is required", nil)
+		return nil, d.Fail("clientAssertion", "is required", nil)
 	}
 	ca := fc.ClientAssertion
 	if ca.Audience == nil {
-		return nil, d.fail("clientAssertion.audience", "is required", nil)
+		return nil, d.Fail("clientAssertion.audience", "is required", nil)
 	}
 	if err := checkAssertionAudience(*ca.Audience); err != nil {
-		return nil, d.fail("clientAssertion.audience", err.Error(), nil)
+		return nil, d.Fail("clientAssertion.audience", err.Error(), nil)
 	}
 	c.ClientAssertion.Audience = *ca.Audience
 	c.ClientAssertion.MaximumLifetime = DefaultAssertionLifetimeSeconds * time.Second
 	if ca.MaximumLifetimeSeconds != nil {
 		v := *ca.MaximumLifetimeSeconds
-		if err := d.inRange("clientAssertion.maximumLifetimeSeconds", v, MinimumAssertionLifetimeSeconds, MaximumAssertionLifetimeSeconds); err != nil {
+		if err := inRange(d, "clientAssertion.maximumLifetimeSeconds", v, MinimumAssertionLifetimeSeconds, MaximumAssertionLifetimeSeconds); err != nil {
 			return nil, err
 		}
 		c.ClientAssertion.MaximumLifetime = time.Duration(v) * time.Second
 	}
 	if len(ca.Algorithms) == 0 {
-		return nil, d.fail("clientAssertion.algorithms", "must list at least one of EdDSA, ES256, RS256", nil)
+		return nil, d.Fail("clientAssertion.algorithms", "must list at least one of EdDSA, ES256, RS256", nil)
 	}
 	algSeen := map[string]bool{}
 	for i, alg := range ca.Algorithms {
@@ -713,10 +598,10 @@ func validateConfig(d *yamlDoc, fc *fileConfig) (*Config, error) {
 		switch alg {
 		case "EdDSA", "ES256", "RS256":
 		default:
-			return nil, d.fail(field, "must be EdDSA, ES256 or RS256", nil)
+			return nil, d.Fail(field, "must be EdDSA, ES256 or RS256", nil)
 		}
 		if algSeen[alg] {
-			return nil, d.fail(field, "is listed twice", nil)
+			return nil, d.Fail(field, "is listed twice", nil)
 		}
 		algSeen[alg] = true
 		c.ClientAssertion.Algorithms = append(c.ClientAssertion.Algorithms, jose.SignatureAlgorithm(alg))
@@ -724,7 +609,7 @@ func validateConfig(d *yamlDoc, fc *fileConfig) (*Config, error) {
 	c.ClientAssertion.ReplayCacheEntries = DefaultReplayCacheEntries
 	if ca.ReplayCacheEntries != nil {
 		v := *ca.ReplayCacheEntries
-		if err := d.inRange("clientAssertion.replayCacheEntries", v, MinimumReplayCacheEntries, MaximumReplayCacheEntries); err != nil {
+		if err := inRange(d, "clientAssertion.replayCacheEntries", v, MinimumReplayCacheEntries, MaximumReplayCacheEntries); err != nil {
 			return nil, err
 		}
 		c.ClientAssertion.ReplayCacheEntries = int(v)
@@ -732,67 +617,67 @@ func validateConfig(d *yamlDoc, fc *fileConfig) (*Config, error) {
 
 	// clients
 	if fc.Clients == nil {
-		return nil, d.fail("clients", "is required", nil)
+		return nil, d.Fail("clients", "is required", nil)
 	}
 	if fc.Clients.Directory == nil || *fc.Clients.Directory == "" {
-		return nil, d.fail("clients.directory", "is required", nil)
+		return nil, d.Fail("clients.directory", "is required", nil)
 	}
 	c.ClientsDirectory = resolve(*fc.Clients.Directory)
 	if st, err := os.Stat(c.ClientsDirectory); err != nil || !st.IsDir() {
-		return nil, d.fail("clients.directory", "must be an existing folder", err)
+		return nil, d.Fail("clients.directory", "must be an existing folder", err)
 	}
 	return c, nil
 }
 
-func validateSigner(d *yamlDoc, fs *fileSigner, c *Config, resolve func(string) string) error {
+func validateSigner(d *strictyaml.Document, fs *fileSigner, c *Config, resolve func(string) string) error {
 	if fs.Kind == nil {
-		return d.fail("signer.kind", "is required", nil)
+		return d.Fail("signer.kind", "is required", nil)
 	}
 	c.Signer.Kind = *fs.Kind
 	switch *fs.Kind {
 	case SignerTransit:
 		if fs.PrivateKeyRef != nil {
-			return d.fail("signer.privateKeyRef", "applies only to the local-jwk signer", nil)
+			return d.Fail("signer.privateKeyRef", "applies only to the local-jwk signer", nil)
 		}
 		if fs.UnixSocketPath == nil || *fs.UnixSocketPath == "" {
-			return d.fail("signer.unixSocketPath", "is required for the transit signer", nil)
+			return d.Fail("signer.unixSocketPath", "is required for the transit signer", nil)
 		}
 		c.Signer.UnixSocketPath = resolve(*fs.UnixSocketPath)
 		if len(c.Signer.UnixSocketPath) > maximumTransitSocketPathBytes {
-			return d.fail("signer.unixSocketPath", fmt.Sprintf("must be at most %d bytes once resolved", maximumTransitSocketPathBytes), nil)
+			return d.Fail("signer.unixSocketPath", fmt.Sprintf("must be at most %d bytes once resolved", maximumTransitSocketPathBytes), nil)
 		}
 		if fs.Mount == nil || !transitName.MatchString(*fs.Mount) {
-			return d.fail("signer.mount", "is required: 1 to 128 bytes of A-Z a-z 0-9 _ -", nil)
+			return d.Fail("signer.mount", "is required: 1 to 128 bytes of A-Z a-z 0-9 _ -", nil)
 		}
 		c.Signer.Mount = *fs.Mount
 		if fs.KeyName == nil || !transitName.MatchString(*fs.KeyName) {
-			return d.fail("signer.keyName", "is required: 1 to 128 bytes of A-Z a-z 0-9 _ -", nil)
+			return d.Fail("signer.keyName", "is required: 1 to 128 bytes of A-Z a-z 0-9 _ -", nil)
 		}
 		c.Signer.KeyName = *fs.KeyName
 		if fs.KeyVersion == nil {
-			return d.fail("signer.keyVersion", "is required for the transit signer", nil)
+			return d.Fail("signer.keyVersion", "is required for the transit signer", nil)
 		}
 		if *fs.KeyVersion == 0 {
-			return d.fail("signer.keyVersion", "must be nonzero (a pinned version)", nil)
+			return d.Fail("signer.keyVersion", "must be nonzero (a pinned version)", nil)
 		}
 		c.Signer.KeyVersion = int(*fs.KeyVersion)
 		c.Signer.Timeout = DefaultTransitTimeoutMillis * time.Millisecond
 		if fs.TimeoutMilliseconds != nil {
 			v := *fs.TimeoutMilliseconds
-			if err := d.inRange("signer.timeoutMilliseconds", v, minimumTransitTimeoutMillis, maximumTransitTimeoutMillis); err != nil {
+			if err := inRange(d, "signer.timeoutMilliseconds", v, minimumTransitTimeoutMillis, maximumTransitTimeoutMillis); err != nil {
 				return err
 			}
 			c.Signer.Timeout = time.Duration(v) * time.Millisecond
 		}
 		if fs.TokenRef != nil {
 			if err := checkSecretRef(*fs.TokenRef); err != nil {
-				return d.fail("signer.tokenRef", err.Error(), nil)
+				return d.Fail("signer.tokenRef", err.Error(), nil)
 			}
 			c.Signer.TokenRef = *fs.TokenRef
 		}
 	case SignerLocalJWK:
 		if c.ValidationMode != ModeSupervisedLocalDevelopment {
-			return d.fail("signer.kind", `"local-jwk" is allowed only with validationMode "supervised-local-development"; strict mode requires "transit"`, nil)
+			return d.Fail("signer.kind", `"local-jwk" is allowed only with validationMode "supervised-local-development"; strict mode requires "transit"`, nil)
 		}
 		for field, set := range map[string]bool{
 			"signer.unixSocketPath": fs.UnixSocketPath != nil, "signer.mount": fs.Mount != nil,
@@ -800,26 +685,26 @@ func validateSigner(d *yamlDoc, fs *fileSigner, c *Config, resolve func(string) 
 			"signer.timeoutMilliseconds": fs.TimeoutMilliseconds != nil, "signer.tokenRef": fs.TokenRef != nil,
 		} {
 			if set {
-				return d.fail(field, "applies only to the transit signer", nil)
+				return d.Fail(field, "applies only to the transit signer", nil)
 			}
 		}
 		if fs.PrivateKeyRef == nil {
-			return d.fail("signer.privateKeyRef", "is required for the local-jwk signer", nil)
+			return d.Fail("signer.privateKeyRef", "is required for the local-jwk signer", nil)
 		}
 		if err := checkSecretRef(*fs.PrivateKeyRef); err != nil {
-			return d.fail("signer.privateKeyRef", err.Error(), nil)
+			return d.Fail("signer.privateKeyRef", err.Error(), nil)
 		}
 		c.Signer.PrivateKeyRef = *fs.PrivateKeyRef
 		if _, err := secrets.ResolveFile(c.SecretRoot, c.Signer.PrivateKeyRef); err != nil {
-			return d.fail("signer.privateKeyRef", "must name a regular owner-only file under secretProviders.file.root", err)
+			return d.Fail("signer.privateKeyRef", "must name a regular owner-only file under secretProviders.file.root", err)
 		}
 	default:
-		return d.fail("signer.kind", `must be "transit" or "local-jwk"`, nil)
+		return d.Fail("signer.kind", `must be "transit" or "local-jwk"`, nil)
 	}
 	return nil
 }
 
-func validateClaimNames(d *yamlDoc, fc *fileClaimNames) (*ClaimNames, error) {
+func validateClaimNames(d *strictyaml.Document, fc *fileClaimNames) (*ClaimNames, error) {
 	n := &ClaimNames{Principal: defaultPrincipalClaim}
 	type entry struct {
 		field string
@@ -840,7 +725,7 @@ func validateClaimNames(d *yamlDoc, fc *fileClaimNames) (*ClaimNames, error) {
 		field := "accessTokens.claims." + e.field
 		if e.src == nil {
 			if e.req {
-				return nil, d.fail(field, "is required", nil)
+				return nil, d.Fail(field, "is required", nil)
 			}
 			if e.field == "principal" {
 				used[n.Principal] = field
@@ -849,16 +734,16 @@ func validateClaimNames(d *yamlDoc, fc *fileClaimNames) (*ClaimNames, error) {
 		}
 		v := *e.src
 		if len(v) < 1 || len(v) > maximumClaimNameBytes || strings.TrimSpace(v) != v {
-			return nil, d.fail(field, fmt.Sprintf("must be 1 to %d bytes without surrounding spaces", maximumClaimNameBytes), nil)
+			return nil, d.Fail(field, fmt.Sprintf("must be 1 to %d bytes without surrounding spaces", maximumClaimNameBytes), nil)
 		}
 		if writtenClaims[v] {
-			return nil, d.fail(field, fmt.Sprintf("%q is a claim the issuer writes itself", v), nil)
+			return nil, d.Fail(field, fmt.Sprintf("%q is a claim the issuer writes itself", v), nil)
 		}
 		if v == "sub" && e.field != "principal" {
-			return nil, d.fail(field, `"sub" may be used only for principal`, nil)
+			return nil, d.Fail(field, `"sub" may be used only for principal`, nil)
 		}
 		if prev, ok := used[v]; ok {
-			return nil, d.fail(field, fmt.Sprintf("%q is already used by %s", v, prev), nil)
+			return nil, d.Fail(field, fmt.Sprintf("%q is already used by %s", v, prev), nil)
 		}
 		used[v] = field
 		*e.dst = v

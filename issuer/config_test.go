@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/registrum/registrum/internal/strictyaml"
 	"github.com/registrum/registrum/issuer/keys"
 )
 
@@ -77,12 +78,12 @@ func expectConfigError(t *testing.T, err error, field, rule string) {
 	if err == nil {
 		t.Fatalf("accepted; want refusal of %s (%s)", field, rule)
 	}
-	var ce *ConfigError
+	var ce *strictyaml.Error
 	if !errors.As(err, &ce) {
-		t.Fatalf("error %v is not a *ConfigError", err)
+		t.Fatalf("error %v is not a *strictyaml.Error", err)
 	}
-	if ce.Field != field {
-		t.Fatalf("field %q, want %q (%v)", ce.Field, field, err)
+	if ce.Path != field {
+		t.Fatalf("field %q, want %q (%v)", ce.Path, field, err)
 	}
 	if !strings.Contains(err.Error(), rule) {
 		t.Fatalf("error %q does not say %q", err, rule)
@@ -228,7 +229,7 @@ func TestConfigRules(t *testing.T) {
 func TestConfigErrorNamesLine(t *testing.T) {
 	dir, base := devConfig(t)
 	_, err := loadVariant(t, dir, replaceOnce(t, base, "lifetimeSeconds: 900", "lifetimeSeconds: 4000"))
-	var ce *ConfigError
+	var ce *strictyaml.Error
 	if !errors.As(err, &ce) {
 		t.Fatalf("%v", err)
 	}
@@ -239,8 +240,8 @@ func TestConfigErrorNamesLine(t *testing.T) {
 			want = i + 1
 		}
 	}
-	if ce.Line != want || !strings.Contains(err.Error(), fmt.Sprintf("issuer.yaml:%d: accessTokens.lifetimeSeconds", want)) {
-		t.Fatalf("line %d (%v), want %d", ce.Line, err, want)
+	if ce.Pos.Line != want || !strings.Contains(err.Error(), fmt.Sprintf("issuer.yaml:%d: accessTokens.lifetimeSeconds", want)) {
+		t.Fatalf("line %d (%v), want %d", ce.Pos.Line, err, want)
 	}
 }
 

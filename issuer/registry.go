@@ -14,6 +14,7 @@ import (
 	"github.com/goccy/go-yaml"
 
 	"github.com/registrum/registrum/internal/canonjson"
+	"github.com/registrum/registrum/internal/strictyaml"
 	"github.com/registrum/registrum/issuer/keys"
 )
 
@@ -178,17 +179,17 @@ func LoadRegistry(cfg *Config) (*Registry, error) {
 		path := filepath.Join(cfg.ClientsDirectory, name)
 		st, err := os.Lstat(path)
 		if err != nil {
-			return nil, &ConfigError{File: path, Rule: "cannot be read", Err: err}
+			return nil, fmt.Errorf("issuer: %w", &strictyaml.Error{File: path, Message: "cannot be read", Err: err})
 		}
 		if !st.Mode().IsRegular() {
-			return nil, &ConfigError{File: path, Rule: "must be a regular file (symbolic links are refused)"}
+			return nil, fmt.Errorf("issuer: %w", &strictyaml.Error{File: path, Message: "must be a regular file (symbolic links are refused)"})
 		}
 		c, err := loadClient(cfg, path)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("issuer: %w", err)
 		}
 		if prev, ok := reg.clients[c.ID]; ok {
-			return nil, &ConfigError{File: path, Field: "clientId", Rule: "duplicate client id, also registered in " + prev.File}
+			return nil, fmt.Errorf("issuer: %w", &strictyaml.Error{File: path, Path: "clientId", Message: "duplicate client id, also registered in " + prev.File})
 		}
 		reg.clients[c.ID] = c
 	}
@@ -203,17 +204,17 @@ func loadClient(cfg *Config, path string) (*Client, error) {
 	}
 	c := &Client{File: path}
 	if fr.ClientID == nil {
-		return nil, d.fail("clientId", "is required", nil)
+		return nil, d.Fail("clientId", "is required", nil)
 	}
 	if n := len(*fr.ClientID); n < 1 || n > maximumClientIDBytes || strings.TrimSpace(*fr.ClientID) == "" {
-		return nil, d.fail("clientId", fmt.Sprintf("must be 1 to %d bytes and not blank", maximumClientIDBytes), nil)
+		return nil, d.Fail("clientId", fmt.Sprintf("must be 1 to %d bytes and not blank", maximumClientIDBytes), nil)
 	}
 	c.ID = *fr.ClientID
 	if fr.Principal == nil {
-		return nil, d.fail("principal", "is required", nil)
+		return nil, d.Fail("principal", "is required", nil)
 	}
 	if n := len(*fr.Principal); n < 1 || n > MaximumPrincipalBytes || strings.TrimSpace(*fr.Principal) == "" {
-		return nil, d.fail("principal", fmt.Sprintf("must be 1 to %d bytes and not blank", MaximumPrincipalBytes), nil)
+		return nil, d.Fail("principal", fmt.Sprintf("must be 1 to %d bytes and not blank", MaximumPrincipalBytes), nil)
 	}
 	c.Principal = *fr.Principal
 
@@ -221,9 +222,9 @@ func loadClient(cfg *Config, path string) (*Client, error) {
 	standard := fr.Authorization != nil
 	switch {
 	case evidence && standard:
-		return nil, d.fail("authorization", "a registration selects exactly one profile: evidenceAudience/requesterTags (Evidence) cannot coexist with authorization (Standard)", nil)
+		return nil, d.Fail("authorization", "a registration selects exactly one profile: evidenceAudience/requesterTags (Evidence) cannot coexist with authorization (Standard)", nil)
 	case !evidence && !standard:
-		return nil, d.fail("", "a registration must select one profile: Evidence (evidenceAudience and requesterTags) or Standard (authorization)", nil)
+		return nil, d.Fail("", "a registration must select one profile: Evidence (evidenceAudience and requesterTags) or Standard (authorization)", nil)
 	case evidence:
 		if err := loadEvidence(cfg, d, &fr, c); err != nil {
 			return nil, err
@@ -235,26 +236,26 @@ func loadClient(cfg *Config, path string) (*Client, error) {
 	}
 
 	if len(fr.Keys) == 0 {
-		return nil, d.fail("keys", "is required: at least one public JWK", nil)
+		return nil, d.Fail("keys", "is required: at least one public JWK", nil)
 	}
 	if len(fr.Keys) > MaximumClientKeys {
-		return nil, d.fail("keys", fmt.Sprintf("holds at most %d keys", MaximumClientKeys), nil)
+		return nil, d.Fail("keys", fmt.Sprintf("holds at most %d keys", MaximumClientKeys), nil)
 	}
 	raw := make([]json.RawMessage, len(fr.Keys))
 	for i, k := range fr.Keys {
 		b, err := json.Marshal(k)
 		if err != nil {
-			return nil, d.fail(fmt.Sprintf("keys[%d]", i), "must be a JSON Web Key object", err)
+			return nil, d.Fail(fmt.Sprintf("keys[%d]", i), "must be a JSON Web Key object", err)
 		}
 		raw[i] = b
 	}
 	set, err := keys.ParsePublicSet(raw)
 	if err != nil {
-		return nil, d.fail("keys", "must be public JWKs of an allowed type (private members are refused)", err)
+		return nil, d.Fail("keys", "must be public JWKs of an allowed type (private members are refused)", err)
 	}
 	c.Keys = set
 	if c.authority, err = authorityJSON(c); err != nil {
-		return nil, d.fail("", "cannot encode the registration's authority", err)
+		return nil, d.Fail("", "cannot encode the registration's authority", err)
 	}
 	return c, nil
 }
@@ -278,47 +279,47 @@ func authorityJSON(c *Client) (string, error) {
 	return string(b), err
 }
 
-func loadEvidence(cfg *Config, d *yamlDoc, fr *fileRegistration, c *Client) error {
+func loadEvidence(cfg *Config, d *strictyaml.Document, fr *fileRegistration, c *Client) error {
 	c.Profile = ProfileEvidence
 	if cfg.AccessTokens.Claims == nil {
-		return d.fail("evidenceAudience", "the Evidence profile needs accessTokens.claims in the configuration", nil)
+		return d.Fail("evidenceAudience", "the Evidence profile needs accessTokens.claims in the configuration", nil)
 	}
 	if fr.EvidenceAudience == nil {
-		return d.fail("evidenceAudience", "is required with requesterTags (Evidence profile)", nil)
+		return d.Fail("evidenceAudience", "is required with requesterTags (Evidence profile)", nil)
 	}
 	if fr.RequesterTags == nil {
-		return d.fail("requesterTags", "is required with evidenceAudience (Evidence profile)", nil)
+		return d.Fail("requesterTags", "is required with evidenceAudience (Evidence profile)", nil)
 	}
 	ea := *fr.EvidenceAudience
 	if len(ea) < 1 || len(ea) > maximumGrantBytes {
-		return d.fail("evidenceAudience", fmt.Sprintf("must be 1 to %d bytes", maximumGrantBytes), nil)
+		return d.Fail("evidenceAudience", fmt.Sprintf("must be 1 to %d bytes", maximumGrantBytes), nil)
 	}
 	if u, err := url.Parse(ea); err != nil || u.Scheme == "" {
-		return d.fail("evidenceAudience", "must be a URL", nil)
+		return d.Fail("evidenceAudience", "must be a URL", nil)
 	}
 	c.EvidenceAudience = ea
 	if len(fr.RequesterTags) < 1 || len(fr.RequesterTags) > MaximumRequesterTags {
-		return d.fail("requesterTags", fmt.Sprintf("must hold 1 to %d entries", MaximumRequesterTags), nil)
+		return d.Fail("requesterTags", fmt.Sprintf("must hold 1 to %d entries", MaximumRequesterTags), nil)
 	}
 	seen := map[string]bool{}
 	for i, t := range fr.RequesterTags {
 		field := fmt.Sprintf("requesterTags[%d]", i)
 		if len(t) < 1 || len(t) > maximumTagBytes || strings.TrimSpace(t) == "" {
-			return d.fail(field, fmt.Sprintf("must be 1 to %d bytes and not blank", maximumTagBytes), nil)
+			return d.Fail(field, fmt.Sprintf("must be 1 to %d bytes and not blank", maximumTagBytes), nil)
 		}
 		if seen[t] {
-			return d.fail(field, "is listed twice", nil)
+			return d.Fail(field, "is listed twice", nil)
 		}
 		seen[t] = true
 	}
 	c.RequesterTags = append([]string(nil), fr.RequesterTags...)
 	if g := fr.Grant; g != nil {
 		if g.ID == nil || g.Authority == nil {
-			return d.fail("grant", "needs both id and authority", nil)
+			return d.Fail("grant", "needs both id and authority", nil)
 		}
 		for field, v := range map[string]string{"grant.id": *g.ID, "grant.authority": *g.Authority} {
 			if len(v) < 1 || len(v) > maximumGrantBytes || strings.TrimSpace(v) == "" {
-				return d.fail(field, fmt.Sprintf("must be 1 to %d bytes and not blank", maximumGrantBytes), nil)
+				return d.Fail(field, fmt.Sprintf("must be 1 to %d bytes and not blank", maximumGrantBytes), nil)
 			}
 		}
 		c.Grant = &Grant{ID: *g.ID, Authority: *g.Authority}
@@ -333,30 +334,30 @@ func loadEvidence(cfg *Config, d *yamlDoc, fr *fileRegistration, c *Client) erro
 	return nil
 }
 
-func loadDelegation(cfg *Config, d *yamlDoc, fd *fileDelegation) (*Delegation, error) {
+func loadDelegation(cfg *Config, d *strictyaml.Document, fd *fileDelegation) (*Delegation, error) {
 	names := cfg.AccessTokens.Claims
 	if names.Actor == "" {
-		return nil, d.fail("delegation", "delegated tokens need accessTokens.claims.actor in the configuration", nil)
+		return nil, d.Fail("delegation", "delegated tokens need accessTokens.claims.actor in the configuration", nil)
 	}
 	del := &Delegation{SubjectClaims: map[string]string{}}
 	if fd.Actors != nil {
 		if len(fd.Actors) < 1 || len(fd.Actors) > maximumActors {
-			return nil, d.fail("delegation.actors", fmt.Sprintf("must hold 1 to %d entries (omit it to permit any actor)", maximumActors), nil)
+			return nil, d.Fail("delegation.actors", fmt.Sprintf("must hold 1 to %d entries (omit it to permit any actor)", maximumActors), nil)
 		}
 		del.Actors = map[string]bool{}
 		for i, a := range fd.Actors {
 			field := fmt.Sprintf("delegation.actors[%d]", i)
 			if len(a) < 1 || len(a) > maximumActorBytes || strings.TrimSpace(a) == "" {
-				return nil, d.fail(field, fmt.Sprintf("must be 1 to %d bytes and not blank", maximumActorBytes), nil)
+				return nil, d.Fail(field, fmt.Sprintf("must be 1 to %d bytes and not blank", maximumActorBytes), nil)
 			}
 			if del.Actors[a] {
-				return nil, d.fail(field, "is listed twice", nil)
+				return nil, d.Fail(field, "is listed twice", nil)
 			}
 			del.Actors[a] = true
 		}
 	}
 	if len(fd.SubjectClaims) < 1 || len(fd.SubjectClaims) > maximumSubjectClaims {
-		return nil, d.fail("delegation.subjectClaims", fmt.Sprintf("must hold 1 to %d entries", maximumSubjectClaims), nil)
+		return nil, d.Fail("delegation.subjectClaims", fmt.Sprintf("must hold 1 to %d entries", maximumSubjectClaims), nil)
 	}
 	authority := map[string]bool{names.Principal: true, names.RequesterTags: true, names.EvidenceAudience: true, names.GrantID: true, names.GrantAuthority: true, names.Actor: true}
 	var paths []string
@@ -369,23 +370,23 @@ func loadDelegation(cfg *Config, d *yamlDoc, fd *fileDelegation) (*Delegation, e
 		p := fd.SubjectClaims[f]
 		field := "delegation.subjectClaims." + f
 		if !subjectFieldRE.MatchString(f) {
-			return nil, d.fail(field, "subject field names are [a-z][a-z0-9._-]{0,63}", nil)
+			return nil, d.Fail(field, "subject field names are [a-z][a-z0-9._-]{0,63}", nil)
 		}
 		if len(p) < 1 || len(p) > maximumSubjectPath {
-			return nil, d.fail(field, fmt.Sprintf("claim path must be 1 to %d bytes", maximumSubjectPath), nil)
+			return nil, d.Fail(field, fmt.Sprintf("claim path must be 1 to %d bytes", maximumSubjectPath), nil)
 		}
 		segs := strings.Split(p, ".")
 		for _, s := range segs {
 			if !subjectSegmentRE.MatchString(s) {
-				return nil, d.fail(field, "claim path is dot-separated segments of [A-Za-z_][A-Za-z0-9_-]*", nil)
+				return nil, d.Fail(field, "claim path is dot-separated segments of [A-Za-z_][A-Za-z0-9_-]*", nil)
 			}
 		}
 		if reservedDirectClaims[segs[0]] || authority[segs[0]] {
-			return nil, d.fail(field, fmt.Sprintf("claim path must not start with %q, a claim the issuer writes itself", segs[0]), nil)
+			return nil, d.Fail(field, fmt.Sprintf("claim path must not start with %q, a claim the issuer writes itself", segs[0]), nil)
 		}
 		for _, q := range paths {
 			if q == p || strings.HasPrefix(q, p+".") || strings.HasPrefix(p, q+".") {
-				return nil, d.fail(field, fmt.Sprintf("claim path %q collides with %q", p, q), nil)
+				return nil, d.Fail(field, fmt.Sprintf("claim path %q collides with %q", p, q), nil)
 			}
 		}
 		paths = append(paths, p)
@@ -394,26 +395,26 @@ func loadDelegation(cfg *Config, d *yamlDoc, fd *fileDelegation) (*Delegation, e
 	return del, nil
 }
 
-func loadStandard(cfg *Config, d *yamlDoc, fr *fileRegistration, c *Client) error {
+func loadStandard(cfg *Config, d *strictyaml.Document, fr *fileRegistration, c *Client) error {
 	c.Profile = ProfileStandard
 	az := fr.Authorization
 	if len(az.Scopes) < 1 || len(az.Scopes) > MaximumScopes {
-		return d.fail("authorization.scopes", fmt.Sprintf("must hold 1 to %d scopes", MaximumScopes), nil)
+		return d.Fail("authorization.scopes", fmt.Sprintf("must hold 1 to %d scopes", MaximumScopes), nil)
 	}
 	seen := map[string]bool{}
 	for i, s := range az.Scopes {
 		field := fmt.Sprintf("authorization.scopes[%d]", i)
 		if len(s) < 1 || len(s) > MaximumScopeBytes || !isNQChar(s) {
-			return d.fail(field, fmt.Sprintf("must be an RFC 6749 scope token of 1 to %d bytes", MaximumScopeBytes), nil)
+			return d.Fail(field, fmt.Sprintf("must be an RFC 6749 scope token of 1 to %d bytes", MaximumScopeBytes), nil)
 		}
 		if seen[s] {
-			return d.fail(field, "is listed twice", nil)
+			return d.Fail(field, "is listed twice", nil)
 		}
 		seen[s] = true
 	}
 	c.Scopes = append([]string(nil), az.Scopes...)
 	if len(az.Claims) > MaximumDirectClaims {
-		return d.fail("authorization.claims", fmt.Sprintf("holds at most %d claims", MaximumDirectClaims), nil)
+		return d.Fail("authorization.claims", fmt.Sprintf("holds at most %d claims", MaximumDirectClaims), nil)
 	}
 	var evidenceNames map[string]bool
 	if n := cfg.AccessTokens.Claims; n != nil {
@@ -425,28 +426,28 @@ func loadStandard(cfg *Config, d *yamlDoc, fr *fileRegistration, c *Client) erro
 	for _, cl := range az.Claims {
 		field := "authorization.claims." + cl.Name
 		if len(cl.Name) < 1 || len(cl.Name) > MaximumClaimNameBytes || !isNQChar(cl.Name) {
-			return d.fail(field, fmt.Sprintf("claim names are 1 to %d printable bytes", MaximumClaimNameBytes), nil)
+			return d.Fail(field, fmt.Sprintf("claim names are 1 to %d printable bytes", MaximumClaimNameBytes), nil)
 		}
 		if reservedDirectClaims[cl.Name] {
-			return d.fail(field, fmt.Sprintf("%q is reserved", cl.Name), nil)
+			return d.Fail(field, fmt.Sprintf("%q is reserved", cl.Name), nil)
 		}
 		if evidenceNames[cl.Name] {
-			return d.fail(field, fmt.Sprintf("%q is a configured evidence claim name", cl.Name), nil)
+			return d.Fail(field, fmt.Sprintf("%q is a configured evidence claim name", cl.Name), nil)
 		}
 		if len(cl.Value) < 1 || len(cl.Value) > MaximumClaimValueBytes {
-			return d.fail(field, fmt.Sprintf("value must be a non-empty string of at most %d bytes", MaximumClaimValueBytes), nil)
+			return d.Fail(field, fmt.Sprintf("value must be a non-empty string of at most %d bytes", MaximumClaimValueBytes), nil)
 		}
 	}
 	c.Claims = append([]DirectClaim(nil), az.Claims...)
 	if cfg.AccessTokens.Lifetime.Seconds() > MaximumStandardLifetimeSeconds {
-		return d.fail("authorization", fmt.Sprintf("a Standard client needs accessTokens.lifetimeSeconds of at most %d", MaximumStandardLifetimeSeconds), nil)
+		return d.Fail("authorization", fmt.Sprintf("a Standard client needs accessTokens.lifetimeSeconds of at most %d", MaximumStandardLifetimeSeconds), nil)
 	}
 	n, err := largestStandardResponse(cfg, c)
 	if err != nil {
-		return d.fail("authorization", "cannot project the largest token response", err)
+		return d.Fail("authorization", "cannot project the largest token response", err)
 	}
 	if n > maximumSignedResponseBytes {
-		return d.fail("authorization", fmt.Sprintf("the largest possible signed token response is %d bytes, above the %d-byte limit", n, maximumSignedResponseBytes), nil)
+		return d.Fail("authorization", fmt.Sprintf("the largest possible signed token response is %d bytes, above the %d-byte limit", n, maximumSignedResponseBytes), nil)
 	}
 	return nil
 }

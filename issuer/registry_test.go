@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/registrum/registrum/internal/strictyaml"
 	"github.com/registrum/registrum/issuer/keys"
 )
 
@@ -296,7 +297,7 @@ func TestStartWithoutClientsIsNotReady(t *testing.T) {
 }
 
 // FuzzRegistration feeds arbitrary documents to the registration loader: it
-// must refuse with a *ConfigError or accept, never panic.
+// must refuse with a *strictyaml.Error or accept, never panic.
 func FuzzRegistration(f *testing.F) {
 	f.Add("clientId: c\nprincipal: p\nauthorization:\n  scopes: [a]\nkeys:\n  - {\"kty\":\"EC\"}\n")
 	f.Add("clientId: c\nprincipal: p\nevidenceAudience: https://e\nrequesterTags: [t]\ndelegation:\n  subjectClaims: {a: b.c}\n")
@@ -316,9 +317,9 @@ func FuzzRegistration(f *testing.F) {
 		}
 		reg, err := LoadRegistry(cfg)
 		if err != nil {
-			var ce *ConfigError
+			var ce *strictyaml.Error
 			if !errors.As(err, &ce) {
-				t.Fatalf("refusal %v is not a *ConfigError", err)
+				t.Fatalf("refusal %v is not a *strictyaml.Error", err)
 			}
 			return
 		}
