@@ -2,10 +2,7 @@ package plugins
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
-	"maps"
-	"slices"
 
 	"github.com/registrum/registrum/internal/canonjson"
 	"github.com/registrum/registrum/plugins/contract"
@@ -38,59 +35,26 @@ func decodeOutput(raw []byte, out any) error {
 	return err
 }
 
-// canonicalOutput returns the RFC 8785 form of a validated result. Every
-// name in a validated result is plain ASCII, which needs no escaping and
-// sorts the same in UTF-16 as in bytes; a result holding anything else (it
-// cannot pass validation) is written by the general canonicaliser.
+// canonicalOutput returns the RFC 8785 form of a validated result, written
+// with canonjson's appenders (one string escaping, one member order).
 func canonicalOutput(out any) ([]byte, error) {
-	var b []byte
-	var err error
 	switch o := out.(type) {
 	case *contract.PlanResult:
-		b, err = appendCanonicalPlan(make([]byte, 0, 512), o)
+		return appendCanonicalPlan(make([]byte, 0, 512), o)
 	case *contract.HookResult:
-		b, err = appendCanonicalHook(nil, o)
+		return appendCanonicalHook(nil, o), nil
 	case *contract.ActionResult:
-		b, err = appendCanonicalAction(make([]byte, 0, 256), o)
-	default:
-		return canonjson.Marshal(out)
+		return appendCanonicalAction(make([]byte, 0, 256), o)
 	}
-	if errors.Is(err, errNotPlain) {
-		return canonjson.Marshal(out)
-	}
-	return b, err
-}
-
-// errNotPlain stops the canonical writers at a string that would need
-// escaping.
-var errNotPlain = errors.New("not a plain name")
-
-// appendPlain appends a member name or string value that must be plain.
-func appendPlain(b []byte, s string) ([]byte, error) {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' {
-			return nil, errNotPlain
-		}
-	}
-	b = append(b, '"')
-	b = append(b, s...)
-	return append(b, '"'), nil
+	return canonjson.Marshal(out)
 }
 
 // member appends `"key":"value"`, after a comma when comma is set.
-func member(b []byte, comma bool, key, value string) ([]byte, error) {
+func member(b []byte, comma bool, key, value string) []byte {
 	if comma {
 		b = append(b, ',')
 	}
-	b = append(b, '"')
-	b = append(b, key...)
-	b = append(b, `":`...)
-	return appendPlain(b, value)
-}
-
-// sortedNames returns the member names of m in ascending order.
-func sortedNames[V any](m map[string]V) []string {
-	return slices.Sorted(maps.Keys(m))
+	return canonjson.AppendString(append(canonjson.AppendString(b, key), ':'), value)
 }
 
 // appendCanonicalValue appends the canonical form of a JSON value.
@@ -122,9 +86,7 @@ func appendCanonicalPlan(b []byte, r *contract.PlanResult) ([]byte, error) {
 			b = append(b, ',')
 		}
 		b = append(b, `"refusal":`...)
-		if b, err = appendCanonicalRefusal(b, r.Refusal); err != nil {
-			return nil, err
-		}
+		b = appendCanonicalRefusal(b, r.Refusal)
 	}
 	return append(b, '}'), nil
 }
@@ -140,103 +102,77 @@ func appendCanonicalEffect(b []byte, e *contract.Effect) ([]byte, error) {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			if b, err = appendPlain(b, f); err != nil {
-				return nil, err
-			}
+			b = canonjson.AppendString(b, f)
 		}
 		b = append(b, "],"...)
 	}
-	if b, err = member(b, false, "id", e.ID); err != nil {
-		return nil, err
-	}
-	if b, err = member(b, true, "operation", string(e.Operation)); err != nil {
-		return nil, err
-	}
+	b = member(b, false, "id", e.ID)
+	b = member(b, true, "operation", string(e.Operation))
 	if len(e.Set) > 0 {
-		b = append(b, `,"set":{`...)
-		for i, k := range sortedNames(e.Set) {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			if b, err = appendPlain(b, k); err != nil {
-				return nil, err
-			}
-			b = append(b, ':', '{')
-			src := e.Set[k]
-			comma := false
-			if src.FromEffect != "" {
-				if b, err = member(b, comma, "fromEffect", src.FromEffect); err != nil {
-					return nil, err
-				}
-				comma = true
-			}
-			if src.FromField != "" {
-				if b, err = member(b, comma, "fromField", src.FromField); err != nil {
-					return nil, err
-				}
-				comma = true
-			}
-			if len(src.Value) > 0 {
-				if comma {
-					b = append(b, ',')
-				}
-				b = append(b, `"value":`...)
-				if b, err = appendCanonicalValue(b, src.Value); err != nil {
-					return nil, err
-				}
-			}
-			b = append(b, '}')
+		b = append(b, `,"set":`...)
+		if b, err = canonjson.AppendObject(b, e.Set, appendCanonicalSource); err != nil {
+			return nil, err
 		}
-		b = append(b, '}')
 	}
 	b = append(b, `,"target":{`...)
-	if b, err = member(b, false, "entity", e.Target.Entity); err != nil {
-		return nil, err
-	}
+	b = member(b, false, "entity", e.Target.Entity)
 	if e.Target.FromEffect != "" {
-		if b, err = member(b, true, "fromEffect", e.Target.FromEffect); err != nil {
-			return nil, err
-		}
+		b = member(b, true, "fromEffect", e.Target.FromEffect)
 	}
 	if e.Target.FromField != "" {
-		if b, err = member(b, true, "fromField", e.Target.FromField); err != nil {
-			return nil, err
-		}
+		b = member(b, true, "fromField", e.Target.FromField)
 	}
 	return append(b, "}}"...), nil
 }
 
+// appendCanonicalSource writes a set field's source: fromEffect,
+// fromField, value, each when set.
+func appendCanonicalSource(b []byte, src contract.FieldSource) ([]byte, error) {
+	b = append(b, '{')
+	comma := false
+	if src.FromEffect != "" {
+		b = member(b, comma, "fromEffect", src.FromEffect)
+		comma = true
+	}
+	if src.FromField != "" {
+		b = member(b, comma, "fromField", src.FromField)
+		comma = true
+	}
+	if len(src.Value) > 0 {
+		if comma {
+			b = append(b, ',')
+		}
+		var err error
+		if b, err = appendCanonicalValue(append(b, `"value":`...), src.Value); err != nil {
+			return nil, err
+		}
+	}
+	return append(b, '}'), nil
+}
+
 // appendCanonicalRefusal writes code, field, kind, each when set.
-func appendCanonicalRefusal(b []byte, r *contract.Refusal) ([]byte, error) {
-	var err error
+func appendCanonicalRefusal(b []byte, r *contract.Refusal) []byte {
 	b = append(b, '{')
 	comma := false
 	for _, m := range [...]struct{ k, v string }{{"code", r.Code}, {"field", r.Field}, {"kind", r.Kind}} {
 		if m.v == "" {
 			continue
 		}
-		if b, err = member(b, comma, m.k, m.v); err != nil {
-			return nil, err
-		}
+		b = member(b, comma, m.k, m.v)
 		comma = true
 	}
-	return append(b, '}'), nil
+	return append(b, '}')
 }
 
-func appendCanonicalHook(b []byte, r *contract.HookResult) ([]byte, error) {
-	var err error
+func appendCanonicalHook(b []byte, r *contract.HookResult) []byte {
 	b = append(b, '{')
 	comma := false
 	if r.Kind != "" {
-		if b, err = member(b, false, "kind", r.Kind); err != nil {
-			return nil, err
-		}
+		b = member(b, false, "kind", r.Kind)
 		comma = true
 	}
-	if b, err = member(b, comma, "outcome", string(r.Outcome)); err != nil {
-		return nil, err
-	}
-	return append(b, '}'), nil
+	b = member(b, comma, "outcome", string(r.Outcome))
+	return append(b, '}')
 }
 
 func appendCanonicalAction(b []byte, r *contract.ActionResult) ([]byte, error) {
@@ -244,9 +180,7 @@ func appendCanonicalAction(b []byte, r *contract.ActionResult) ([]byte, error) {
 	b = append(b, '{')
 	if r.Refusal != nil {
 		b = append(b, `"refusal":`...)
-		if b, err = appendCanonicalRefusal(b, r.Refusal); err != nil {
-			return nil, err
-		}
+		b = appendCanonicalRefusal(b, r.Refusal)
 	}
 	if len(r.Writes) > 0 {
 		if r.Refusal != nil {
@@ -257,27 +191,14 @@ func appendCanonicalAction(b []byte, r *contract.ActionResult) ([]byte, error) {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			if b, err = member(append(b, '{'), false, "id", w.ID); err != nil {
-				return nil, err
-			}
+			b = member(append(b, '{'), false, "id", w.ID)
 			b = append(b, `,"set":`...)
 			if w.Set == nil {
 				b = append(b, "null"...)
 			} else {
-				b = append(b, '{')
-				for j, k := range sortedNames(w.Set) {
-					if j > 0 {
-						b = append(b, ',')
-					}
-					if b, err = appendPlain(b, k); err != nil {
-						return nil, err
-					}
-					b = append(b, ':')
-					if b, err = appendCanonicalValue(b, w.Set[k]); err != nil {
-						return nil, err
-					}
+				if b, err = canonjson.AppendObject(b, w.Set, appendCanonicalValue); err != nil {
+					return nil, err
 				}
-				b = append(b, '}')
 			}
 			b = append(b, '}')
 		}

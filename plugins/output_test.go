@@ -210,3 +210,33 @@ func BenchmarkOutput(b *testing.B) {
 		}
 	})
 }
+
+// TestDuplicateMembersAreRefused checks a repeated member name is refused
+// wherever a module's input or output is read, at any depth.
+func TestDuplicateMembersAreRefused(t *testing.T) {
+	for _, in := range []string{
+		`{"request":{"a":1},"request":{"a":1}}`,
+		`{"request":{"a":1,"a":2}}`,
+		`{"request":{"o":{"b":[{"c":1,"c":1}]}}}`,
+	} {
+		if err := contract.CheckObjectMember([]byte(in), "request"); err == nil {
+			t.Errorf("CheckObjectMember accepted %s", in)
+		}
+		if _, err := contract.ParseValue([]byte(in)); err == nil {
+			t.Errorf("ParseValue accepted %s", in)
+		}
+	}
+	for _, doc := range []string{
+		`{"effects":[{"id":"e","operation":"create","target":{"entity":"a"},"set":{"f":{"value":{"x":1,"x":2}}}}]}`,
+		`{"effects":[{"id":"e","operation":"create","target":{"entity":"a"},"set":{"f":{"value":[{"x":{"y":1,"y":1}}]}}}]}`,
+	} {
+		var out contract.PlanResult
+		if err := decodeOutput([]byte(doc), &out); err == nil {
+			t.Errorf("decodeOutput accepted %s", doc)
+		}
+	}
+	var action contract.ActionResult
+	if err := decodeOutput([]byte(`{"writes":[{"id":"w","set":{"a":{"k":1,"k":2}}}]}`), &action); err == nil {
+		t.Error("an action result with a repeated member inside a value was accepted")
+	}
+}

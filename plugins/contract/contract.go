@@ -4,9 +4,11 @@
 //
 // It is shared by the host (package plugins) and by guests compiled to
 // WebAssembly (package sdk/guest), so it depends on nothing but the standard
-// library and builds for GOOS=wasip1 GOARCH=wasm. Its light JSON reader and
-// writer (ParseValue, AppendValue and the AppendJSON methods) avoid
-// reflection, which is slow inside a WebAssembly guest.
+// library and Registrum's one JSON reader (internal/strictjson) and
+// canonical writer (internal/canonjson), and builds for GOOS=wasip1
+// GOARCH=wasm. Its JSON reading and writing (ParseValue, AppendValue and the
+// AppendJSON methods) goes through those two and avoids reflection, which is
+// slow inside a WebAssembly guest.
 package contract
 
 import "encoding/json"

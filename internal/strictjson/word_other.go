@@ -1,6 +1,6 @@
 //go:build !(amd64 || arm64 || 386 || wasm)
 
-package contract
+package strictjson
 
 // word reads 8 bytes of b at i, little-endian.
 func word(b []byte, i int) uint64 {

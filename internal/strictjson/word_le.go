@@ -1,6 +1,6 @@
 //go:build amd64 || arm64 || 386 || wasm
 
-package contract
+package strictjson
 
 import "unsafe"
 

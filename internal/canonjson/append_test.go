@@ -1,0 +1,94 @@
+package canonjson
+
+import (
+	"bytes"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+)
+
+// randomString draws strings rich in what escaping and ordering get wrong:
+// controls, quotes, backslashes, non-ASCII (BMP above U+E000 and beyond
+// it) and invalid UTF-8.
+func randomString(r *rand.Rand) string {
+	pieces := []string{"a", "Z", "0", " ", "\"", "\\", "\b", "\f", "\n", "\r", "\t", "\x00", "\x1f", "\x7f",
+		"é", "\u2028", "\ue000", "\uffff", "😀", "\U00010000", "\xff", "\xc3", "<&>", "plain text of some length"}
+	var b strings.Builder
+	for range r.IntN(12) {
+		b.WriteString(pieces[r.IntN(len(pieces))])
+	}
+	return b.String()
+}
+
+func TestAppendersMatchMarshal(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for range 5000 {
+		s := randomString(r)
+		want, err := Marshal(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := AppendString(nil, s); !bytes.Equal(got, want) {
+			t.Fatalf("AppendString(%q) = %s, Marshal %s", s, got, want)
+		}
+
+		f := math.Float64frombits(r.Uint64())
+		switch r.IntN(4) {
+		case 0:
+			f = float64(r.Int64N(1<<53)) * math.Pow10(r.IntN(30)-15)
+		case 1:
+			f = -float64(r.IntN(1000)) / 8
+		}
+		if math.IsNaN(f) || math.IsInf(f, 0) {
+			if _, err := AppendNumber(nil, f); err == nil {
+				t.Fatalf("AppendNumber(%v) accepted", f)
+			}
+			continue
+		}
+		want, err = Marshal(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := AppendNumber(nil, f)
+		if err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("AppendNumber(%v) = %s (%v), Marshal %s", f, got, err, want)
+		}
+
+		m := map[string]string{}
+		for range r.IntN(12) {
+			m[randomString(r)] = randomString(r)
+		}
+		if invalidNames(m) {
+			continue
+		}
+		want, err = Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err = AppendObject(nil, m, func(b []byte, v string) ([]byte, error) { return AppendString(b, v), nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Fatalf("AppendObject(%q) = %s, Marshal %s", m, got, want)
+		}
+	}
+	for _, f := range []float64{0, math.Copysign(0, -1), 1e-7, 1e-6, 1e21, 1e20, 1e15, 0.1, -5e-324, math.MaxFloat64} {
+		want, _ := Marshal(f)
+		if got, _ := AppendNumber(nil, f); !bytes.Equal(got, want) {
+			t.Errorf("AppendNumber(%v) = %s, Marshal %s", f, got, want)
+		}
+	}
+}
+
+// invalidNames reports whether a name of m is invalid UTF-8 (two such names
+// can become the same once replaced, which Marshal refuses).
+func invalidNames(m map[string]string) bool {
+	for k := range m {
+		if strings.ToValidUTF8(k, "\ufffd") != k {
+			return true
+		}
+	}
+	return false
+}
