@@ -22,8 +22,6 @@ import (
 	"github.com/registrum/registrum/host/httpapi"
 	"github.com/registrum/registrum/host/records"
 	"github.com/registrum/registrum/model"
-	"github.com/registrum/registrum/store"
-	"github.com/registrum/registrum/store/layout"
 	"github.com/registrum/registrum/store/storetest"
 )
 
@@ -53,15 +51,7 @@ func testPackage(t *testing.T) *model.Package {
 			Fields: []*model.Field{{ID: "place", APIName: "place", Type: model.TypeString}},
 		}},
 	}
-	fp, err := layout.Fingerprint(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.SchemaFingerprint = fp
-	if p.Revision, err = model.ComputeRevision(p); err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return storetest.Complete(t, p)
 }
 
 type syncBuffer struct {
@@ -84,10 +74,7 @@ type env struct {
 
 func newEnv(t *testing.T) *env {
 	pool := storetest.NewPool(t)
-	st, err := store.Open(context.Background(), pool, testPackage(t))
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := storetest.Open(t, pool, testPackage(t))
 	keys, err := records.DeriveKeys(bytes.Repeat([]byte("k"), 32))
 	if err != nil {
 		t.Fatal(err)

@@ -18,7 +18,13 @@ import (
 // fingerprint and revision computed.
 func Package(t testing.TB, entities ...*model.Entity) *model.Package {
 	t.Helper()
-	p := &model.Package{Format: model.Format, Registry: model.Registry{ID: "test"}, Entities: entities}
+	return Complete(t, &model.Package{Format: model.Format, Registry: model.Registry{ID: "test"}, Entities: entities})
+}
+
+// Complete computes p's schema fingerprint and revision, as the compiler
+// would, and returns p.
+func Complete(t testing.TB, p *model.Package) *model.Package {
+	t.Helper()
 	fp, err := layout.Fingerprint(p)
 	if err != nil {
 		t.Fatal(err)
@@ -30,14 +36,23 @@ func Package(t testing.TB, entities ...*model.Entity) *model.Package {
 	return p
 }
 
+// Open opens the store of package p on pool, migrating its layout; it fails
+// the test on error.
+func Open(t testing.TB, pool *pgxpool.Pool, p *model.Package) *store.Store {
+	t.Helper()
+	st, err := store.Open(context.Background(), pool, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
 // NewTables returns a pool on a fresh database holding the layout of the
 // entities.
 func NewTables(t testing.TB, entities ...*model.Entity) *pgxpool.Pool {
 	t.Helper()
 	pool := NewPool(t)
-	if _, err := store.Open(context.Background(), pool, Package(t, entities...)); err != nil {
-		t.Fatal(err)
-	}
+	Open(t, pool, Package(t, entities...))
 	return pool
 }
 
