@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/registrum/registrum/host/auth"
@@ -439,9 +440,20 @@ func (d *Profiles) resolve(ru rule, claims *auth.Claims) (Boundary, error) {
 		b.Values = []any{sv}
 		return b, nil
 	}
-	list, ok := v.([]any)
-	if !ok {
-		return b, fmt.Errorf("row boundary claim %q is not an array", ru.claim)
+	var list []any
+	switch x := v.(type) {
+	case []any:
+		list = x
+	case string:
+		// Registrum's issuer writes direct claims as strings only: an "in"
+		// claim is then one space-delimited list (docs/decisions/row-boundary-claims.md).
+		pieces, err := spaceDelimited(x)
+		if err != nil {
+			return b, fmt.Errorf("row boundary claim %q: %w", ru.claim, err)
+		}
+		list = pieces
+	default:
+		return b, fmt.Errorf("row boundary claim %q is neither an array nor a space-delimited string", ru.claim)
 	}
 	if len(list) > MaximumBoundaryValues {
 		return b, fmt.Errorf("row boundary claim %q has more than %d members", ru.claim, MaximumBoundaryValues)
@@ -457,6 +469,24 @@ func (d *Profiles) resolve(ru rule, claims *auth.Claims) (Boundary, error) {
 	return b, nil
 }
 
+// spaceDelimited splits an "in" claim written as one string on U+0020
+// spaces; empty pieces (leading, trailing or repeated spaces) are dropped,
+// so "" and "   " are empty lists. More than MaximumBoundaryValues pieces
+// is an error, found without splitting the whole string.
+func spaceDelimited(s string) ([]any, error) {
+	var out []any
+	for piece := range strings.SplitSeq(s, " ") {
+		if piece == "" {
+			continue
+		}
+		if len(out) == MaximumBoundaryValues {
+			return nil, fmt.Errorf("has more than %d members", MaximumBoundaryValues)
+		}
+		out = append(out, piece)
+	}
+	return out, nil
+}
+
 // storageValue checks a claim value as a wire value of the field (the same
 // checks a written value passes) and returns its storage form.
 func (d *Profiles) storageValue(f *model.Field, v any) (any, error) {
@@ -469,6 +499,15 @@ func (d *Profiles) storageValue(f *model.Field, v any) (any, error) {
 		if f.Type == model.TypeDecimal {
 			v = string(x)
 		}
+	case string:
+		// A string claim (the only kind Registrum's issuer writes) on an
+		// integer field holds the integer's canonical decimal text.
+		if f.Type == model.TypeInteger {
+			if !canonicalInteger(x) {
+				return nil, errors.New("not a valid value of the field")
+			}
+			v = json.Number(x)
+		}
 	}
 	sv, err := d.codec.Decode(f, v)
 	if err != nil {
@@ -478,6 +517,22 @@ func (d *Profiles) storageValue(f *model.Field, v any) (any, error) {
 		return nil, errors.New("null")
 	}
 	return sv, nil
+}
+
+// canonicalInteger reports whether s is an integer in canonical decimal
+// form: 0, or an optional minus sign and digits without a leading zero.
+func canonicalInteger(s string) bool {
+	digits := strings.TrimPrefix(s, "-")
+	if digits == "" || digits[0] == '0' && (len(digits) > 1 || len(s) > len(digits)) {
+		return false
+	}
+	s = digits
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 func (g *grant) result(p *model.Profile, principalRef string, bounds Boundaries) *Grant {

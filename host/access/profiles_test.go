@@ -74,40 +74,53 @@ func TestDecideSelectsAdmitsAndConceals(t *testing.T) {
 		{"boundary claim missing", "parcel", model.OpGet, "", tok(clerk, "district", nil), problem.ResourceNotFound, "", ""},
 		{"boundary claim outside the field's values", "parcel", model.OpGet, "", tok(clerk, "district", "central"), problem.ResourceNotFound, "", ""},
 		{"equals boundary claim is an array", "parcel", model.OpGet, "", tok(clerk, "district", []string{"north"}), problem.ResourceNotFound, "", ""},
-		{"in boundary claim not an array", "parcel", model.OpGet, "auditor", tok(auditor, "districts", "north"), problem.ResourceNotFound, "", ""},
+		{"in boundary claim neither an array nor a string", "parcel", model.OpGet, "auditor", tok(auditor, "districts", map[string]any{"north": true}), problem.ResourceNotFound, "", ""},
+		{"in boundary claim as a number", "parcel", model.OpGet, "auditor", tok(auditor, "districts", 7), problem.ResourceNotFound, "", ""},
 		{"in boundary claim with an invalid member", "parcel", model.OpGet, "auditor", tok(auditor, "districts", []string{"north", "central"}), problem.ResourceNotFound, "", ""},
-		{"integer boundary claim as a string", "parcel", model.OpGet, "auditor", tok(auditor, "org", "7"), problem.ResourceNotFound, "", ""},
+		{"in boundary claim as a space-delimited string", "parcel", model.OpGet, "auditor", tok(auditor, "districts", "north east"), "", "auditor", "ref:c1"},
+		{"in boundary claim as a string with an invalid member", "parcel", model.OpGet, "auditor", tok(auditor, "districts", "north central"), problem.ResourceNotFound, "", ""},
+		{"in boundary claim as a string at its member bound", "parcel", model.OpGet, "auditor", tok(auditor, "districts", strings.Repeat("north ", access.MaximumBoundaryValues)), "", "auditor", "ref:c1"},
+		{"in boundary claim as a string over its member bound", "parcel", model.OpGet, "auditor", tok(auditor, "districts", strings.Repeat(" north", access.MaximumBoundaryValues+1)), problem.ResourceNotFound, "", ""},
+		{"integer boundary claim as a canonical string", "parcel", model.OpGet, "auditor", tok(auditor, "org", "7"), "", "auditor", "ref:c1"},
+		{"integer boundary claim as a string with a leading zero", "parcel", model.OpGet, "auditor", tok(auditor, "org", "07"), problem.ResourceNotFound, "", ""},
+		{"integer boundary claim as a string with a sign", "parcel", model.OpGet, "auditor", tok(auditor, "org", "+7"), problem.ResourceNotFound, "", ""},
+		{"integer boundary claim as a fractional string", "parcel", model.OpGet, "auditor", tok(auditor, "org", "7.0"), problem.ResourceNotFound, "", ""},
 		{"in boundary claim at its member bound", "parcel", model.OpGet, "auditor", tok(auditor, "districts", repeat("north", access.MaximumBoundaryValues)), "", "auditor", "ref:c1"},
 		{"in boundary claim over its member bound", "parcel", model.OpGet, "auditor", tok(auditor, "districts", repeat("north", access.MaximumBoundaryValues+1)), problem.ResourceNotFound, "", ""},
 	}
 	// why names, for the logs only, the step that refused.
 	why := map[string]string{
-		"unknown profile name":                               `no profile "nobody"`,
-		"profile that does not grant the route":              `no profile "inspector"`,
-		"several profiles and no default":                    "accessProfile is required",
-		"anonymous operation not granted":                    "does not grant create",
-		"missing token":                                      "needs a token",
-		"principal claim missing":                            `principal claim "sub"`,
-		"principal claim not a string":                       `principal claim "sub"`,
-		"profile's own principal claim missing":              `principal claim "client_id"`,
-		"required scope missing":                             "required scope",
-		"one of two required scopes missing":                 "required scope",
-		"no scope claim":                                     "required scope",
-		"purpose not among the required ones":                "purpose",
-		"purpose missing":                                    "purpose",
-		"operation not granted":                              "does not grant tombstone",
-		"boundary claim missing":                             `claim "district" missing`,
-		"boundary claim outside the field's values":          "not a valid value",
-		"equals boundary claim is an array":                  "not a single value",
-		"in boundary claim not an array":                     "not an array",
-		"in boundary claim with an invalid member":           "member 1",
-		"integer boundary claim as a string":                 `claim "org"`,
-		"in boundary claim over its member bound":            "more than",
-		"rejected token: expired":                            "expired",
-		"rejected token: garbage":                            "malformed",
-		"credential of another scheme":                       "without a bearer token",
-		"anonymous with a rejected token":                    "audience",
-		"rejected token on a route without a profile answer": "issuer",
+		"unknown profile name":                                   `no profile "nobody"`,
+		"profile that does not grant the route":                  `no profile "inspector"`,
+		"several profiles and no default":                        "accessProfile is required",
+		"anonymous operation not granted":                        "does not grant create",
+		"missing token":                                          "needs a token",
+		"principal claim missing":                                `principal claim "sub"`,
+		"principal claim not a string":                           `principal claim "sub"`,
+		"profile's own principal claim missing":                  `principal claim "client_id"`,
+		"required scope missing":                                 "required scope",
+		"one of two required scopes missing":                     "required scope",
+		"no scope claim":                                         "required scope",
+		"purpose not among the required ones":                    "purpose",
+		"purpose missing":                                        "purpose",
+		"operation not granted":                                  "does not grant tombstone",
+		"boundary claim missing":                                 `claim "district" missing`,
+		"boundary claim outside the field's values":              "not a valid value",
+		"equals boundary claim is an array":                      "not a single value",
+		"in boundary claim neither an array nor a string":        "neither an array nor a space-delimited string",
+		"in boundary claim as a number":                          "neither an array nor a space-delimited string",
+		"in boundary claim with an invalid member":               "member 1",
+		"in boundary claim as a string with an invalid member":   "member 1",
+		"in boundary claim as a string over its member bound":    "more than",
+		"integer boundary claim as a string with a leading zero": `claim "org"`,
+		"integer boundary claim as a string with a sign":         `claim "org"`,
+		"integer boundary claim as a fractional string":          `claim "org"`,
+		"in boundary claim over its member bound":                "more than",
+		"rejected token: expired":                                "expired",
+		"rejected token: garbage":                                "malformed",
+		"credential of another scheme":                           "without a bearer token",
+		"anonymous with a rejected token":                        "audience",
+		"rejected token on a route without a profile answer":     "issuer",
 	}
 	notFound := problem.NotFound().Doc("https://problems.test", "trace")
 	var refusedDoc *problem.Document
@@ -247,16 +260,32 @@ func TestRowBoundariesEqualsAndIn(t *testing.T) {
 	if !auditor.Admits(map[string]any{"district": "north", "org": int64(7)}) {
 		t.Fatal("Boundaries exposes the grant's own values")
 	}
-	// An empty in-claim admits the profile but no record.
-	empty, err := f.d.Decide(ctx, access.Request{Operation: model.OpList, Entity: parcel, Profile: "auditor",
-		Bearer: f.token("scope", "parcels:read audit:read", "purpose", "audit", "districts", []string{}, "org", 7)})
+	// An empty in-claim admits the profile but no record: an empty array,
+	// an empty string, or a string of spaces only.
+	for _, claim := range []any{[]string{}, "", "   "} {
+		empty, err := f.d.Decide(ctx, access.Request{Operation: model.OpList, Entity: parcel, Profile: "auditor",
+			Bearer: f.token("scope", "parcels:read audit:read", "purpose", "audit", "districts", claim, "org", 7)})
+		if err != nil {
+			t.Fatalf("empty in-claim %q: %v", claim, err)
+		}
+		if len(empty.Boundaries()[0].Values) != 0 {
+			t.Fatalf("empty in-claim %q: boundaries %v", claim, empty.Boundaries())
+		}
+		for _, d := range []string{"north", "south", "east", "west"} {
+			if empty.Admits(map[string]any{"district": d, "org": int64(7)}) {
+				t.Fatalf("an empty in-claim %q admitted %s", claim, d)
+			}
+		}
+	}
+	// A space-delimited in-claim resolves like the array of its pieces;
+	// leading, trailing and repeated spaces add nothing.
+	spaced, err := f.d.Decide(ctx, access.Request{Operation: model.OpList, Entity: parcel, Profile: "auditor",
+		Bearer: f.token("scope", "parcels:read audit:read", "purpose", "audit", "districts", "  north   east ", "org", "7")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, d := range []string{"north", "south", "east", "west"} {
-		if empty.Admits(map[string]any{"district": d, "org": int64(7)}) {
-			t.Fatalf("an empty in-claim admitted %s", d)
-		}
+	if got, want := spaced.Boundaries(), auditor.Boundaries(); !reflect.DeepEqual(got, want) {
+		t.Fatalf("space-delimited boundaries = %#v, want %#v", got, want)
 	}
 	// Unrestricted grants have no boundaries and admit every record.
 	public, _ := f.d.Decide(ctx, access.Request{Operation: model.OpGet, Entity: parcel, Profile: "public"})
