@@ -3,10 +3,12 @@ package main
 import (
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 
 	"github.com/spf13/cobra"
 
+	"github.com/registrum/registrum/model"
 	"github.com/registrum/registrum/project"
 	"github.com/registrum/registrum/store/layout"
 )
@@ -15,7 +17,7 @@ func init() { register(newCompileCmd) }
 
 func newCompileCmd() *cobra.Command {
 	var out string
-	var production, check bool
+	var production, check, force bool
 	cmd := &cobra.Command{
 		Use:   "compile PROJECT_DIR (--out PACKAGE_DIR | --check)",
 		Short: "Compile a registry project into a package, or check it",
@@ -24,7 +26,12 @@ modules it names), enforces every compile-time rule, and writes the package to
 PACKAGE_DIR. With --check it only reports. Every finding is listed as
 file:line:column: key.path: message [rule]; any finding makes the command fail
 with exit code 1. --production adds the production rules: a handler for every
-hook and a pinned digest for every module.`,
+hook and a pinned digest for every module.
+
+PACKAGE_DIR must be empty, missing, or hold a package of the same registry
+(registry.id), which is replaced; a package of another registry, or one this
+version cannot read, is replaced only with --force. A folder holding anything
+else is never replaced.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if check == (out != "") {
@@ -46,6 +53,9 @@ hook and a pinned digest for every module.`,
 				fmt.Fprintf(cmd.OutOrStdout(), "%s: no findings (revision %s)\n", args[0], res.Package.Revision)
 				return nil
 			}
+			if err := checkReplace(out, res.Package.Registry.ID, force); err != nil {
+				return withExitCode(1, err)
+			}
 			if err := res.Write(out); err != nil {
 				return withExitCode(1, err)
 			}
@@ -56,5 +66,27 @@ hook and a pinned digest for every module.`,
 	cmd.Flags().StringVar(&out, "out", "", "folder to write the package to")
 	cmd.Flags().BoolVar(&check, "check", false, "only check the project and list every finding")
 	cmd.Flags().BoolVar(&production, "production", false, "apply the production rules")
+	cmd.Flags().BoolVar(&force, "force", false, "replace a package of another registry in PACKAGE_DIR")
 	return cmd
+}
+
+// checkReplace refuses to let a compiled package of registry id replace what
+// dir holds, unless dir is missing or empty, holds a package of the same
+// registry, or force is set and dir holds a package. A folder holding no
+// package is left to project's writer, which refuses it.
+func checkReplace(dir, id string, force bool) error {
+	if _, err := os.Stat(filepath.Join(dir, model.FileName)); err != nil {
+		return nil
+	}
+	old, err := model.Load(dir)
+	if err != nil {
+		if force {
+			return nil
+		}
+		return fmt.Errorf("compile: %s holds a package this version cannot read (%v); pass --force to replace it", dir, err)
+	}
+	if old.Registry.ID != id && !force {
+		return fmt.Errorf("compile: %s holds the package of registry %q, not %q; pass --force to replace it, or choose another --out", dir, old.Registry.ID, id)
+	}
+	return nil
 }

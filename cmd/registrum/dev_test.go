@@ -21,6 +21,8 @@ import (
 type devRun struct {
 	cmd    *exec.Cmd
 	output strings.Builder
+	// stderr is complete once the process has been waited for.
+	stderr strings.Builder
 }
 
 // startDev runs `registrum dev` from the repository root and waits for its
@@ -33,12 +35,12 @@ func startDev(t *testing.T, data string) *devRun {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
+	r := &devRun{cmd: cmd}
+	stderr := &r.stderr
+	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	r := &devRun{cmd: cmd}
 	done := make(chan error, 1)
 	go func() {
 		sc := bufio.NewScanner(stdout)
@@ -62,6 +64,10 @@ func startDev(t *testing.T, data string) *devRun {
 	case <-time.After(120 * time.Second):
 		cmd.Process.Kill()
 		t.Fatalf("registrum dev not ready after 120s:\n%s\n%s", r.output.String(), stderr.String())
+	}
+	// A cluster dev had to put outside the data folder goes with the test.
+	if dir := clusterDirOf(t, data); !strings.HasPrefix(dir, data+string(filepath.Separator)) {
+		t.Cleanup(func() { os.RemoveAll(dir) })
 	}
 	return r
 }
@@ -92,7 +98,7 @@ func (r *devRun) stop(t *testing.T, data string, sig syscall.Signal) {
 
 func postmasterPID(t *testing.T, data string) int {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(data, "postgres", "data", "postmaster.pid"))
+	b, err := os.ReadFile(filepath.Join(clusterDirOf(t, data), "data", "postmaster.pid"))
 	if err != nil {
 		t.Fatalf("no postmaster.pid: %v", err)
 	}

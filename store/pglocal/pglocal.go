@@ -16,7 +16,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -411,6 +411,40 @@ func credentialOf(u *user.User) (*syscall.Credential, error) {
 	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), Groups: []uint32{}}, nil
 }
 
+// ErrUnreachable is wrapped by the error Start and CheckFolder return when
+// the cluster's system user cannot enter a parent of the cluster's folder
+// (typically a home folder of mode 0700 when running as root).
+var ErrUnreachable = errors.New("the cluster's user cannot reach the folder")
+
+// CheckFolder reports whether a persistent cluster can run in dir: when the
+// caller is root, the server's system user (user, as in Options.User) must be
+// able to enter every existing parent of dir. The error wraps ErrUnreachable
+// when it cannot. It changes nothing on disk (beyond creating the system user
+// when Start would).
+func CheckFolder(dir, user string) error {
+	cred, err := credentialFor(user)
+	if err != nil || cred == nil {
+		return err
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return fmt.Errorf("pglocal: %w", err)
+	}
+	// Check from the nearest folder that exists: the first existing
+	// ancestor must itself be enterable.
+	for {
+		if _, err := os.Stat(abs); err == nil || abs == filepath.Dir(abs) {
+			break
+		}
+		abs = filepath.Dir(abs)
+		if _, err := os.Stat(abs); err == nil {
+			abs = filepath.Join(abs, "_")
+			break
+		}
+	}
+	return checkParents(abs, cred)
+}
+
 // prepareDir hands the cluster folder to the server's user and checks that
 // the user can reach it through every parent folder.
 func prepareDir(dir string, cred *syscall.Credential) error {
@@ -420,6 +454,11 @@ func prepareDir(dir string, cred *syscall.Credential) error {
 	if err := chownTo(dir, cred); err != nil {
 		return err
 	}
+	return checkParents(dir, cred)
+}
+
+// checkParents checks that the user of cred can enter every parent of dir.
+func checkParents(dir string, cred *syscall.Credential) error {
 	for p := filepath.Dir(dir); ; p = filepath.Dir(p) {
 		st, err := os.Stat(p)
 		if err != nil {
@@ -431,7 +470,7 @@ func prepareDir(dir string, cred *syscall.Credential) error {
 			(sys.Uid == cred.Uid && mode&0o100 != 0) ||
 			(sys.Gid == cred.Gid && mode&0o010 != 0)
 		if !reachable {
-			return fmt.Errorf("pglocal: the cluster runs as uid %d, which cannot enter %s (mode %v): choose a folder outside it, or allow traversal with chmod o+x %s", cred.Uid, p, mode, p)
+			return fmt.Errorf("pglocal: %w: the cluster runs as uid %d, which cannot enter %s (mode %v): choose a folder outside it, or allow traversal with chmod o+x %s", ErrUnreachable, cred.Uid, p, mode, p)
 		}
 		if p == filepath.Dir(p) {
 			return nil

@@ -70,9 +70,13 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return fmt.Errorf("dev: %w", err)
 	}
-	if err := os.MkdirAll(data, 0o755); err != nil {
-		return fmt.Errorf("dev: create data folder: %w", err)
+	// The lock comes before any write: a second dev on the same folder, or a
+	// folder holding anything dev did not make, changes nothing.
+	dd, err := openDataDir(data)
+	if err != nil {
+		return err
 	}
+	defer dd.close()
 
 	// Compile first: a broken project should not cost a cluster start.
 	res, err := project.Compile(o.ProjectDir, project.Options{Fingerprint: layout.Fingerprint})
@@ -87,7 +91,11 @@ func Run(ctx context.Context, o Options) error {
 		return fmt.Errorf("dev: write package: %w", err)
 	}
 
-	cluster, err := pglocal.Start(ctx, pglocal.Options{Dir: filepath.Join(data, "postgres")})
+	clusterDir, err := dd.clusterDir()
+	if err != nil {
+		return err
+	}
+	cluster, err := pglocal.Start(ctx, pglocal.Options{Dir: clusterDir})
 	if err != nil {
 		return fmt.Errorf("dev: %w", err)
 	}
@@ -134,7 +142,7 @@ func Run(ctx context.Context, o Options) error {
 	go func() { errs <- iss.Serve(ctx, issuerLn) }()
 	auth := authBlock(icfg, issuerLn.Addr().String(), purposeClaim)
 
-	h, err := openHost(ctx, data, cluster, hostLn, auth, o.Log)
+	h, err := openHost(ctx, dd, cluster, hostLn, auth, o.Log)
 	if err != nil {
 		cancel()
 		<-errs
@@ -144,15 +152,35 @@ func Run(ctx context.Context, o Options) error {
 
 	go func() { errs <- h.Serve(ctx, hostLn, nil) }()
 
-	printNextSteps(o, data, hostLn.Addr().String(), setup, walk)
+	printNextSteps(o, dd, hostLn.Addr().String(), setup, walk)
 
-	first := <-errs
-	cancel()
-	second := <-errs
-	if first != nil {
-		return first
+	// Serve until the context ends, a service fails, or PostgreSQL dies: a
+	// host without its database would only answer errors.
+	var first error
+	pending := 2
+	select {
+	case first = <-errs:
+		pending--
+	case <-cluster.Done():
+		first = clusterDied(cluster)
 	}
-	return second
+	cancel()
+	for ; pending > 0; pending-- {
+		if err := <-errs; first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// clusterDied is the error dev stops with when its PostgreSQL exits under it.
+func clusterDied(c *pglocal.Cluster) error {
+	lines := strings.Split(strings.TrimRight(c.Log(), "\n"), "\n")
+	if len(lines) > 10 {
+		lines = lines[len(lines)-10:]
+	}
+	return fmt.Errorf("dev: PostgreSQL (pid %d) stopped unexpectedly, so registrum dev stopped too; start it again (its log is %s):\n%s",
+		c.PID(), filepath.Join(c.Dir(), "postgres.log"), strings.Join(lines, "\n"))
 }
 
 // requiredScopes returns every scope the package's profiles require, so
@@ -186,7 +214,8 @@ func authBlock(icfg *issuer.Config, issuerAddr, purposeClaim string) string {
 
 // openHost writes the record host's configuration, migrates the database
 // and opens the host.
-func openHost(ctx context.Context, data string, cluster *pglocal.Cluster, ln net.Listener, auth string, log *slog.Logger) (*host.Host, error) {
+func openHost(ctx context.Context, dd *dataDir, cluster *pglocal.Cluster, ln net.Listener, auth string, log *slog.Logger) (*host.Host, error) {
+	data := dd.path
 	cfgPath, err := writeHostConfig(data, cluster.DSN(databaseName), ln.Addr().(*net.TCPAddr).Port, auth)
 	if err != nil {
 		return nil, err
@@ -206,7 +235,11 @@ func openHost(ctx context.Context, data string, cluster *pglocal.Cluster, ln net
 	}
 	h, err := host.Open(ctx, cfg, log)
 	if errors.Is(err, store.ErrLayoutMismatch) {
-		return nil, fmt.Errorf("dev: %w\nThe project's entities changed since the data folder was created: remove %s to start afresh, or pass --data with a new folder", err, data)
+		remove := data
+		if dd.marker.ClusterDir != "" {
+			remove += " and " + dd.marker.ClusterDir
+		}
+		return nil, fmt.Errorf("dev: %w\nThe project's entities changed since the data folder was created: remove %s to start afresh, or pass --data with a new folder", err, remove)
 	}
 	return h, err
 }
@@ -235,7 +268,7 @@ func writeHostConfig(data, dsn string, port int, auth string) (string, error) {
 		}
 	}
 	dsnJSON, _ := json.Marshal(dsn)
-	cfg := fmt.Sprintf(`# Written by registrum dev on every start.
+	cfg := fmt.Sprintf(configHeader+` on every start.
 version: 1
 listener:
   address: 127.0.0.1
@@ -254,10 +287,14 @@ hostKeyRef: secret:file/host-key
 	return path, nil
 }
 
-func printNextSteps(o Options, data, hostAddr string, setup *issuer.DevSetup, walk *Walkthrough) {
+func printNextSteps(o Options, dd *dataDir, hostAddr string, setup *issuer.DevSetup, walk *Walkthrough) {
 	base := "http://" + hostAddr
 	w := o.Out
-	fmt.Fprintf(w, "Registrum dev is running (data in %s).\n\n", data)
+	fmt.Fprintf(w, "Registrum dev is running (data in %s).\n", dd.path)
+	if dd.marker.ClusterDir != "" {
+		fmt.Fprintf(w, "Its PostgreSQL cluster is in %s: the cluster's system user cannot enter the data folder.\n", dd.marker.ClusterDir)
+	}
+	fmt.Fprintln(w)
 	fmt.Fprintf(w, "  record host   %s\n", base)
 	fmt.Fprintf(w, "  token issuer  %s\n\n", strings.TrimSuffix(setup.TokenURL, "/token"))
 	var standard issuer.DevClient
