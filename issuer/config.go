@@ -309,7 +309,7 @@ func LoadConfig(path string) (*Config, error) {
 // decodeStrict reads the YAML document at path, of at most limit bytes,
 // strictly into v.
 func decodeStrict(path string, limit int64, v any) (*strictyaml.Document, error) {
-	doc, err := strictyaml.ReadFile(path, strictyaml.Limits{MaxBytes: limit})
+	doc, err := strictyaml.ReadFile(path, strictyaml.ConfigLimits(limit))
 	if err != nil {
 		return nil, err
 	}

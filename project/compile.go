@@ -23,7 +23,7 @@ import (
 var ProjectFileNames = []string{"registry.yaml", "registry.yml", "registry.json"}
 
 // MaxProjectBytes bounds the size of the project document.
-const MaxProjectBytes = 4 << 20
+const MaxProjectBytes = source.MaxBytes
 
 // MaxModuleBytes bounds the size of one script, module or verifier binary.
 const MaxModuleBytes = 64 << 20

@@ -70,7 +70,7 @@ const MaxFileBytes = 1 << 20
 // Load reads, decodes and validates a configuration file. A refusal is a
 // *strictyaml.Error naming the file, the line, the key path and the rule.
 func Load(path string) (*Config, error) {
-	doc, err := strictyaml.ReadFile(path, strictyaml.Limits{MaxBytes: MaxFileBytes})
+	doc, err := strictyaml.ReadFile(path, strictyaml.ConfigLimits(MaxFileBytes))
 	if err != nil {
 		return nil, err // names the file
 	}

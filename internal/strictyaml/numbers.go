@@ -54,11 +54,15 @@ func (d *Document) checkNode(t reflect.Type, n ast.Node, path string, depth int)
 	switch t.Kind() {
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
 		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		switch n.(type) {
+		switch nn := n.(type) {
 		case *ast.StringNode, *ast.LiteralNode:
 			return d.refuse(n, path, "must be an integer, not a string")
 		case *ast.FloatNode, *ast.InfinityNode, *ast.NanNode:
 			return d.refuse(n, path, "must be an integer")
+		case *ast.IntegerNode:
+			if msg := outOfRange(t, nn.Value); msg != "" {
+				return d.refuse(n, path, msg)
+			}
 		}
 	case reflect.Float32, reflect.Float64:
 		switch n.(type) {
@@ -93,6 +97,44 @@ func (d *Document) checkNode(t reflect.Type, n ast.Node, path string, depth int)
 		}
 	}
 	return nil
+}
+
+// outOfRange says why the integer v does not fit the integer type t (a
+// negative value for an unsigned type, for one), in the document's terms;
+// empty when it fits or is not an integer the parser read.
+func outOfRange(t reflect.Type, v any) string {
+	var neg bool
+	var mag uint64 // magnitude of v
+	switch v := v.(type) {
+	case int64:
+		neg = v < 0
+		mag = uint64(v)
+		if neg {
+			mag = uint64(-(v + 1)) + 1
+		}
+	case uint64:
+		mag = v
+	default:
+		return ""
+	}
+	bits := t.Bits()
+	switch t.Kind() {
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		if neg {
+			return "must not be negative"
+		}
+		if max := uint64(1)<<(bits-1)<<1 - 1; mag > max {
+			return "must be at most " + strconv.FormatUint(max, 10)
+		}
+	default:
+		if max := uint64(1)<<(bits-1) - 1; !neg && mag > max {
+			return "must be at most " + strconv.FormatUint(max, 10)
+		}
+		if min := uint64(1) << (bits - 1); neg && mag > min {
+			return "must be at least -" + strconv.FormatUint(min, 10)
+		}
+	}
+	return ""
 }
 
 // pairs returns the key-value pairs of a mapping node (none for another

@@ -54,6 +54,23 @@ type Limits struct {
 	MaxDepth int
 }
 
+// Budgets of a configuration file (a service's config, a client
+// registration): far more than any real one holds, far less than the
+// defaults, which are sized for authored documents.
+const (
+	// ConfigMaxNodes bounds a configuration's nodes, aliases expanded.
+	ConfigMaxNodes = 1 << 16
+	// ConfigMaxAliases bounds a configuration's alias nodes.
+	ConfigMaxAliases = 1 << 10
+	// ConfigMaxDepth bounds a configuration's nesting.
+	ConfigMaxDepth = 32
+)
+
+// ConfigLimits are the budgets of a configuration file of at most maxBytes.
+func ConfigLimits(maxBytes int64) Limits {
+	return Limits{MaxBytes: maxBytes, MaxNodes: ConfigMaxNodes, MaxAliases: ConfigMaxAliases, MaxDepth: ConfigMaxDepth}
+}
+
 func (l Limits) withDefaults() Limits {
 	if l.MaxBytes <= 0 {
 		l.MaxBytes = DefaultMaxBytes

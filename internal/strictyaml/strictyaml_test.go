@@ -1,16 +1,15 @@
 package strictyaml
 
 import (
-	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
+
+	"github.com/registrum/registrum/internal/bombtest"
 )
 
 type listener struct {
@@ -78,7 +77,8 @@ func TestDecodeRefusalsNameFileLineAndKeyPath(t *testing.T) {
 		{"fraction for an integer", "use: 2", "use: 2.5", "clients[1].keys[0].use", "must be an integer", 11},
 		{"word for an integer", "port: 8080", "port: http", "listener.port", "must be an integer, not a string", 4},
 		{"string for a float", "ratio: 1", "ratio: '1'", "ratio", "must be a number, not a string", 12},
-		{"overflow", "port: 8080", "port: 80800", "listener.port", "overflow", 4},
+		{"overflow", "port: 8080", "port: 80800", "listener.port", "must be at most 65535", 4},
+		{"negative for an unsigned integer", "port: 8080", "port: -1", "listener.port", "must not be negative", 4},
 		{"mapping for a list", "scope: [read]", "scope: {a: b}", "clients[0].scope", "", 7},
 		{"duplicate key", "ratio: 1\n", "ratio: 1\nratio: 2\n", "", `mapping key "ratio" already defined`, 13},
 	}
@@ -204,58 +204,43 @@ func TestReadFile(t *testing.T) {
 	}
 }
 
-// bomb is a "billion laughs" document: ten levels of ten aliases each,
-// 10^10 nodes once expanded.
-func bomb() string {
-	var b strings.Builder
-	b.WriteString("l0: &l0 [lol, lol, lol, lol, lol, lol, lol, lol, lol, lol]\n")
-	for i := 1; i <= 10; i++ {
-		fmt.Fprintf(&b, "l%d: &l%d [", i, i)
-		for j := range 10 {
-			if j > 0 {
-				b.WriteString(", ")
-			}
-			fmt.Fprintf(&b, "*l%d", i-1)
-		}
-		b.WriteString("]\n")
-	}
-	return b.String()
-}
-
-const bombChildEnv = "STRICTYAML_BOMB_CHILD"
-
-// TestAliasBomb parses and decodes the bomb in a child process held to
-// 256 MiB of heap (GOMEMLIMIT), 2 GiB of address space (RLIMIT_AS, set by
-// the child on itself) and 60 seconds: the child must refuse it quickly.
+// TestAliasBomb parses and decodes a "billion laughs" document in a child
+// process held to a memory limit and a timeout: it must be refused by the
+// node budget within a second and 100 MiB.
 func TestAliasBomb(t *testing.T) {
-	if os.Getenv(bombChildEnv) == "1" {
-		if !raceEnabled { // the race detector reserves far more address space
-			lim := syscall.Rlimit{Cur: 2 << 30, Max: 2 << 30}
-			if err := syscall.Setrlimit(syscall.RLIMIT_AS, &lim); err != nil {
-				t.Fatalf("setrlimit: %v", err)
-			}
-		}
-		d, err := Parse("bomb.yaml", []byte(bomb()), Limits{})
+	bombtest.Refuses(t, func() error {
+		d, err := Parse("bomb.yaml", []byte(bombtest.AliasBomb()), Limits{})
 		if err == nil {
 			var v any
 			err = d.Decode(&v)
 		}
-		fmt.Printf("BOMB RESULT: %v\n", err)
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestAliasBomb$", "-test.v")
-	cmd.Env = append(os.Environ(), bombChildEnv+"=1", "GOMEMLIMIT=256MiB")
-	out, err := cmd.CombinedOutput()
-	if ctx.Err() != nil {
-		t.Fatalf("the child did not finish in time:\n%s", out)
-	}
-	if err != nil {
-		t.Fatalf("child: %v\n%s", err, out)
-	}
-	if !strings.Contains(string(out), "BOMB RESULT: bomb.yaml:") || !strings.Contains(string(out), "expands to more than") {
-		t.Fatalf("the bomb was not refused by the node budget:\n%s", out)
+		return err
+	}, "bomb.yaml:", "expands to more than")
+}
+
+// TestWithinTheDefaultBudgetsMemoryStaysBounded: the costliest document the
+// default node budget lets through (aliases expanding to just under
+// DefaultMaxNodes) is read, as a tree and into a typed value, within a
+// second and 100 MiB, in a memory-limited child process.
+func TestWithinTheDefaultBudgetsMemoryStaysBounded(t *testing.T) {
+	n := int(math.Sqrt(DefaultMaxNodes)) - 4
+	doc := bombtest.SquareBomb(n)
+	a := bombtest.Bounded(t, func() error {
+		d, err := Parse("wide.yaml", []byte(doc), Limits{})
+		if err != nil {
+			return err
+		}
+		if _, err := d.Value(); err != nil {
+			return err
+		}
+		var v struct {
+			X []string   `yaml:"x"`
+			Y [][]string `yaml:"y"`
+		}
+		return d.Decode(&v)
+	})
+	if !a.Child && a.Err != "" {
+		t.Fatalf("a document within the budgets was refused: %s", a.Err)
 	}
 }
 
@@ -266,6 +251,7 @@ func FuzzParse(f *testing.F) {
 	f.Add("authentication:\n  revokedKeyIds: !00\n")
 	f.Add("a: &a [x]\nb: [*a, *a]\n")
 	f.Add("? [1, 2]\n: x\n")
+	f.Add(bombtest.AliasBomb())
 	f.Fuzz(func(t *testing.T, doc string) {
 		d, err := Parse("f.yaml", []byte(doc), Limits{MaxNodes: 10000})
 		if err == nil {

@@ -28,10 +28,27 @@ type Document struct {
 	doc  *strictyaml.Document
 }
 
+// Budgets of a project document. The compiler expands every alias (into
+// JSON, then through the format's schema), so the node budget, not the size,
+// bounds its memory: a document just under MaxNodes compiles in well under
+// 100 MiB, where the loader's default would let 16 KiB of aliases cost
+// several hundred.
+const (
+	// MaxBytes bounds the document's size.
+	MaxBytes = 4 << 20
+	// MaxNodes bounds the document's nodes with every alias expanded.
+	MaxNodes = 1 << 19
+	// MaxAliases bounds the document's alias nodes.
+	MaxAliases = 1000
+)
+
+// Limits are the strictyaml budgets of a project document.
+var Limits = strictyaml.Limits{MaxBytes: MaxBytes, MaxNodes: MaxNodes, MaxAliases: MaxAliases}
+
 // Parse reads a YAML (or JSON) document with exactly one document in it,
-// within the default strictyaml limits. Duplicate keys are refused.
+// within Limits. Duplicate keys are refused.
 func Parse(raw []byte) (*Document, error) {
-	doc, err := strictyaml.Parse("", raw, strictyaml.Limits{})
+	doc, err := strictyaml.Parse("", raw, Limits)
 	if err != nil {
 		return nil, err
 	}

@@ -1,5 +1,5 @@
 //go:build race
 
-package strictyaml
+package bombtest
 
 const raceEnabled = true
