@@ -80,6 +80,10 @@ type Claims struct {
 	Principal string
 	// Purpose is the string value of the configured purpose claim, "" when absent.
 	Purpose string
+	// Evidence is the authority of an Evidence-profile token (its requester
+	// tags are then also its Scopes); nil for other tokens or when the
+	// evidence claim names are not configured.
+	Evidence *Evidence
 	// TokenID is jti.
 	TokenID string
 	// Expiry is exp.
@@ -128,6 +132,7 @@ type Verifier struct {
 	scopeClaim, scopeSep      string
 	principalClaim            string
 	purposeClaim              string
+	evidence                  *evidenceNames // nil when not configured
 	revoked                   map[string]bool
 	skew, refresh, allowance  time.Duration
 
@@ -172,8 +177,9 @@ func NewVerifier(cfg *config.Authentication, client *http.Client, opts ...Option
 		issuer: cfg.Issuer, audience: cfg.Audience, jwksURL: cfg.JWKSURL,
 		scopeClaim: cfg.ScopeClaim, scopeSep: cfg.ScopeSeparator,
 		principalClaim: cfg.AuthorityClaims.Principal, purposeClaim: cfg.AuthorityClaims.Purpose,
-		revoked: map[string]bool{},
-		skew:    cfg.ClockSkew(), refresh: cfg.KeySetRefresh(), allowance: cfg.KeySetAllowance(),
+		evidence: newEvidenceNames(cfg.AuthorityClaims),
+		revoked:  map[string]bool{},
+		skew:     cfg.ClockSkew(), refresh: cfg.KeySetRefresh(), allowance: cfg.KeySetAllowance(),
 		client: client, now: time.Now, log: slog.New(slog.DiscardHandler),
 		minFetch: DefaultMinimumFetchInterval, fetchTimeout: DefaultFetchTimeout,
 	}
@@ -436,6 +442,15 @@ func (v *Verifier) claims(payload []byte) (*Claims, error) {
 		return nil, refuse(ReasonClaims, "jti is missing")
 	}
 	c := &Claims{TokenID: jti, Expiry: exp, Raw: raw}
+	if v.evidence != nil {
+		ev, err := v.evidence.read(raw, v.scopeClaim)
+		if err != nil {
+			return nil, err
+		}
+		if ev != nil {
+			c.Evidence, c.Scopes = ev, ev.RequesterTags
+		}
+	}
 	if s, present := raw[v.scopeClaim]; present {
 		str, ok := s.(string)
 		if !ok {

@@ -33,12 +33,75 @@ type Authentication struct {
 	KeySetAllowanceSeconds *int `yaml:"keySetAllowanceSeconds"`
 }
 
-// AuthorityClaims name the token claims that carry authority.
+// AuthorityClaims name the token claims that carry authority. Principal
+// and the evidence members mirror the issuer's accessTokens.claims and must
+// equal it (issuer specification, "Verifying issued tokens", rule 6).
 type AuthorityClaims struct {
 	// Principal names the claim identifying the caller. Default "sub".
 	Principal string `yaml:"principal"`
 	// Purpose names the claim holding the caller's purpose, if any.
 	Purpose string `yaml:"purpose"`
+	// RequesterTags, EvidenceAudience, GrantID and GrantAuthority name the
+	// claims of Evidence-profile tokens. They are set together or not at
+	// all; unset, Evidence-profile tokens carry no authority here.
+	RequesterTags    string `yaml:"requesterTags"`
+	EvidenceAudience string `yaml:"evidenceAudience"`
+	GrantID          string `yaml:"grantId"`
+	GrantAuthority   string `yaml:"grantAuthority"`
+	// Actor names the claim of delegated Evidence tokens that holds the
+	// actor; optional, and only with the other evidence claims.
+	Actor string `yaml:"actor"`
+}
+
+// Evidence reports whether the evidence claim names are configured.
+func (a AuthorityClaims) Evidence() bool { return a.RequesterTags != "" }
+
+// writtenClaims are the claims the issuer writes itself; no authority claim
+// may take their names (sub only as the principal).
+var writtenClaims = map[string]bool{"iss": true, "aud": true, "exp": true, "iat": true, "nbf": true, "jti": true, "client_id": true, "scope": true, "sub": true}
+
+// validateEvidence checks the evidence claim names as the issuer checks
+// accessTokens.claims: all four or none, the actor only with them, distinct
+// from one another, from the principal, purpose and scope claims, and never
+// a claim the issuer writes itself.
+func (a *Authentication) validateEvidence(c *Config, p string) error {
+	ac := &a.AuthorityClaims
+	members := []struct{ key, name string }{
+		{"requesterTags", ac.RequesterTags}, {"evidenceAudience", ac.EvidenceAudience},
+		{"grantId", ac.GrantID}, {"grantAuthority", ac.GrantAuthority}, {"actor", ac.Actor},
+	}
+	set := 0
+	for _, m := range members[:4] {
+		if m.name != "" {
+			set++
+		}
+	}
+	if set == 0 {
+		if ac.Actor != "" {
+			return c.fail(p+".actor", "needs requesterTags, evidenceAudience, grantId and grantAuthority")
+		}
+		return nil
+	}
+	seen := map[string]string{ac.Principal: "principal", a.ScopeClaim: "the scopeClaim"}
+	if ac.Purpose != "" {
+		seen[ac.Purpose] = "purpose"
+	}
+	for _, m := range members {
+		switch {
+		case m.name == "" && m.key == "actor":
+			continue
+		case m.name == "":
+			return c.fail(p+"."+m.key, "is required with the other evidence claims (requesterTags, evidenceAudience, grantId, grantAuthority)")
+		case len(m.name) > 128:
+			return c.fail(p+"."+m.key, "must be at most 128 bytes")
+		case writtenClaims[m.name]:
+			return c.fail(p+"."+m.key, "names %q, a claim the issuer writes itself", m.name)
+		case seen[m.name] != "":
+			return c.fail(p+"."+m.key, "names the same claim as %s", seen[m.name])
+		}
+		seen[m.name] = m.key
+	}
+	return nil
 }
 
 // Defaults of the authentication settings.
@@ -89,6 +152,9 @@ func (a *Authentication) validate(c *Config, _ string) error {
 	}
 	if a.AuthorityClaims.Principal == "" {
 		a.AuthorityClaims.Principal = "sub"
+	}
+	if err := a.validateEvidence(c, p+".authorityClaims"); err != nil {
+		return err
 	}
 	for _, b := range []struct {
 		field    string

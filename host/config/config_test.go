@@ -65,6 +65,13 @@ func TestLoadRefusalsNameFileKeyAndRule(t *testing.T) {
 		{"bad host key ref", strings.Replace(valid, "secret:file/host-key", "host-key", 1), "hostKeyRef", ""},
 		{"auth without jwks", valid + "authentication: {issuer: https://i, audience: a, scopeClaim: scope, scopeSeparator: ' '}\n", "authentication.jwksUrl", "URL"},
 		{"auth skew too large", valid + "authentication: {issuer: https://i, jwksUrl: https://i/jwks, audience: a, scopeClaim: scope, scopeSeparator: ' ', clockSkewSeconds: 301}\n", "authentication.clockSkewSeconds", "0 to 300"},
+		{"evidence claims incomplete", valid + authEvidence("{requesterTags: tags, evidenceAudience: eaud, grantId: gid}"), "authentication.authorityClaims.grantAuthority", "required with the other evidence claims"},
+		{"evidence actor alone", valid + authEvidence("{actor: act}"), "authentication.authorityClaims.actor", "needs requesterTags"},
+		{"evidence claim written by the issuer", valid + authEvidence("{requesterTags: tags, evidenceAudience: aud, grantId: gid, grantAuthority: gauth}"), "authentication.authorityClaims.evidenceAudience", "issuer writes itself"},
+		{"evidence claim named sub", valid + authEvidence("{requesterTags: sub, evidenceAudience: eaud, grantId: gid, grantAuthority: gauth}"), "authentication.authorityClaims.requesterTags", "issuer writes itself"},
+		{"evidence claims repeated", valid + authEvidence("{requesterTags: tags, evidenceAudience: eaud, grantId: tags, grantAuthority: gauth}"), "authentication.authorityClaims.grantId", "same claim as requesterTags"},
+		{"evidence claim equals the purpose", valid + authEvidence("{purpose: purpose, requesterTags: tags, evidenceAudience: eaud, grantId: gid, grantAuthority: purpose}"), "authentication.authorityClaims.grantAuthority", "same claim as purpose"},
+		{"evidence claim equals the principal", valid + authEvidence("{principal: who, requesterTags: tags, evidenceAudience: eaud, grantId: gid, grantAuthority: gauth, actor: who}"), "authentication.authorityClaims.actor", "same claim as principal"},
 		{"auth algorithm", valid + "authentication: {issuer: https://i, jwksUrl: https://i/jwks, audience: a, algorithm: RS256, scopeClaim: scope, scopeSeparator: ' '}\n", "authentication.algorithm", "ES256"},
 	}
 	for _, c := range cases {
@@ -91,6 +98,27 @@ func TestAuthenticationDefaults(t *testing.T) {
 	if a.Algorithm != "ES256" || a.AuthorityClaims.Principal != "sub" || a.ClockSkew().Seconds() != DefaultClockSkewSeconds ||
 		a.KeySetRefresh().Seconds() != DefaultKeySetRefreshSeconds || a.KeySetAllowance().Seconds() != DefaultKeySetAllowanceSeconds {
 		t.Fatalf("defaults: %+v", a)
+	}
+}
+
+// authEvidence is an authentication section with the given authorityClaims.
+func authEvidence(claims string) string {
+	return "authentication: {issuer: https://i, jwksUrl: https://i/jwks, audience: a, scopeClaim: scope, scopeSeparator: ' ', authorityClaims: " + claims + "}\n"
+}
+
+func TestEvidenceClaimNamesMirrorTheIssuers(t *testing.T) {
+	c, err := Load(write(t, valid+authEvidence("{requesterTags: requester_tags, evidenceAudience: evidence_aud, grantId: grant_id, grantAuthority: grant_authority, actor: act}")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ac := c.Authentication.AuthorityClaims
+	if !ac.Evidence() || ac.Principal != "sub" || ac.RequesterTags != "requester_tags" || ac.EvidenceAudience != "evidence_aud" ||
+		ac.GrantID != "grant_id" || ac.GrantAuthority != "grant_authority" || ac.Actor != "act" {
+		t.Fatalf("authority claims %+v", ac)
+	}
+	c, err = Load(write(t, valid+authEvidence("{purpose: purpose}")))
+	if err != nil || c.Authentication.AuthorityClaims.Evidence() {
+		t.Fatalf("without evidence claims: %v %+v", err, c)
 	}
 }
 
