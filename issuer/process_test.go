@@ -26,6 +26,16 @@ var (
 	buildErr  error
 )
 
+// TestMain removes the registrum binary the process tests built, so that a
+// test run leaves nothing in the temporary folder.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binPath != "" {
+		os.RemoveAll(filepath.Dir(binPath))
+	}
+	os.Exit(code)
+}
+
 // registrumBinary builds the registrum binary once per test run.
 func registrumBinary(t *testing.T) string {
 	t.Helper()
@@ -183,9 +193,13 @@ func TestIssuerProcess(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "active-segment: not verified") {
 		t.Fatalf("verify while running: exit %d\n%s%s", code, out, stderr)
 	}
-	// A second writer is refused.
+	// A second writer (on another port: a port in use is refused first) is
+	// refused.
 	os.Remove(filepath.Join(dir, "clients", "broken.yaml"))
-	_, stderr, code = run(t, "issuer", "serve", "--config", setup.ConfigPath)
+	conf, _ := os.ReadFile(setup.ConfigPath)
+	second := filepath.Join(dir, "second.yaml")
+	os.WriteFile(second, bytes.Replace(conf, []byte(fmt.Sprintf("port: %d", port)), []byte("port: 0"), 1), 0o644)
+	_, stderr, code = run(t, "issuer", "serve", "--config", second)
 	if code == 0 || !strings.Contains(stderr, "audit") {
 		t.Fatalf("second writer: exit %d %s", code, stderr)
 	}

@@ -255,11 +255,27 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 // registrations (the binary connects it to SIGHUP); a refused reload is logged
 // and the registry already loaded keeps being served.
 func (s *Server) ListenAndServe(ctx context.Context, reload <-chan os.Signal) error {
-	addr := net.JoinHostPort(s.cfg.Listener.Address.String(), strconv.Itoa(int(s.cfg.Listener.Port)))
+	ln, err := Listen(s.cfg)
+	if err != nil {
+		return err
+	}
+	return s.ServeReloading(ctx, ln, reload)
+}
+
+// Listen opens the listener cfg names. Open it before New, so that a port
+// already in use is refused before the issuer logs that it is ready.
+func Listen(cfg *Config) (net.Listener, error) {
+	addr := net.JoinHostPort(cfg.Listener.Address.String(), strconv.Itoa(int(cfg.Listener.Port)))
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return fmt.Errorf("issuer: %s: listener: %w", s.cfg.File, err)
+		return nil, fmt.Errorf("issuer: %s: listener: %w", cfg.File, err)
 	}
+	return ln, nil
+}
+
+// ServeReloading serves on ln until ctx is done, re-reading the client
+// registrations on each value received on reload, as ListenAndServe does.
+func (s *Server) ServeReloading(ctx context.Context, ln net.Listener, reload <-chan os.Signal) error {
 	s.log.Info("issuer listening", "address", ln.Addr().String())
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()

@@ -36,6 +36,12 @@ func newIssuerServeCmd() *cobra.Command {
 			if err != nil {
 				return withExitCode(2, err)
 			}
+			// The port first: a clash is a refused start-up, before "ready".
+			ln, err := issuer.Listen(cfg)
+			if err != nil {
+				return withExitCode(2, err)
+			}
+			defer ln.Close()
 			srv, err := issuer.New(cfg, logger)
 			if err != nil {
 				return withExitCode(2, err)
@@ -44,7 +50,7 @@ func newIssuerServeCmd() *cobra.Command {
 			hup := make(chan os.Signal, 1)
 			signal.Notify(hup, syscall.SIGHUP)
 			defer signal.Stop(hup)
-			return srv.ListenAndServe(cmd.Context(), hup)
+			return srv.ServeReloading(cmd.Context(), ln, hup)
 		},
 	}
 	cmd.Flags().StringVar(&configPath, "config", "", "issuer configuration file (required)")
