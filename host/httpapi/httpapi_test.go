@@ -72,9 +72,12 @@ type env struct {
 	logs *syncBuffer
 }
 
-func newEnv(t *testing.T) *env {
+func newEnv(t *testing.T) *env { return newEnvFor(t, testPackage(t)) }
+
+// newEnvFor serves the completed package p from a fresh database.
+func newEnvFor(t *testing.T, p *model.Package) *env {
 	pool := storetest.NewPool(t)
-	st := storetest.Open(t, pool, testPackage(t))
+	st := storetest.Open(t, pool, p)
 	keys, err := records.DeriveKeys(bytes.Repeat([]byte("k"), 32))
 	if err != nil {
 		t.Fatal(err)

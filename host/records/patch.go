@@ -155,6 +155,9 @@ func (s *Service) applyPatch(e *model.Entity, cur *store.Record, ops *patchOps) 
 			stored[f.ID] = v
 		}
 	}
+	if err := checkInterval(e, stored); err != nil {
+		return nil, err
+	}
 	return stored, nil
 }
 

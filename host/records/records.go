@@ -427,6 +427,9 @@ func (s *Service) decodeFields(e *model.Entity, grant *access.Grant, data map[st
 			return nil, problem.At(problem.RequestInvalid, strictjson.Pointer("data", f.APIName), "%s is required", f.APIName)
 		}
 	}
+	if err := checkInterval(e, stored); err != nil {
+		return nil, err
+	}
 	return stored, nil
 }
 

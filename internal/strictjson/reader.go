@@ -17,6 +17,7 @@ import (
 	"math/bits"
 	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf16"
 	"unicode/utf8"
 	"unsafe"
@@ -434,7 +435,12 @@ func (p *Parser) ReadString() (string, error) {
 						return "", p.Fail("invalid \\u escape")
 					}
 				}
-				r = utf16.DecodeRune(r, r2)
+				// A surrogate escape must be the first half of a pair
+				// followed by its second half; anything else names no
+				// character, and is refused rather than replaced by U+FFFD.
+				if r = utf16.DecodeRune(r, r2); r == unicode.ReplacementChar {
+					return "", p.Fail("an unpaired UTF-16 surrogate escape in string names no Unicode character")
+				}
 			}
 			out = utf8.AppendRune(out, r)
 		default:

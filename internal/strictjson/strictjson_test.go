@@ -1,8 +1,10 @@
 package strictjson
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
+	"io"
 	"strings"
 	"testing"
 )
@@ -18,6 +20,12 @@ func TestDecodeRefusals(t *testing.T) {
 		{`{"a":`, "/a", "end of JSON"},
 		{`[1,2`, "", "malformed"},
 		{strings.Repeat("[", MaxDepth+1) + strings.Repeat("]", MaxDepth+1), "", "deeper"},
+		{"{\"data\":{\"name\":\"A\xff\"}}", "/data/name", "invalid UTF-8"},
+		{"{\"data\":{\"name\":\"\\n\xc3\"}}", "/data/name", "invalid UTF-8"},
+		{"[\"ok\",\"\xed\xa0\x80\"]", "", "invalid UTF-8"},
+		{`{"data":{"name":"\ud800"}}`, "/data/name", "unpaired UTF-16 surrogate"},
+		{`{"data":{"name":"\udc00\u0041"}}`, "/data/name", "unpaired UTF-16 surrogate"},
+		{`{"data":{"name":"\ud800\u0041"}}`, "/data/name", "unpaired UTF-16 surrogate"},
 	}
 	for _, c := range cases {
 		_, err := Decode([]byte(c.in))
@@ -50,8 +58,20 @@ func TestDecodeKeepsNumbersExactly(t *testing.T) {
 	}
 }
 
+// TestDecodeNeverReplacesCharacters: valid escapes, surrogate pairs and a
+// literal U+FFFD decode to exactly what they name.
+func TestDecodeNeverReplacesCharacters(t *testing.T) {
+	v, err := Decode([]byte(`["\ud83d\ude00", "\ufffd", "é", "\u00e9"]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := v.([]any); got[0] != "😀" || got[1] != "\ufffd" || got[2] != "é" || got[3] != "é" {
+		t.Fatalf("decoded %q", got)
+	}
+}
+
 func FuzzDecode(f *testing.F) {
-	for _, s := range []string{`{}`, `{"a":[1,{"b":null}]}`, `{"a":1,"a":2}`, `"x"`, `[`, `{"data":{"name":"\u0000"}}`} {
+	for _, s := range []string{`{}`, `{"a":[1,{"b":null}]}`, `{"a":1,"a":2}`, `"x"`, `[`, `{"data":{"name":"\u0000"}}`, "{\"a\":\"\xff\"}", `["\ud800"]`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -59,11 +79,48 @@ func FuzzDecode(f *testing.F) {
 		if err != nil {
 			return
 		}
-		// What strict decoding accepts, the standard decoder accepts too.
+		// What strict decoding accepts, the standard decoder (keeping
+		// numbers as text) accepts too, as the same value: the standard
+		// decoder replaces invalid UTF-8 and unpaired surrogates by U+FFFD,
+		// so a difference means a replacement was accepted.
+		dec := json.NewDecoder(bytes.NewReader(data))
+		dec.UseNumber()
 		var std any
-		if json.Unmarshal(data, &std) != nil {
+		if dec.Decode(&std) != nil || dec.Decode(new(any)) != io.EOF {
 			t.Fatalf("strict accepted what encoding/json refuses: %q", data)
 		}
-		_ = v
+		if !sameJSON(v, std) {
+			t.Fatalf("strict decoded %q differently from encoding/json: %v vs %v", data, v, std)
+		}
 	})
+}
+
+// sameJSON compares a strict decoding with encoding/json's.
+func sameJSON(a, b any) bool {
+	switch a := a.(type) {
+	case map[string]any:
+		m, ok := b.(map[string]any)
+		if !ok || len(m) != len(a) {
+			return false
+		}
+		for k, v := range a {
+			if !sameJSON(v, m[k]) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		l, ok := b.([]any)
+		if !ok || len(l) != len(a) {
+			return false
+		}
+		for i := range a {
+			if !sameJSON(a[i], l[i]) {
+				return false
+			}
+		}
+		return true
+	default:
+		return a == b
+	}
 }
