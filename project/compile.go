@@ -52,6 +52,10 @@ type Result struct {
 	// Contents maps every package-relative file path listed in
 	// Package.Files to its bytes.
 	Contents map[string][]byte
+	// Warnings are findings of severity warning, in file and line order:
+	// the project compiles, but declares what this release's record host
+	// does not serve yet (left out of openapi.json). Commands print them.
+	Warnings Findings
 }
 
 // Compile reads the project in dir and compiles it. When the project breaks

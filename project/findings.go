@@ -19,15 +19,33 @@ type Finding struct {
 	Rule string `json:"rule"`
 	// Message says what is wrong and, where it helps, what to write instead.
 	Message string `json:"message"`
+	// Severity is SeverityError (a broken rule: the project does not
+	// compile) or SeverityWarning (it compiles, but something declared will
+	// not work as a client may expect).
+	Severity Severity `json:"severity,omitempty"`
 }
 
-// String formats the finding as file:line:column: path: message [rule].
+// Severity grades a finding.
+type Severity string
+
+// Severities of findings. The zero value is an error.
+const (
+	SeverityError   Severity = ""
+	SeverityWarning Severity = "warning"
+)
+
+// String formats the finding as file:line:column: path: message [rule],
+// with "warning: " before the message of a warning.
 func (f Finding) String() string {
 	path := f.Path
 	if path == "" {
 		path = "(document)"
 	}
-	return fmt.Sprintf("%s:%d:%d: %s: %s [%s]", f.File, f.Line, f.Column, path, f.Message, f.Rule)
+	msg := f.Message
+	if f.Severity == SeverityWarning {
+		msg = "warning: " + msg
+	}
+	return fmt.Sprintf("%s:%d:%d: %s: %s [%s]", f.File, f.Line, f.Column, path, msg, f.Rule)
 }
 
 // Findings is the error Compile returns when the project breaks rules. It

@@ -45,7 +45,11 @@ func (c *compiler) finish(pkg *model.Package) (*Result, error) {
 	if pkg.Revision, err = model.ComputeRevision(pkg); err != nil {
 		return nil, fmt.Errorf("project: %w", err)
 	}
-	return &Result{Package: pkg, Contents: c.contents}, nil
+	warnings, err := c.unserved(pkg)
+	if err != nil {
+		return nil, err
+	}
+	return &Result{Package: pkg, Contents: c.contents, Warnings: warnings}, nil
 }
 
 // PackageDocument returns the bytes of package.json: the package model as

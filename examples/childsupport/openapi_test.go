@@ -47,15 +47,37 @@ func TestOpenAPIIsExactForTheExample(t *testing.T) {
 		}
 	}
 	for _, want := range []string{
-		"POST /v1/records/cases:batch",                  // case declares batch and caseworker grants it
+		"POST /v1/records/cases:batch", // case declares batch and caseworker grants it
+		"POST /v1/records/cases",
+		"GET /v1/records/decisions/{recordId}",
+		"GET /v1/records/service-offices",
+		"GET /v1/schemas/application",
+	} {
+		if !have[want] {
+			t.Errorf("%s missing", want)
+		}
+	}
+	// Declared, but not served by this release's host: left out until served.
+	declared, err := generate.DeclaredRoutes(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	unserved := map[string]bool{}
+	for _, rt := range declared {
+		if !rt.Served {
+			unserved[rt.Method+" "+rt.Path] = true
+		}
+	}
+	for _, later := range []string{
 		"GET /v1/records/decisions:as-of",               // decision is temporal
 		"GET /v1/gis/collections/service-offices/items", // geojson
 		"PATCH /v1/records/applications/{recordId}/attachments/medical-certificate",
 		"POST /v1/records/applications/{recordId}/actions/apply",
+		"POST /v1/records/applications", // a request entity
 		"POST /v1/actions/close-case",
 	} {
-		if !have[want] {
-			t.Errorf("%s missing", want)
+		if have[later] || !unserved[later] {
+			t.Errorf("%s: listed %v, declared and unserved %v; want left out until served", later, have[later], unserved[later])
 		}
 	}
 	for route := range have {
@@ -74,22 +96,22 @@ func TestOpenAPIIsExactForTheExample(t *testing.T) {
 		t.Fatal(errs)
 	}
 	const host = "https://childsupport.example.test"
-	application := `{"data":{"supportType":"maintenance","applicantNationalId":"P-1","healthDistrict":"north","children":[{"childNationalId":"C-1"}],"caseNumber":"CS-0001","openedOn":"2026-11-22"}}`
+	kase := `{"data":{"caseNumber":"CS-0001","supportType":"maintenance","applicantNationalId":"P-1","healthDistrict":"north","status":"open","openedOn":"2026-11-22"}}`
 	post := func(body string) *http.Request {
-		req, _ := http.NewRequest("POST", host+"/v1/records/applications", strings.NewReader(body))
+		req, _ := http.NewRequest("POST", host+"/v1/records/cases", strings.NewReader(body))
 		req.Header.Set("Content-Type", "application/json")
 		return req
 	}
-	if ok, errs := v.ValidateHttpRequestSync(post(application)); !ok {
-		t.Errorf("valid application refused: %v", errs)
+	if ok, errs := v.ValidateHttpRequestSync(post(kase)); !ok {
+		t.Errorf("valid case refused: %v", errs)
 	}
 	for name, body := range map[string]string{
-		"unknown district": strings.Replace(application, `"north"`, `"central"`, 1),
-		"empty children":   strings.Replace(application, `[{"childNationalId":"C-1"}]`, `[]`, 1),
-		"authored id":      strings.Replace(application, `"caseNumber"`, `"case-number"`, 1),
+		"unknown district": strings.Replace(kase, `"north"`, `"central"`, 1),
+		"bad case number":  strings.Replace(kase, `"CS-0001"`, `"X-1"`, 1),
+		"authored id":      strings.Replace(kase, `"caseNumber"`, `"case-number"`, 1),
 	} {
 		if ok, _ := v.ValidateHttpRequestSync(post(body)); ok {
-			t.Errorf("%s: invalid application accepted", name)
+			t.Errorf("%s: invalid case accepted", name)
 		}
 	}
 }

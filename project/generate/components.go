@@ -57,12 +57,19 @@ func components(p *model.Package) (obj, error) {
 		for i, c := range r.codes {
 			codes[i] = c
 		}
-		responses[r.name] = obj{
+		resp := obj{
 			"description": fmt.Sprintf("Problem document (status %d).", status),
 			"content": obj{"application/problem+json": obj{"schema": obj{
 				"allOf": []any{schemaRef("Problem"), obj{"properties": obj{"status": obj{"const": status}, "code": obj{"enum": codes}}}},
 			}}},
 		}
+		switch status {
+		case 401:
+			resp["headers"] = obj{"WWW-Authenticate": ref("headers", "WWWAuthenticate")}
+		case 503:
+			resp["headers"] = obj{"Retry-After": ref("headers", "RetryAfter")}
+		}
+		responses[r.name] = resp
 	}
 	return obj{
 		"schemas":         schemas,
@@ -109,6 +116,7 @@ func parameters() obj {
 		"revision":                           path("revision", "Revision number.", obj{"type": "string", "pattern": RevisionPattern}),
 		"runId":                              path("runId", "Ingestion run identifier.", str),
 		"chunkIndex":                         path("chunkIndex", "Chunk index.", obj{"type": "integer", "minimum": 0}),
+		"ifNoneMatch":                        header("If-None-Match", "ETags the client holds; when one is current the answer is 304 Not Modified.", false, obj{"type": "string"}),
 		"ifMatch":                            header("If-Match", "Required: the ETag (or an action's ifMatch) of the current revision.", true, etag),
 		"idempotencyKey":                     header("Idempotency-Key", "Replays of the same request return the stored response.", false, key),
 		"idempotencyKeyRequired":             header("Idempotency-Key", "Required: replays of the same request return the stored response.", true, key),
@@ -125,6 +133,8 @@ func headers() obj {
 		"ContentDisposition":  h("Attachment disposition.", obj{"type": "string"}),
 		"CacheControlNoStore": h("no-store", obj{"const": "no-store"}),
 		"NoSniff":             h("nosniff", obj{"const": "nosniff"}),
+		"RetryAfter":          h("Seconds to wait before retrying.", obj{"type": "string", "pattern": "^[0-9]+$"}),
+		"WWWAuthenticate":     h(`Bearer challenge of RFC 6750 with error="invalid_token".`, obj{"type": "string"}),
 	}
 }
 

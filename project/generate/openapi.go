@@ -22,30 +22,56 @@ type Route struct {
 	Path string
 	// OperationID is the operation's id in the OpenAPI document.
 	OperationID string
+	// Capability is the id of the capability the route belongs to (see
+	// Capabilities).
+	Capability string
+	// Served is true when the record host serves the route.
+	Served bool
 }
 
-// Routes returns every route the package enables and no other, sorted by
-// path then method. It is the path inventory of the OpenAPI document.
+// Routes returns every route the package enables that the record host
+// serves, and no other, sorted by path then method. It is the path
+// inventory of the OpenAPI document.
 func Routes(p *model.Package) ([]Route, error) {
 	ops, err := operations(p)
 	if err != nil {
 		return nil, err
 	}
+	return routesOf(ops), nil
+}
+
+// DeclaredRoutes returns every route the package declares, served or not
+// (Route.Served tells), sorted by path then method.
+func DeclaredRoutes(p *model.Package) ([]Route, error) {
+	ops, err := allOperations(p)
+	if err != nil {
+		return nil, err
+	}
+	return routesOf(ops), nil
+}
+
+func routesOf(ops []operation) []Route {
 	out := make([]Route, len(ops))
 	for i, o := range ops {
-		out[i] = Route{Method: strings.ToUpper(o.method), Path: o.path, OperationID: o.id}
+		out[i] = Route{Method: strings.ToUpper(o.method), Path: o.path, OperationID: o.id, Capability: o.capability, Served: served(o.capability)}
 	}
-	return out, nil
+	return out
 }
 
 // OpenAPI returns the OpenAPI 3.1 document of the package: every route the
-// package enables with its parameters, request and response schemas and
-// problem responses, and no other route.
+// package enables and the record host serves, with its parameters, request
+// and response schemas and problem responses, and no other route. Routes of
+// capabilities the host does not serve yet are left out (see Unserved).
 func OpenAPI(p *model.Package) ([]byte, error) {
 	ops, err := operations(p)
 	if err != nil {
 		return nil, err
 	}
+	return openAPI(p, ops)
+}
+
+// openAPI returns the document of the given operations.
+func openAPI(p *model.Package, ops []operation) ([]byte, error) {
 	comps, err := components(p)
 	if err != nil {
 		return nil, err
@@ -70,14 +96,20 @@ func OpenAPI(p *model.Package) ([]byte, error) {
 	tags := []any{
 		obj{"name": "metadata", "description": "Registry metadata and published schemas."},
 	}
-	if len(p.Actions) > 0 {
+	used := map[string]bool{}
+	for _, o := range ops {
+		used[o.tag] = true
+	}
+	if used["actions"] {
 		tags = append(tags, obj{"name": "actions", "description": "Immediate actions."})
 	}
-	if len(gisOperations(p)) > 0 {
+	if used["gis"] {
 		tags = append(tags, obj{"name": "gis", "description": "Spatial (GeoJSON) adapter."})
 	}
 	for _, e := range p.Entities {
-		tags = append(tags, obj{"name": e.ID, "description": "Records of entity " + e.ID + " at /v1/records/" + e.Route + "."})
+		if used[e.ID] {
+			tags = append(tags, obj{"name": e.ID, "description": "Records of entity " + e.ID + " at /v1/records/" + e.Route + "."})
+		}
 	}
 	doc := obj{
 		"servers":           []any{obj{"url": "/", "description": "The record host serving this package."}},
@@ -171,6 +203,10 @@ type operation struct {
 	body      obj // requestBody, or nil
 	responses obj
 	noAuth    bool
+	// capability is the id of the capability the route belongs to.
+	capability string
+	// entity and action name the declaration the route comes from.
+	entity, action string
 }
 
 // refusalNote ends every operation's description.
@@ -320,6 +356,22 @@ func hasRequestPresence(p *model.Package, entityID string) bool {
 // operations returns the route inventory of the package, sorted by path
 // then method.
 func operations(p *model.Package) ([]operation, error) {
+	all, err := allOperations(p)
+	if err != nil {
+		return nil, err
+	}
+	ops := all[:0:0]
+	for _, o := range all {
+		if served(o.capability) {
+			ops = append(ops, o)
+		}
+	}
+	return ops, nil
+}
+
+// allOperations returns every operation the package declares, served or
+// not, sorted by path then method.
+func allOperations(p *model.Package) ([]operation, error) {
 	var ops []operation
 	for _, e := range p.Entities {
 		ops = append(ops, entityOperations(p, e)...)

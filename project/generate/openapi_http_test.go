@@ -16,7 +16,7 @@ import (
 // schemas by validating concrete HTTP requests and responses against the
 // document with libopenapi-validator.
 func TestOpenAPIValidatesTraffic(t *testing.T) {
-	doc, err := OpenAPI(testPackage())
+	doc, err := declaredOpenAPI(testPackage())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -106,9 +106,13 @@ func pathSet(t *testing.T, doc []byte) []string {
 	return out
 }
 
+// openAPIOf returns the document of every route the package declares,
+// served or not: the inventory tests below describe what each declaration
+// brings once its capability is served (OpenAPI leaves out the rest; see
+// TestOpenAPIListsOnlyServedRoutes).
 func openAPIOf(t *testing.T, p *model.Package) []byte {
 	t.Helper()
-	doc, err := OpenAPI(p)
+	doc, err := declaredOpenAPI(p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,7 +198,7 @@ func TestOpenAPIPathSetIsExactForThePackage(t *testing.T) {
 			if !slices.Equal(got, c.want) {
 				t.Fatalf("routes differ\n got: %q\nwant: %q", got, c.want)
 			}
-			routes, err := Routes(c.p)
+			routes, err := DeclaredRoutes(c.p)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -379,6 +383,102 @@ func TestOpenAPIHoldsOnlyUsedComponents(t *testing.T) {
 	for _, absent := range []string{"IngestionRun", "ChangeContext", "ChangeRequest", "FeatureCollection", "ActionResult", `"Gone"`} {
 		if strings.Contains(string(doc), absent) {
 			t.Errorf("a package without batch, requests, GIS or actions describes %s", absent)
+		}
+	}
+}
+
+// TestOpenAPIListsOnlyServedRoutes checks that the published document
+// holds exactly the routes of the capabilities the host serves, that every
+// declared route of another capability is reported by Unserved, and that
+// flipping one entry of the capability table brings its routes back.
+func TestOpenAPIListsOnlyServedRoutes(t *testing.T) {
+	p := testPackage()
+	p.Forms = []*model.Form{applicationForm()}
+	doc, err := OpenAPI(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkOpenAPI(t, doc)
+	got := pathSet(t, doc)
+	declared, err := DeclaredRoutes(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	left := map[string]bool{}
+	for _, r := range declared {
+		if r.Served {
+			want = append(want, r.Method+" "+r.Path)
+		} else {
+			left[r.Method+" "+r.Path] = true
+		}
+	}
+	sort.Strings(want)
+	if !slices.Equal(got, want) {
+		t.Fatalf("document routes\n got: %q\nwant: %q", got, want)
+	}
+	for _, unserved := range []string{
+		"GET /v1/records/persons/{recordId}/revisions",
+		"GET /v1/records/persons:snapshot",
+		"GET /v1/records/districts:as-of",
+		"POST /v1/records/applications",
+		"POST /v1/records/applications/{recordId}/actions/apply",
+		"PATCH /v1/records/applications/{recordId}/attachments/evidence",
+		"POST /v1/actions/close-person",
+		"GET /v1/gis",
+		"GET /v1/gis/collections/districts/items",
+	} {
+		if slices.Contains(got, unserved) {
+			t.Errorf("%s is in the document, but the host does not serve it", unserved)
+		}
+		if !left[unserved] {
+			t.Errorf("%s is not among the declared, unserved routes", unserved)
+		}
+	}
+	uses, err := Unserved(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reported := map[string]bool{}
+	var caps []string
+	for _, u := range uses {
+		caps = append(caps, u.Capability.ID+":"+u.Entity+u.Action)
+		for _, r := range u.Routes {
+			reported[r] = true
+		}
+		if !strings.Contains(u.Message(), "declared, not yet served by this host") {
+			t.Errorf("message %q", u.Message())
+		}
+	}
+	for r := range left {
+		if !reported[r] && !strings.Contains(r, "/revisions") {
+			t.Errorf("unserved route %s is not reported", r)
+		}
+	}
+	for _, want := range []string{"gis:district", "immediate-actions:close-person", "change-requests:application", "attachments:application", "snapshot:person"} {
+		if !slices.Contains(caps, want) {
+			t.Errorf("Unserved lacks %s: %q", want, caps)
+		}
+	}
+
+	// Serving a capability is one entry of the table.
+	for i := range capabilities {
+		if capabilities[i].ID == CapImmediateActions {
+			capabilities[i].Served = true
+			defer func() { capabilities[i].Served = false }()
+		}
+	}
+	doc, err = OpenAPI(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(pathSet(t, doc), "POST /v1/actions/close-person") {
+		t.Error("a served capability's route is missing from the document")
+	}
+	uses, _ = Unserved(p)
+	for _, u := range uses {
+		if u.Capability.ID == CapImmediateActions {
+			t.Errorf("a served capability is still reported: %s", u.Message())
 		}
 	}
 }

@@ -21,64 +21,90 @@ func entityOperations(p *model.Package, e *model.Entity) []operation {
 	}
 	envelope := response("The record.", schemaRef(cEnvelope(e)), true, recordHeaders(false))
 	list := response("A page of records.", schemaRef(cCollection(e)), true, obj{"Link": ref("headers", "Link")})
+	notModified := obj{"description": "The current revision is one the client holds (If-None-Match); no body.",
+		"headers": obj{"ETag": ref("headers", "ETag"), "Link": ref("headers", "Link")}}
 
-	readParams := []any{paramRef("recordId"), ap, paramRef("select")}
+	readParams := []any{paramRef("recordId"), ap, paramRef("select"), paramRef("ifNoneMatch")}
 	if e.IsRequestEntity() {
 		readParams = append(readParams, paramRef("requestHistoryAfterProposalVersion"))
 	}
+	records := CapRecords
+	if e.IsRequestEntity() {
+		// The records of a request entity are change requests.
+		records = CapChangeRequests
+	}
 	ops := []operation{
 		{method: "get", path: base, id: e.ID + ".list", tag: tag, summary: "List " + e.ID + " records.",
-			params: collection, responses: withProblems(obj{"200": list}, 400, 401, 404)},
+			params: collection, responses: withProblems(obj{"200": list}, 400, 401, 404, 503)},
 		{method: "post", path: base, id: e.ID + ".create", tag: tag, summary: "Create a " + e.ID + " record.",
 			params: []any{ap, paramRef("idempotencyKey")}, body: jsonBody(schemaRef(cCreate(e))),
-			responses: withProblems(obj{"201": response("The created record.", schemaRef(cEnvelope(e)), true, recordHeaders(true))}, 400, 401, 404, 409)},
+			responses: withProblems(obj{"201": response("The created record.", schemaRef(cEnvelope(e)), true, recordHeaders(true))}, 400, 401, 404, 409, 503)},
 		{method: "get", path: item, id: e.ID + ".read", tag: tag, summary: "Read a " + e.ID + " record.",
-			params: readParams, responses: withProblems(obj{"200": envelope}, 400, 401, 404)},
+			params: readParams, responses: withProblems(obj{"200": envelope, "304": notModified}, 400, 401, 404, 503)},
+	}
+	ops = tagged(ops, records, e.ID, "")
+	ops = append(ops, tagged([]operation{
 		{method: "get", path: item + "/revisions", id: e.ID + ".revisions.list", tag: tag, summary: "List the revisions of a " + e.ID + " record (at most 100 per read).",
 			params: []any{paramRef("recordId"), ap, paramRef("top"), paramRef("skiptoken")}, responses: withProblems(obj{"200": list}, 400, 401, 404)},
 		{method: "get", path: item + "/revisions/{revision}", id: e.ID + ".revisions.read", tag: tag, summary: "Read one revision of a " + e.ID + " record.",
 			params: []any{paramRef("recordId"), paramRef("revision"), ap}, responses: withProblems(obj{"200": envelope}, 400, 401, 404)},
-	}
+	}, CapRevisions, e.ID, "")...)
 	if e.MutationMode == model.Mutable {
-		ops = append(ops, operation{method: "patch", path: item, id: e.ID + ".patch", tag: tag, summary: "Patch a " + e.ID + " record with JSON Patch.",
+		ops = append(ops, tagged1(operation{method: "patch", path: item, id: e.ID + ".patch", tag: tag, summary: "Patch a " + e.ID + " record with JSON Patch.",
 			params: []any{paramRef("recordId"), ap, paramRef("ifMatch"), paramRef("idempotencyKey")},
 			body:   obj{"required": true, "content": obj{"application/json-patch+json": obj{"schema": schemaRef(cPatch(e))}}},
 			responses: withProblems(obj{"200": response("The new revision of the record.", schemaRef(cEnvelope(e)), true, recordHeaders(false))},
-				400, 401, 404, 409, 412, 428)})
+				400, 401, 404, 409, 412, 428, 503)}, records, e.ID))
 	}
 	if e.Tombstone {
-		ops = append(ops, operation{method: "delete", path: item, id: e.ID + ".tombstone", tag: tag, summary: "Tombstone a " + e.ID + " record.",
+		ops = append(ops, tagged1(operation{method: "delete", path: item, id: e.ID + ".tombstone", tag: tag, summary: "Tombstone a " + e.ID + " record.",
 			params: []any{paramRef("recordId"), ap, paramRef("ifMatch"), paramRef("idempotencyKey")},
 			responses: withProblems(obj{"200": response("The final revision, marking the record tombstoned.", schemaRef(cEnvelope(e)), true, recordHeaders(false))},
-				400, 401, 404, 409, 412, 428)})
+				400, 401, 404, 409, 412, 428, 503)}, records, e.ID))
 	}
 	if e.Batch != nil {
-		ops = append(ops, operation{method: "post", path: base + ":batch", id: e.ID + ".batch", tag: tag, summary: "Write a transactional batch of " + e.ID + " records.",
+		ops = append(ops, tagged1(operation{method: "post", path: base + ":batch", id: e.ID + ".batch", tag: tag, summary: "Write a transactional batch of " + e.ID + " records.",
 			params: []any{ap, paramRef("idempotencyKey")}, body: jsonBody(schemaRef(cBatch(e))),
-			responses: withProblems(obj{"200": response("The batch result.", schemaRef(cBatchResp(e)), false, nil)}, 400, 401, 404, 409, 412)})
-		ops = append(ops, ingestionOperations(e, ap)...)
+			responses: withProblems(obj{"200": response("The batch result.", schemaRef(cBatchResp(e)), false, nil)}, 400, 401, 404, 409, 412, 503)}, records, e.ID))
+		ops = append(ops, tagged(ingestionOperations(e, ap), CapIngestionRuns, e.ID, "")...)
 	}
 	if e.Temporal != nil {
-		ops = append(ops,
-			operation{method: "get", path: base + ":current", id: e.ID + ".current", tag: tag, summary: "List the " + e.ID + " records whose interval contains now.",
+		ops = append(ops, tagged([]operation{
+			{method: "get", path: base + ":current", id: e.ID + ".current", tag: tag, summary: "List the " + e.ID + " records whose interval contains now.",
 				params: collection, responses: withProblems(obj{"200": list}, 400, 401, 404)},
-			operation{method: "get", path: base + ":as-of", id: e.ID + ".asOf", tag: tag, summary: "List the " + e.ID + " records whose interval contains asOf.",
-				params: append([]any{paramRef("asOf")}, collection...), responses: withProblems(obj{"200": list}, 400, 401, 404)})
+			{method: "get", path: base + ":as-of", id: e.ID + ".asOf", tag: tag, summary: "List the " + e.ID + " records whose interval contains asOf.",
+				params: append([]any{paramRef("asOf")}, collection...), responses: withProblems(obj{"200": list}, 400, 401, 404)},
+		}, CapTemporalReads, e.ID, "")...)
 	}
 	if grantsOperation(p, e.ID, model.OpSnapshot) {
 		params := append([]any{paramRef("snapshot")}, collection...)
 		if e.Temporal != nil {
 			params = append(params, validAtParam(e))
 		}
-		ops = append(ops, operation{method: "get", path: base + ":snapshot", id: e.ID + ".snapshot", tag: tag,
+		ops = append(ops, tagged1(operation{method: "get", path: base + ":snapshot", id: e.ID + ".snapshot", tag: tag,
 			summary: "Read the " + e.ID + " collection as recorded at a snapshot.", params: params,
-			responses: withProblems(obj{"200": list}, 400, 401, 404, 503)})
+			responses: withProblems(obj{"200": list}, 400, 401, 404, 503)}, CapSnapshot, e.ID))
 	}
 	if e.IsRequestEntity() {
-		ops = append(ops, requestOperations(e, ap)...)
-		ops = append(ops, attachmentOperations(e, ap)...)
+		ops = append(ops, tagged(requestOperations(e, ap), CapChangeRequests, e.ID, "")...)
+		ops = append(ops, tagged(attachmentOperations(e, ap), CapAttachments, e.ID, "")...)
 	}
 	return ops
+}
+
+// tagged marks operations as routes of a capability declared by an entity
+// or an action.
+func tagged(ops []operation, capability, entity, action string) []operation {
+	for i := range ops {
+		ops[i].capability, ops[i].entity, ops[i].action = capability, entity, action
+	}
+	return ops
+}
+
+// tagged1 marks one operation as a route of a capability declared by an entity.
+func tagged1(o operation, capability, entity string) operation {
+	o.capability, o.entity = capability, entity
+	return o
 }
 
 // validAtParam is the validAt parameter of a temporal entity's snapshot: a
@@ -173,14 +199,14 @@ func attachmentOperations(e *model.Entity, ap obj) []operation {
 func actionOperations(p *model.Package, a *model.Action) []operation {
 	base := "/v1/actions/" + a.ID
 	ap := accessProfileParam(actionProfiles(p, a.ID))
-	return []operation{
+	return tagged([]operation{
 		{method: "post", path: base, id: "action." + a.ID + ".invoke", tag: "actions", summary: "Invoke action " + a.ID + ".",
 			params: []any{ap, paramRef("idempotencyKeyRequired")}, body: jsonBody(schemaRef(cAction(a))),
 			responses: withProblems(obj{"200": response("The effects written.", schemaRef("ActionResult"), false, nil)}, 400, 401, 404, 409, 412)},
 		{method: "post", path: base + "/target-conditions", id: "action." + a.ID + ".targetConditions", tag: "actions", summary: "Show the records action " + a.ID + " would touch and their ifMatch.",
 			params: []any{ap}, body: jsonBody(schemaRef(cConditions(a))),
 			responses: withProblems(obj{"200": response("The target conditions.", schemaRef("ActionTargetConditions"), false, nil)}, 400, 401, 404)},
-	}
+	}, CapImmediateActions, "", a.ID)
 }
 
 // gisOperations returns the spatial adapter routes when some entity has a
@@ -206,16 +232,18 @@ func gisOperations(p *model.Package) []operation {
 		{method: "get", path: "/v1/gis/collections", id: "gis.collections", tag: "gis", summary: "Spatial collections.",
 			params: []any{accessProfileParam(nil)}, responses: withProblems(obj{"200": doc("The collections the profile may read.")}, 400, 401, 404)},
 	}
+	ops = tagged(ops, CapGIS, "", "")
 	for _, e := range geo {
 		c := "/v1/gis/collections/" + e.Route
 		ap := accessProfileParam(entityProfiles(p, e.ID))
-		ops = append(ops,
-			operation{method: "get", path: c, id: "gis." + e.ID + ".collection", tag: "gis", summary: "Spatial collection of " + e.ID + " records.",
+		ops = append(ops, tagged([]operation{
+			{method: "get", path: c, id: "gis." + e.ID + ".collection", tag: "gis", summary: "Spatial collection of " + e.ID + " records.",
 				params: []any{ap}, responses: withProblems(obj{"200": doc("The collection.")}, 400, 401, 404)},
-			operation{method: "get", path: c + "/items", id: "gis." + e.ID + ".items", tag: "gis", summary: "GeoJSON features of " + e.ID + " records.",
+			{method: "get", path: c + "/items", id: "gis." + e.ID + ".items", tag: "gis", summary: "GeoJSON features of " + e.ID + " records.",
 				params: []any{ap, paramRef("bbox"), paramRef("gisLimit"), paramRef("gisCursor")},
 				responses: withProblems(obj{"200": obj{"description": "A GeoJSON feature collection.",
-					"content": obj{"application/geo+json": obj{"schema": schemaRef("FeatureCollection")}}}}, 400, 401, 404)})
+					"content": obj{"application/geo+json": obj{"schema": schemaRef("FeatureCollection")}}}}, 400, 401, 404)},
+		}, CapGIS, e.ID, "")...)
 	}
 	return ops
 }
@@ -241,7 +269,7 @@ func metadataOperations(p *model.Package) []operation {
 			responses: withProblems(obj{"200": obj{"description": "The entity's JSON Schema.",
 				"content": obj{"application/schema+json": obj{"schema": obj{"type": "object"}}}}}, 404)})
 	}
-	return ops
+	return tagged(ops, CapMetadata, "", "")
 }
 
 // FormRoutePath returns the path at which the record host serves a form's
