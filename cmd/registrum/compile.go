@@ -25,7 +25,9 @@ func newCompileCmd() *cobra.Command {
 modules it names), enforces every compile-time rule, and writes the package to
 PACKAGE_DIR. With --check it only reports. Every finding is listed as
 file:line:column: key.path: message [rule]; any finding makes the command fail
-with exit code 1. --production adds the production rules: a handler for every
+with exit code 1. Warnings (declared features this release's record host does
+not serve yet, left out of openapi.json) are listed the same way, after
+"warning:", and do not fail the command. --production adds the production rules: a handler for every
 hook and a pinned digest for every module.
 
 PACKAGE_DIR must be empty, missing, or hold a package of the same registry
@@ -48,6 +50,10 @@ else is never replaced.`,
 			}
 			if err != nil {
 				return withExitCode(1, err)
+			}
+			for _, w := range res.Warnings {
+				w.File = filepath.Join(args[0], w.File)
+				fmt.Fprintln(cmd.ErrOrStderr(), w.String())
 			}
 			if check {
 				fmt.Fprintf(cmd.OutOrStdout(), "%s: no findings (revision %s)\n", args[0], res.Package.Revision)

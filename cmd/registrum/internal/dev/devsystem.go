@@ -83,6 +83,10 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return fmt.Errorf("dev: compile %s: %w", o.ProjectDir, err)
 	}
+	for _, w := range res.Warnings {
+		w.File = filepath.Join(o.ProjectDir, w.File)
+		fmt.Fprintln(o.Out, w.String())
+	}
 	pkgDir := filepath.Join(data, "package")
 	if err := os.RemoveAll(pkgDir); err != nil {
 		return fmt.Errorf("dev: %w", err)
