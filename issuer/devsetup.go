@@ -64,6 +64,20 @@ const (
 	DevEvidenceClientID = "demo-evidence"
 )
 
+// DevEvidenceClaims are the accessTokens.claims names the dev deployment's
+// configuration writes (TestWriteDevSetupKeepsKeys holds them equal); a
+// record host reading its Evidence-profile tokens names the same claims.
+var DevEvidenceClaims = ClaimNames{Principal: "sub", RequesterTags: "requester_tags", EvidenceAudience: "evidence_aud",
+	GrantID: "grant_id", GrantAuthority: "grant_authority", Actor: "act"}
+
+// The authority of the dev deployment's Evidence-profile demo client.
+const (
+	DevEvidenceRequesterTag = "dev"
+	DevEvidenceAudience     = "https://evidence.localhost"
+	DevEvidenceGrantID      = "grant-dev-1"
+	DevEvidenceAuthority    = "registrum-dev"
+)
+
 // WriteDevSetup writes into dir a supervised-local-development issuer
 // deployment: issuer.yaml, the service's local-jwk key (keys/active.jwk.json
 // and secrets/signing-key.jwk), the audit hash key (secrets/audit-hash-key),
@@ -148,8 +162,8 @@ func WriteDevSetup(dir string, opts DevOptions) (*DevSetup, error) {
 			reg = fmt.Sprintf("clientId: %q\nprincipal: %q\nauthorization:\n  scopes: [%s]\n  claims:\n%skeys:\n  - %s\n",
 				c.id, "service:"+c.id, quoteList(opts.Scopes), claimLines(opts.Claims), pubJSON)
 		} else {
-			reg = fmt.Sprintf("clientId: %q\nprincipal: %q\nevidenceAudience: %q\nrequesterTags: [\"dev\"]\ngrant:\n  id: \"grant-dev-1\"\n  authority: \"registrum-dev\"\ndelegation:\n  subjectClaims:\n    id: \"subject.id\"\nkeys:\n  - %s\n",
-				c.id, "service:"+c.id, "https://evidence.localhost", pubJSON)
+			reg = fmt.Sprintf("clientId: %q\nprincipal: %q\nevidenceAudience: %q\nrequesterTags: [%q]\ngrant:\n  id: %q\n  authority: %q\ndelegation:\n  subjectClaims:\n    id: \"subject.id\"\nkeys:\n  - %s\n",
+				c.id, "service:"+c.id, DevEvidenceAudience, DevEvidenceRequesterTag, DevEvidenceGrantID, DevEvidenceAuthority, pubJSON)
 		}
 		if err := os.WriteFile(filepath.Join(dir, "clients", c.id+".yaml"), []byte(reg), 0o644); err != nil {
 			return nil, fmt.Errorf("issuer: dev setup: %w", err)

@@ -61,6 +61,10 @@ func TestWriteDevSetupKeepsKeys(t *testing.T) {
 	if _, err := LoadRegistry(cfg); err != nil {
 		t.Fatal(err)
 	}
+	// The claim names a record host copies are the ones the issuer loads.
+	if cfg.AccessTokens.Claims == nil || *cfg.AccessTokens.Claims != DevEvidenceClaims {
+		t.Fatalf("accessTokens.claims %+v, want DevEvidenceClaims", cfg.AccessTokens.Claims)
+	}
 	if _, err := WriteDevSetup(t.TempDir(), DevOptions{}); err == nil {
 		t.Fatal("port 0 accepted")
 	}

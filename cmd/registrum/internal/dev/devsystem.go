@@ -121,12 +121,8 @@ func Run(ctx context.Context, o Options) error {
 
 	issuerPort := issuerLn.Addr().(*net.TCPAddr).Port
 	walk := planWalkthrough(res.Package)
-	devOpts := issuer.DevOptions{Port: issuerPort, Scopes: requiredScopes(res.Package)}
-	purposeClaim := ""
-	if walk != nil {
-		devOpts.Claims = walk.Claims
-		purposeClaim = walk.PurposeClaim
-	}
+	demo := planDemoClients(res.Package, walk)
+	devOpts := issuer.DevOptions{Port: issuerPort, Scopes: requiredScopes(res.Package), Claims: demo.Claims}
 	setup, err := issuer.WriteDevSetup(filepath.Join(data, "issuer"), devOpts)
 	if err != nil {
 		return err
@@ -135,10 +131,6 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
-	// The identifier stays the https one seed 000 requires; the discovery
-	// documents name the endpoints dev really serves: plain HTTP on loopback
-	// (docs/decisions/dev-issuer-scheme.md).
-	icfg.EndpointBaseURL = "http://" + issuerLn.Addr().String()
 	iss, err := issuer.New(icfg, o.Log)
 	if err != nil {
 		return err
@@ -148,7 +140,7 @@ func Run(ctx context.Context, o Options) error {
 	defer cancel()
 	errs := make(chan error, 2)
 	go func() { errs <- iss.Serve(ctx, issuerLn) }()
-	auth := authBlock(icfg, issuerLn.Addr().String(), purposeClaim)
+	auth := authBlock(icfg, issuerLn.Addr().String(), demo.PurposeClaim)
 
 	h, err := openHost(ctx, dd, cluster, hostLn, auth, o.Log)
 	if err != nil {
@@ -160,7 +152,7 @@ func Run(ctx context.Context, o Options) error {
 
 	go func() { errs <- h.Serve(ctx, hostLn, nil) }()
 
-	printNextSteps(o, dd, hostLn.Addr().String(), setup, walk)
+	printNextSteps(o, dd, hostLn.Addr().String(), setup, walk, demo)
 
 	// Serve until the context ends, a service fails, or PostgreSQL dies: a
 	// host without its database would only answer errors.
@@ -208,16 +200,29 @@ func requiredScopes(p *model.Package) []string {
 	return out
 }
 
-// authBlock is the record host's authentication settings for the dev issuer.
+// authBlock is the record host's authentication settings for the dev
+// issuer: its principal and evidence claim names are the issuer's
+// accessTokens.claims and its revoked key ids the issuer's, as the issuer
+// specification pairs a verifier with it.
 func authBlock(icfg *issuer.Config, issuerAddr, purposeClaim string) string {
+	claims := fmt.Sprintf("principal: sub, purpose: %q", purposeClaim)
+	if n := icfg.AccessTokens.Claims; n != nil {
+		claims = fmt.Sprintf("principal: %q, purpose: %q, requesterTags: %q, evidenceAudience: %q, grantId: %q, grantAuthority: %q",
+			n.Principal, purposeClaim, n.RequesterTags, n.EvidenceAudience, n.GrantID, n.GrantAuthority)
+		if n.Actor != "" {
+			claims += fmt.Sprintf(", actor: %q", n.Actor)
+		}
+	}
+	revoked, _ := json.Marshal(append([]string{}, icfg.Signing.RevokedKeyIDs...))
 	return fmt.Sprintf(`authentication:
   issuer: %q
   jwksUrl: %q
   audience: %q
   scopeClaim: scope
   scopeSeparator: " "
-  authorityClaims: {principal: sub, purpose: %q}
-`, icfg.Issuer, "http://"+issuerAddr+icfg.Signing.JWKSPath, icfg.AccessTokens.Audiences[0], purposeClaim)
+  authorityClaims: {%s}
+  revokedKeyIds: %s
+`, icfg.Issuer, "http://"+issuerAddr+icfg.Signing.JWKSPath, icfg.AccessTokens.Audiences[0], claims, revoked)
 }
 
 // openHost writes the record host's configuration, migrates the database
@@ -295,7 +300,7 @@ hostKeyRef: secret:file/host-key
 	return path, nil
 }
 
-func printNextSteps(o Options, dd *dataDir, hostAddr string, setup *issuer.DevSetup, walk *Walkthrough) {
+func printNextSteps(o Options, dd *dataDir, hostAddr string, setup *issuer.DevSetup, walk *Walkthrough, demo *demoClients) {
 	base := "http://" + hostAddr
 	w := o.Out
 	fmt.Fprintf(w, "Registrum dev is running (data in %s).\n", dd.path)
@@ -314,6 +319,7 @@ func printNextSteps(o Options, dd *dataDir, hostAddr string, setup *issuer.DevSe
 		fmt.Fprintf(w, "  %s token --token-url %s --client-id %s --key %s\n", o.Command, setup.TokenURL, c.ID, c.KeyFile)
 	}
 	fmt.Fprintln(w)
+	demo.print(w, setup)
 	if walk != nil {
 		e, q := walk.Entity, walk.query()
 		auth := `-H "Authorization: Bearer $TOKEN"`

@@ -85,10 +85,12 @@ func tryGrant(p *model.Package, pr *model.Profile, g *model.Grant, e *model.Enti
 		for _, r := range g.RowBoundaries.Rules {
 			f := e.Field(r.Field)
 			v, has := data[f.APIName]
-			if r.Operator != model.BoundaryEquals || !has || strings.Contains(r.Claim, ".") {
+			// One sample is also an "in" claim: a space-delimited list of one.
+			s := fmt.Sprint(v)
+			if !has || strings.Contains(r.Claim, ".") || (r.Operator == model.BoundaryIn && strings.Contains(s, " ")) {
 				return nil
 			}
-			w.Claims[r.Claim] = fmt.Sprint(v)
+			w.Claims[r.Claim] = s
 		}
 	}
 	// A filter on a filterable field both records share.
