@@ -10,6 +10,8 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -24,6 +26,8 @@ import (
 	"github.com/registrum/registrum/host/metadata"
 	"github.com/registrum/registrum/host/records"
 	"github.com/registrum/registrum/model"
+	"github.com/registrum/registrum/planners"
+	"github.com/registrum/registrum/plugins"
 	"github.com/registrum/registrum/store"
 )
 
@@ -36,6 +40,8 @@ type Host struct {
 	verifier *auth.Verifier
 	pkg      *model.Package
 	metrics  http.Handler
+	// mods are the loaded planner modules, nil when the package has none.
+	mods *plugins.Runtime
 }
 
 // Open loads the package and secrets named by cfg, connects to the database,
@@ -83,6 +89,10 @@ func assemble(ctx context.Context, cfg *config.Config, log *slog.Logger, pool *p
 	if err != nil {
 		return nil, err
 	}
+	mods, err := loadPlanners(ctx, cfg, pkg, svc)
+	if err != nil {
+		return nil, err
+	}
 	docs, err := metadata.Load(pkg, cfg.Package)
 	if err != nil {
 		return nil, err
@@ -98,6 +108,7 @@ func assemble(ctx context.Context, cfg *config.Config, log *slog.Logger, pool *p
 		Ready:     st.Ping,
 	})
 	return &Host{
+		mods:     mods,
 		cfg:      cfg,
 		verifier: verifier,
 		log:      log,
@@ -123,6 +134,40 @@ func (h *Host) Close() {
 		h.verifier.Close()
 	}
 	h.pool.Close()
+	if h.mods != nil {
+		h.mods.Close(context.Background())
+	}
+}
+
+// loadPlanners loads the plugin modules of the package's change-request
+// planners (pinned digests checked) and gives the records service its
+// planners.
+func loadPlanners(ctx context.Context, cfg *config.Config, pkg *model.Package, svc *records.Service) (*plugins.Runtime, error) {
+	var rt *plugins.Runtime
+	var set *plugins.Set
+	if mods := planners.Modules(pkg); len(mods) > 0 {
+		var err error
+		if rt, err = plugins.NewRuntime(ctx, plugins.Config{}); err != nil {
+			return nil, err
+		}
+		dir := cfg.Package
+		if st, err := os.Stat(dir); err == nil && !st.IsDir() {
+			dir = filepath.Dir(dir)
+		}
+		if set, err = rt.Load(ctx, mods, dir); err != nil {
+			rt.Close(ctx)
+			return nil, fmt.Errorf("host: load planner modules: %w", err)
+		}
+	}
+	ps, err := planners.New(pkg, set)
+	if err != nil {
+		if rt != nil {
+			rt.Close(ctx)
+		}
+		return nil, err
+	}
+	svc.UsePlanners(ps)
+	return rt, nil
 }
 
 // decider returns the access decider of a package: access profiles checked

@@ -93,6 +93,11 @@ type Config struct {
 	ValidationMode string
 	// Issuer is the issuer identifier written as the token iss.
 	Issuer string
+	// EndpointBaseURL is what the metadata documents' endpoint URLs
+	// (token_endpoint, jwks_uri) start with: the issuer identifier unless
+	// endpointBaseUrl names where the endpoints are really served (plain
+	// HTTP on loopback in supervised local development).
+	EndpointBaseURL string
 	// Listener holds the HTTP listener settings.
 	Listener ListenerConfig
 	// Signing holds the service's public keys and key-set path.
@@ -194,6 +199,7 @@ type fileConfig struct {
 	Version         *int                 `yaml:"version"`
 	ValidationMode  *string              `yaml:"validationMode"`
 	Issuer          *string              `yaml:"issuer"`
+	EndpointBaseURL *string              `yaml:"endpointBaseUrl"`
 	Listener        *fileListener        `yaml:"listener"`
 	Signing         *fileSigning         `yaml:"signing"`
 	Signer          *fileSigner          `yaml:"signer"`
@@ -351,6 +357,13 @@ func validateConfig(d *strictyaml.Document, fc *fileConfig) (*Config, error) {
 		return nil, d.Fail("issuer", err.Error(), nil)
 	}
 	c.Issuer = *fc.Issuer
+	c.EndpointBaseURL = c.Issuer
+	if fc.EndpointBaseURL != nil {
+		if err := checkEndpointBase(*fc.EndpointBaseURL, c.ValidationMode); err != nil {
+			return nil, d.Fail("endpointBaseUrl", err.Error(), nil)
+		}
+		c.EndpointBaseURL = *fc.EndpointBaseURL
+	}
 
 	// listener
 	if fc.Listener == nil {
@@ -760,6 +773,30 @@ func checkIssuerURL(s string) error {
 		return errors.New("must be a URL")
 	}
 	if u.Scheme != "https" {
+		return errors.New("must use the https scheme")
+	}
+	return checkURLParts(u, s)
+}
+
+// checkEndpointBase checks endpointBaseUrl: an https URL with a host and no
+// query or fragment, or, in supervised local development only, an http URL
+// whose host is a loopback address.
+func checkEndpointBase(s, mode string) error {
+	if len(s) == 0 || len(s) > maximumIssuerBytes {
+		return fmt.Errorf("must be a URL of 1 to %d bytes", maximumIssuerBytes)
+	}
+	u, err := url.Parse(s)
+	if err != nil {
+		return errors.New("must be a URL")
+	}
+	switch u.Scheme {
+	case "https":
+	case "http":
+		ip, err := netip.ParseAddr(u.Hostname())
+		if mode != ModeSupervisedLocalDevelopment || err != nil || !ip.IsLoopback() {
+			return errors.New("must use the https scheme (http only with a loopback IP address in supervised-local-development)")
+		}
+	default:
 		return errors.New("must use the https scheme")
 	}
 	return checkURLParts(u, s)

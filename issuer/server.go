@@ -597,7 +597,10 @@ func jwksDocument(cfg *Config) ([]byte, error) {
 
 // metadataDocument is the RFC 8414 authorization server metadata.
 func metadataDocument(cfg *Config) ([]byte, error) {
-	base := strings.TrimSuffix(cfg.Issuer, "/")
+	base := strings.TrimSuffix(cfg.EndpointBaseURL, "/")
+	if base == "" {
+		base = strings.TrimSuffix(cfg.Issuer, "/")
+	}
 	algs := make([]string, 0, len(cfg.ClientAssertion.Algorithms))
 	for _, a := range cfg.ClientAssertion.Algorithms {
 		algs = append(algs, string(a))

@@ -1,6 +1,7 @@
 package records
 
 import (
+	"encoding/json"
 	"strconv"
 
 	"github.com/registrum/registrum/host/access"
@@ -34,6 +35,8 @@ type EnvelopeData struct {
 	Snapshot string `json:"snapshot,omitempty"`
 	// Tombstoned marks the final revision of a tombstoned record.
 	Tombstoned bool `json:"tombstoned,omitempty"`
+	// Request is data.request on change request records.
+	Request json.RawMessage `json:"request,omitempty"`
 }
 
 // Meta identifies the registry, dataset and entity of a record.

@@ -8,6 +8,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -23,6 +24,7 @@ import (
 	"github.com/registrum/registrum/internal/strictjson"
 	"github.com/registrum/registrum/model"
 	"github.com/registrum/registrum/model/values"
+	"github.com/registrum/registrum/planners"
 	"github.com/registrum/registrum/store"
 	"github.com/registrum/registrum/store/layout"
 )
@@ -38,6 +40,8 @@ type Service struct {
 	keys   Keys
 	access access.Decider
 	sealer *cursor.Sealer
+	// planners plan the submissions of request entities (UsePlanners).
+	planners *planners.Set
 }
 
 // New returns the records service of the store's active package.
@@ -83,13 +87,12 @@ type Result struct {
 }
 
 // EntityForRoute returns the entity served at route, or the concealed
-// not-found. The records of a request entity are change requests, whose
-// workflow (draft, submit, review, apply) this service does not serve as
-// ordinary records: their routes answer not-found until the change-request
-// service serves them.
+// not-found. The records of a request entity are change requests: drafts
+// are created and patched like other records by their owner, and move
+// through the workflow with Act.
 func (s *Service) EntityForRoute(route string) (*model.Entity, error) {
 	e := s.pkg.EntityByRoute(route)
-	if e == nil || e.IsRequestEntity() {
+	if e == nil {
 		return nil, problem.NotFound()
 	}
 	return e, nil
@@ -165,7 +168,19 @@ func (s *Service) Create(ctx context.Context, c Call, e *model.Entity, body []by
 		if err != nil {
 			return nil, err
 		}
-		out, err := s.outcome(rec, grant, c.Representation, SnapshotToken(w.CommitID()))
+		var req *store.Request
+		if e.IsRequestEntity() {
+			if grant.PrincipalReference == "" {
+				return nil, problem.NotFound() // a draft needs an owner
+			}
+			if err := w.CreateRequest(ctx, e, id, grant.PrincipalReference); err != nil {
+				return nil, err
+			}
+			if req, err = w.LockRequest(ctx, e, id); err != nil {
+				return nil, err
+			}
+		}
+		out, err := s.outcomeWith(rec, req, grant, c.Representation, SnapshotToken(w.CommitID()))
 		if err != nil {
 			return nil, err
 		}
@@ -191,7 +206,16 @@ func (s *Service) Get(ctx context.Context, c Call, e *model.Entity, id string) (
 	if err != nil {
 		return nil, err
 	}
-	out, err := s.outcome(rec, grant, c.Representation, "")
+	var req *store.Request
+	if e.IsRequestEntity() {
+		if req, err = s.store.Request(ctx, e, id); err != nil {
+			return nil, err
+		}
+		if !requestVisible(grant, req) {
+			return nil, problem.NotFound()
+		}
+	}
+	out, err := s.outcomeWith(rec, req, grant, c.Representation, "")
 	if err != nil {
 		return nil, err
 	}
@@ -216,6 +240,12 @@ func (s *Service) Patch(ctx context.Context, c Call, e *model.Entity, id, ifMatc
 		if err != nil {
 			return nil, err
 		}
+		var req *store.Request
+		if e.IsRequestEntity() {
+			if req, err = s.lockDraft(ctx, w, e, grant, id); err != nil {
+				return nil, err
+			}
+		}
 		next, err := s.applyPatch(e, cur, ops)
 		if err != nil {
 			return nil, err
@@ -231,7 +261,7 @@ func (s *Service) Patch(ctx context.Context, c Call, e *model.Entity, id, ifMatc
 		if err != nil {
 			return nil, err
 		}
-		out, err := s.outcome(rec, grant, c.Representation, SnapshotToken(w.CommitID()))
+		out, err := s.outcomeWith(rec, req, grant, c.Representation, SnapshotToken(w.CommitID()))
 		if err != nil {
 			return nil, err
 		}
@@ -352,7 +382,20 @@ func (s *Service) journal(c Call, grant *access.Grant, e *model.Entity, id strin
 
 // outcome renders the envelope of rec with its validator.
 func (s *Service) outcome(rec *store.Record, grant *access.Grant, rep Representation, snapshot string) (*store.Outcome, error) {
+	return s.outcomeWith(rec, nil, grant, rep, snapshot)
+}
+
+// outcomeWith renders the envelope of rec, with data.request when req is
+// the workflow state of a request record.
+func (s *Service) outcomeWith(rec *store.Record, req *store.Request, grant *access.Grant, rep Representation, snapshot string) (*store.Outcome, error) {
 	env := s.envelope(rec, grant.Readable, rep)
+	if req != nil {
+		view, err := json.Marshal(s.requestView(rec, req, grant, rep))
+		if err != nil {
+			return nil, fmt.Errorf("records: render request: %w", err)
+		}
+		env.Data.Request = view
+	}
 	env.Data.Snapshot = snapshot
 	if rec.Lifecycle == layout.LifecycleTombstoned {
 		env.Data.Tombstoned = true

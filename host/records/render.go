@@ -41,6 +41,10 @@ func (e *Envelope) AppendJSON(b []byte) ([]byte, error) {
 	if e.Data.Tombstoned {
 		b = append(b, `,"tombstoned":true`...)
 	}
+	if len(e.Data.Request) > 0 {
+		b = append(b, `,"request":`...)
+		b = append(b, e.Data.Request...)
+	}
 	b = append(b, `},"meta":`...)
 	b = e.Meta.appendJSON(b)
 	return append(b, '}'), nil

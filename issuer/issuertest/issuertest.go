@@ -30,6 +30,9 @@ type DevOptions = issuer.DevOptions
 // DevSetup is the written dev deployment: its files, clients and URLs.
 type DevSetup = issuer.DevSetup
 
+// DevClient is one client of the dev deployment.
+type DevClient = issuer.DevClient
+
 // The demo clients of the dev deployment.
 const (
 	StandardClientID = issuer.DevStandardClientID

@@ -131,6 +131,10 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
+	// The identifier stays the https one seed 000 requires; the discovery
+	// documents name the endpoints dev really serves: plain HTTP on loopback
+	// (docs/decisions/dev-issuer-scheme.md).
+	icfg.EndpointBaseURL = "http://" + issuerLn.Addr().String()
 	iss, err := issuer.New(icfg, o.Log)
 	if err != nil {
 		return err

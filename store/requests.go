@@ -1,0 +1,230 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/registrum/registrum/model"
+	"github.com/registrum/registrum/store/layout"
+)
+
+// Change request states (engineState).
+const (
+	RequestDraft     = "draft"
+	RequestSubmitted = "submitted"
+	RequestApplied   = "applied"
+	RequestCancelled = "cancelled"
+)
+
+// Request is the workflow state of one change request record.
+type Request struct {
+	EntityID, RecordID string
+	// OwnerReference is the keyed reference of the principal that created it.
+	OwnerReference string
+	State          string
+	// ProposalVersion is the current proposal: the draft being edited, or
+	// the one submitted.
+	ProposalVersion int64
+	UpdatedAt       time.Time
+	// Proposal is the frozen proposal of ProposalVersion, nil while it is a
+	// draft that was never submitted under this version.
+	Proposal *Proposal
+	// Application is the receipt of the applied proposal, nil until applied.
+	Application *Application
+}
+
+// Proposal is a submitted, frozen proposal.
+type Proposal struct {
+	Version int64
+	// RecordRevision is the request record's revision that was submitted.
+	RecordRevision int64
+	// Planner is the planner kind; ModuleDigest the pinned digest of a
+	// plugin planner ("" for declarative).
+	Planner, ModuleDigest string
+	EffectDigest          string
+	// Plan is the canonical JSON of the frozen writes; nil after erasure.
+	Plan               []byte
+	SubmitterReference string
+	SubmitterActor     string
+	SubmittedAt        time.Time
+	DetailErased       bool
+}
+
+// Application is the receipt of an applied proposal.
+type Application struct {
+	ID               string
+	ProposalVersion  int64
+	EffectDigest     string
+	ApplierReference string
+	ApplierActor     string
+	// Reason is the applier's reason when one was given (possibly empty).
+	Reason        *string
+	ReasonPresent bool
+	// Results is the canonical JSON of the records the effects wrote.
+	Results   []byte
+	AppliedAt time.Time
+}
+
+const requestColumns = `r.entity_id, r.record_id::text, r.owner_reference, r.state, r.proposal_version, r.updated_at,
+    p.proposal_version, p.record_revision, p.planner, coalesce(p.module_digest, ''), p.effect_digest, p.plan, p.submitter_reference,
+    p.submitter_actor, p.submitted_at, p.detail_erased_at IS NOT NULL,
+    a.application_id::text, a.proposal_version, a.effect_digest, a.applier_reference, a.applier_actor, a.reason, a.reason_present, a.results, a.applied_at
+FROM registrum.requests r
+LEFT JOIN registrum.request_proposals p ON p.entity_id = r.entity_id AND p.record_id = r.record_id AND p.proposal_version = r.proposal_version
+LEFT JOIN registrum.request_applications a ON a.entity_id = r.entity_id AND a.record_id = r.record_id
+WHERE r.entity_id = $1 AND r.record_id = $2`
+
+func scanRequest(row pgx.Row) (*Request, error) {
+	r := &Request{}
+	var (
+		pVersion, pRevision                                      *int64
+		planner, moduleDigest, effectDigest, submitter, subActor *string
+		plan                                                     []byte
+		submittedAt                                              *time.Time
+		erased                                                   *bool
+		aID, aDigest, aApplier, aActor, aReason                  *string
+		aVersion                                                 *int64
+		aPresent                                                 *bool
+		aResults                                                 []byte
+		aAt                                                      *time.Time
+	)
+	err := row.Scan(&r.EntityID, &r.RecordID, &r.OwnerReference, &r.State, &r.ProposalVersion, &r.UpdatedAt,
+		&pVersion, &pRevision, &planner, &moduleDigest, &effectDigest, &plan, &submitter, &subActor, &submittedAt, &erased,
+		&aID, &aVersion, &aDigest, &aApplier, &aActor, &aReason, &aPresent, &aResults, &aAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("store: read request: %w", err)
+	}
+	r.UpdatedAt = r.UpdatedAt.UTC()
+	if pVersion != nil {
+		r.Proposal = &Proposal{Version: *pVersion, RecordRevision: *pRevision, Planner: *planner, ModuleDigest: *moduleDigest,
+			EffectDigest: *effectDigest, Plan: plan, SubmitterReference: *submitter, SubmitterActor: *subActor,
+			SubmittedAt: submittedAt.UTC(), DetailErased: *erased}
+	}
+	if aID != nil {
+		r.Application = &Application{ID: *aID, ProposalVersion: *aVersion, EffectDigest: *aDigest, ApplierReference: *aApplier,
+			ApplierActor: *aActor, Reason: aReason, ReasonPresent: *aPresent, Results: aResults, AppliedAt: aAt.UTC()}
+	}
+	return r, nil
+}
+
+// Request reads the workflow state of a request record.
+func (s *Store) Request(ctx context.Context, e *model.Entity, id string) (*Request, error) {
+	return scanRequest(s.pool.QueryRow(ctx, "SELECT "+requestColumns, e.ID, id))
+}
+
+// LockRequest reads the workflow state of a request record and locks it
+// until the transaction ends.
+func (w *Writer) LockRequest(ctx context.Context, e *model.Entity, id string) (*Request, error) {
+	if _, err := w.tx.Exec(ctx, "SELECT 1 FROM registrum.requests WHERE entity_id = $1 AND record_id = $2 FOR UPDATE", e.ID, id); err != nil {
+		return nil, fmt.Errorf("store: lock request: %w", err)
+	}
+	return scanRequest(w.tx.QueryRow(ctx, "SELECT "+requestColumns, e.ID, id))
+}
+
+// CreateRequest starts the workflow of a new request record as a draft of
+// proposal version 1 owned by owner.
+func (w *Writer) CreateRequest(ctx context.Context, e *model.Entity, id, owner string) error {
+	_, err := w.tx.Exec(ctx, `INSERT INTO registrum.requests (entity_id, record_id, owner_reference, state, proposal_version, updated_at)
+    VALUES ($1, $2, $3, 'draft', 1, $4)`, e.ID, id, owner, w.now)
+	if err != nil {
+		return fmt.Errorf("store: create request: %w", err)
+	}
+	return nil
+}
+
+// SubmitRequest freezes p as the request's current proposal and moves the
+// request to submitted.
+func (w *Writer) SubmitRequest(ctx context.Context, e *model.Entity, id string, p *Proposal) error {
+	if _, err := w.tx.Exec(ctx, `INSERT INTO registrum.request_proposals
+    (entity_id, record_id, proposal_version, record_revision, planner, module_digest, effect_digest, plan, submitter_reference, submitter_actor, submitted_at)
+    VALUES ($1, $2, $3, $4, $5, nullif($6, ''), $7, $8, $9, $10, $11)`,
+		e.ID, id, p.Version, p.RecordRevision, p.Planner, p.ModuleDigest, p.EffectDigest, string(p.Plan), p.SubmitterReference, p.SubmitterActor, w.now); err != nil {
+		return fmt.Errorf("store: freeze proposal: %w", err)
+	}
+	p.SubmittedAt = w.now
+	return w.SetRequestState(ctx, e, id, RequestSubmitted, p.Version)
+}
+
+// SetRequestState moves a request to state at proposal version.
+func (w *Writer) SetRequestState(ctx context.Context, e *model.Entity, id, state string, proposalVersion int64) error {
+	tag, err := w.tx.Exec(ctx, `UPDATE registrum.requests SET state = $3, proposal_version = $4, updated_at = $5 WHERE entity_id = $1 AND record_id = $2`,
+		e.ID, id, state, proposalVersion, w.now)
+	if err != nil {
+		return fmt.Errorf("store: set request state: %w", err)
+	}
+	if tag.RowsAffected() != 1 {
+		return ErrNotFound
+	}
+	return nil
+}
+
+// ApplyRequest writes the application receipt and moves the request to
+// applied. It must run in the transaction that wrote the effects.
+func (w *Writer) ApplyRequest(ctx context.Context, e *model.Entity, id string, a *Application) error {
+	a.AppliedAt = w.now
+	if _, err := w.tx.Exec(ctx, `INSERT INTO registrum.request_applications
+    (application_id, entity_id, record_id, proposal_version, effect_digest, applier_reference, applier_actor, reason, reason_present, results, applied_at)
+    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+		a.ID, e.ID, id, a.ProposalVersion, a.EffectDigest, a.ApplierReference, a.ApplierActor, a.Reason, a.ReasonPresent, string(a.Results), w.now); err != nil {
+		return fmt.Errorf("store: write application receipt: %w", err)
+	}
+	return w.SetRequestState(ctx, e, id, RequestApplied, a.ProposalVersion)
+}
+
+// Touch appends a revision of a live record with unchanged values, under
+// operation (a request action), so that its validator moves on. expected
+// is the revision the caller read; anything else is ErrStale.
+func (w *Writer) Touch(ctx context.Context, e *model.Entity, rec *Record, expected int64, operation string, j Journal) (*Record, error) {
+	q := "UPDATE " + layout.Table(e) + " SET " + layout.ColRevision + " = " + layout.ColRevision + " + 1, " +
+		layout.ColUpdatedAt + " = $3, " + layout.ColPackageRevision + " = $4 WHERE " + layout.ColRecordID + " = $1 AND " +
+		layout.ColRevision + " = $2 AND " + layout.ColLifecycle + " = '" + layout.LifecycleActive + "' RETURNING " + layout.ColRevision
+	next := *rec
+	if err := w.tx.QueryRow(ctx, q, rec.ID, expected, w.now, w.s.pkg.Revision).Scan(&next.Revision); err != nil {
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil, ErrStale
+		}
+		return nil, w.s.writeError(e, err)
+	}
+	next.UpdatedAt = w.now
+	if err := w.journal(ctx, operation, &next, j); err != nil {
+		return nil, err
+	}
+	return &next, nil
+}
+
+// Now returns the transaction's clock reading (the service clock).
+func (w *Writer) Now() time.Time { return w.now }
+
+// Stored returns the outcome a write under idem already committed: nil when
+// the key is unused (or its first write has not committed),
+// ErrIdempotencyConflict when it was used with another request. It lets a
+// caller answer a replay before doing work the write would need (a
+// planner's run, say); the write itself checks again.
+func (s *Store) Stored(ctx context.Context, idem *Idempotency) (*Outcome, error) {
+	var digest string
+	var stored []byte
+	err := s.pool.QueryRow(ctx, `SELECT request_digest, outcome FROM registrum.idempotency WHERE key_reference = $1`, idem.KeyReference).Scan(&digest, &stored)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("store: read idempotency key: %w", err)
+	case digest != idem.RequestDigest:
+		return nil, ErrIdempotencyConflict
+	case stored == nil:
+		return nil, nil
+	}
+	out := &Outcome{}
+	if err := json.Unmarshal(stored, out); err != nil {
+		return nil, fmt.Errorf("store: stored outcome: %w", err)
+	}
+	return out, nil
+}
