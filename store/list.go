@@ -62,7 +62,7 @@ func columns(e *model.Entity) string {
 // scope that match the query, in its order.
 func (s *Store) Page(ctx context.Context, q *query.Query, scope querysql.Fragment) ([]*Record, error) {
 	e := q.Entity
-	stmt := querysql.Compiler{}.PageStatement(q, columns(e), scope)
+	stmt := compilerFor(e).PageStatement(q, columns(e), scope)
 	rows, err := s.pool.Query(ctx, stmt.SQL, stmt.Args...)
 	if err != nil {
 		return nil, fmt.Errorf("store: read %s page: %w", e.ID, err)
@@ -84,7 +84,7 @@ func (s *Store) Page(ctx context.Context, q *query.Query, scope querysql.Fragmen
 
 // Count returns the number of records in scope that match the query's filter.
 func (s *Store) Count(ctx context.Context, q *query.Query, scope querysql.Fragment) (int64, error) {
-	stmt := querysql.Compiler{}.CountStatement(q, scope)
+	stmt := compilerFor(q.Entity).CountStatement(q, scope)
 	var n int64
 	if err := s.pool.QueryRow(ctx, stmt.SQL, stmt.Args...).Scan(&n); err != nil {
 		return 0, fmt.Errorf("store: count %s: %w", q.Entity.ID, err)

@@ -36,6 +36,9 @@ type Request struct {
 	Proposal *Proposal
 	// Application is the receipt of the applied proposal, nil until applied.
 	Application *Application
+	// History is the page of retained proposals a read asked for
+	// (Store.RequestHistory), nil when it was not read.
+	History *RequestHistory
 }
 
 // Proposal is a submitted, frozen proposal.
