@@ -98,11 +98,36 @@ const (
 	ApplyAutomatic = "automatic"
 )
 
+// Application dispositions: what the application step may do with an
+// approved request.
+const (
+	// DispositionApply applies the approved request's effects.
+	DispositionApply = "apply"
+	// DispositionQueue holds the approved request, with one of the declared
+	// queue reasons, until it is applied.
+	DispositionQueue = "queue"
+)
+
 // Application says how an approved request is applied: by an authorized
-// caller (manual) or by a named logical executor (automatic).
+// caller (manual) or by a named logical executor (automatic), and which
+// dispositions and queue reasons the application step may use.
 type Application struct {
 	Mode     string `json:"mode"`
 	Executor string `json:"executor,omitempty"`
+	// Dispositions are the allowed dispositions, in declared order; empty
+	// (a package compiled before they were declared) means apply only.
+	Dispositions []string `json:"dispositions,omitempty"`
+	// QueueReasons are the reason codes a queue disposition may carry.
+	QueueReasons []string `json:"queueReasons,omitempty"`
+}
+
+// AllowedDispositions returns the allowed dispositions: the declared ones,
+// or apply alone when none are declared.
+func (a Application) AllowedDispositions() []string {
+	if len(a.Dispositions) == 0 {
+		return []string{DispositionApply}
+	}
+	return a.Dispositions
 }
 
 // Retention modes.

@@ -222,6 +222,10 @@ type Review struct {
 type Application struct {
 	Mode     string `json:"mode" schema:"required,enum=manual|automatic" doc:"manual (an authorized caller applies) or automatic."`
 	Executor string `json:"executor,omitempty" schema:"ident" doc:"automatic: logical executor with its own credential."`
+	// Dispositions and QueueReasons are the application policy clients see
+	// in GET /v1/registry.
+	Dispositions []string `json:"dispositions,omitempty" schema:"minItems=1,items=apply|queue" doc:"Allowed dispositions of an approved request: apply, queue; default [apply]."`
+	QueueReasons []string `json:"queueReasons,omitempty" schema:"maxItems=16,ident" doc:"Reason codes a queue disposition may carry; required with queue, only with queue."`
 }
 
 // Retention is the authored retention mode.

@@ -111,11 +111,42 @@ func (c *compiler) changeRequest(e *model.Entity, cr *ChangeRequest, cp string) 
 			c.add(ap+".executor", "change-request.application", "executor belongs to automatic application; manual application waits for an authorized caller")
 		}
 		out.Application = model.Application{Mode: a.Mode, Executor: a.Executor}
+		out.Application.Dispositions, out.Application.QueueReasons = c.applicationPolicy(a, ap)
+	}
+	if len(out.Application.Dispositions) == 0 {
+		out.Application.Dispositions = []string{model.DispositionApply}
 	}
 	if cr.Retention != nil {
 		out.Retention = model.Retention{Mode: cr.Retention.Mode}
 	}
 	return out
+}
+
+// applicationPolicy checks the allowed dispositions and queue reasons of an
+// application declaration: dispositions unique (default apply alone), queue
+// reasons unique, required with queue and refused without it.
+func (c *compiler) applicationPolicy(a *Application, ap string) ([]string, []string) {
+	seen := map[string]bool{}
+	for i, d := range a.Dispositions {
+		if seen[d] {
+			c.add(fmt.Sprintf("%s.dispositions[%d]", ap, i), "change-request.application", "disposition %q is listed twice", d)
+		}
+		seen[d] = true
+	}
+	reasons := map[string]bool{}
+	for i, r := range a.QueueReasons {
+		if reasons[r] {
+			c.add(fmt.Sprintf("%s.queueReasons[%d]", ap, i), "change-request.application", "queue reason %q is listed twice", r)
+		}
+		reasons[r] = true
+	}
+	switch {
+	case seen[model.DispositionQueue] && len(a.QueueReasons) == 0:
+		c.add(ap+".queueReasons", "change-request.application", "the queue disposition needs queueReasons, the reason codes a queued request may carry")
+	case !seen[model.DispositionQueue] && len(a.QueueReasons) > 0:
+		c.add(ap+".queueReasons", "change-request.application", "queueReasons belong to the queue disposition, which dispositions does not allow")
+	}
+	return slices.Clone(a.Dispositions), slices.Clone(a.QueueReasons)
 }
 
 // effects resolves declarative effects. src is the request entity (for a
