@@ -52,6 +52,7 @@ func (s *Service) List(ctx context.Context, c Call, e *model.Entity, opts query.
 		Sortable:   grant.Sortable.IDs(),
 		AllowCount: grant.AllowCount,
 	}
+	requestPseudo(e, grant, &allowed)
 	caller := cursor.Caller{Principal: grant.PrincipalReference, Profile: grant.Profile, PackageRevision: s.pkg.Revision}
 	now := time.Now()
 	q, err := s.sealer.Parse(e, allowed, opts, caller, now)
@@ -61,6 +62,9 @@ func (s *Service) List(ctx context.Context, c Call, e *model.Entity, opts query.
 	scope, err := store.Scope(e, storeBoundaries(grant))
 	if err != nil {
 		return nil, err
+	}
+	if ownRequestsOnly(e, grant) {
+		scope = store.OwnedRequests(e, scope, grant.PrincipalReference)
 	}
 	recs, err := s.store.Page(ctx, q, scope)
 	if err != nil {

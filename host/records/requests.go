@@ -630,7 +630,7 @@ func (s *Service) requestView(rec *store.Record, req *store.Request, grant *acce
 		}
 	}
 	view["actions"] = actions
-	view["history"] = map[string]any{"nextAfterProposalVersion": nil}
+	view["history"] = historyView(req, grant)
 	return view
 }
 

@@ -1,0 +1,112 @@
+package records
+
+import (
+	"context"
+	"encoding/json"
+	"strconv"
+	"time"
+
+	"github.com/registrum/registrum/host/access"
+	"github.com/registrum/registrum/host/problem"
+	"github.com/registrum/registrum/model"
+	"github.com/registrum/registrum/model/query"
+	"github.com/registrum/registrum/store"
+)
+
+// historyOptionKey carries the raw requestHistoryAfterProposalVersion of a
+// single-record read to the history read.
+type historyOptionKey struct{}
+
+// withHistoryOption returns ctx carrying the read's
+// requestHistoryAfterProposalVersion, when it was given (query.ParseRecord
+// refuses it on entities that are not request entities).
+func withHistoryOption(ctx context.Context, opts query.RawOptions) context.Context {
+	if v, ok := opts[query.OptRequestHistoryAfter]; ok && len(v) == 1 {
+		return context.WithValue(ctx, historyOptionKey{}, v[0])
+	}
+	return ctx
+}
+
+// historyAfter parses requestHistoryAfterProposalVersion: a proposal version
+// (a positive integer, digits only, no sign or leading zero) below the
+// request's current one; 0 when the read did not give it.
+func historyAfter(ctx context.Context, req *store.Request) (int64, error) {
+	raw, ok := ctx.Value(historyOptionKey{}).(string)
+	if !ok {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(raw, 10, 64)
+	if err != nil || n < 1 || raw[0] == '0' || raw[0] == '+' {
+		return 0, problem.New(problem.QueryInvalid, "%s must be a proposal version: a positive integer.", query.OptRequestHistoryAfter)
+	}
+	if n >= req.ProposalVersion {
+		return 0, problem.New(problem.QueryInvalid, "%s must be below the request's proposal version %d.", query.OptRequestHistoryAfter, req.ProposalVersion)
+	}
+	return n, nil
+}
+
+// loadHistory reads into req the page of its history that the read asked
+// for: the first, or the one after requestHistoryAfterProposalVersion.
+func (s *Service) loadHistory(ctx context.Context, e *model.Entity, req *store.Request) error {
+	after, err := historyAfter(ctx, req)
+	if err != nil {
+		return err
+	}
+	h, err := s.store.RequestHistory(ctx, e, req.RecordID, after)
+	if err != nil {
+		return err
+	}
+	req.History = h
+	return nil
+}
+
+// historyView is data.request.history: the page of retained proposals read
+// with the request (none when it was not read, as for a new draft), each
+// with its version, effect digest, planner, submission time and frozen
+// writes (unless erased), and its review outcome where the grant discloses
+// review_state; nextAfterProposalVersion continues it, null on the last page.
+func historyView(req *store.Request, grant *access.Grant) map[string]any {
+	items := []map[string]any{}
+	var next any
+	disclose := grant.Source != nil && slicesContains(grant.Source.ReadableRequestFields, model.RequestFieldReviewState)
+	if h := req.History; h != nil {
+		for _, it := range h.Items {
+			item := map[string]any{
+				"proposalVersion": it.ProposalVersion,
+				"effectDigest":    it.EffectDigest,
+				"planner":         it.Planner,
+				"submittedAt":     it.SubmittedAt.Format(time.RFC3339Nano),
+				"detailErased":    it.DetailErased,
+			}
+			if it.ModuleDigest != "" {
+				item["moduleDigest"] = it.ModuleDigest
+			}
+			if !it.DetailErased && it.Writes != nil {
+				item["writes"] = json.RawMessage(it.Writes)
+			}
+			if disclose && it.Outcome != "" {
+				item["outcome"] = it.Outcome
+			}
+			items = append(items, item)
+		}
+		if h.NextAfter != nil {
+			next = *h.NextAfter
+		}
+	}
+	return map[string]any{"items": items, "nextAfterProposalVersion": next}
+}
+
+// requestPseudo adds to what a collection read of e allows the
+// reviewOutcome pseudo field, on request entities whose grant discloses
+// review_state.
+func requestPseudo(e *model.Entity, grant *access.Grant, allowed *query.Allowed) {
+	if e.IsRequestEntity() && grant.Source != nil && slicesContains(grant.Source.ReadableRequestFields, model.RequestFieldReviewState) {
+		allowed.Pseudo = append(allowed.Pseudo, query.Pseudo{Name: query.ReviewOutcome, Values: query.ReviewOutcomeValues()})
+	}
+}
+
+// ownRequestsOnly reports whether a collection read of e lists only the
+// caller's own requests (requestVisibility owner).
+func ownRequestsOnly(e *model.Entity, grant *access.Grant) bool {
+	return e.IsRequestEntity() && grant.Source != nil && grant.Source.RequestVisibility == "owner"
+}
