@@ -111,6 +111,9 @@ CREATE TABLE IF NOT EXISTS registrum.schema_migrations (
 		}
 		applied = append(applied, m.Version)
 	}
+	if err := migrateJobs(ctx, pool); err != nil {
+		return applied, err
+	}
 	return applied, nil
 }
 

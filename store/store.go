@@ -12,6 +12,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
 
 	"github.com/registrum/registrum/model"
 	"github.com/registrum/registrum/store/layout"
@@ -24,6 +25,8 @@ type Store struct {
 	owners map[string]layout.Owner
 	// reads caches the single-record SELECT of each entity (readSQL).
 	reads sync.Map // *model.Entity → [2]string: plain, FOR UPDATE
+	// jobs inserts post-commit jobs (Writer.Enqueue).
+	jobs *river.Client[pgx.Tx]
 }
 
 // Connect opens a connection pool to the database named by dsn (a URL or
@@ -101,7 +104,11 @@ func Open(ctx context.Context, pool *pgxpool.Pool, p *model.Package) (*Store, er
 	if err != nil {
 		return nil, fmt.Errorf("store: activate package %s: %w", p.Revision, err)
 	}
-	return &Store{pool: pool, pkg: p, owners: layout.Owners(p)}, nil
+	jobs, err := newInserter(pool)
+	if err != nil {
+		return nil, err
+	}
+	return &Store{pool: pool, pkg: p, owners: layout.Owners(p), jobs: jobs}, nil
 }
 
 // Package returns the active package.

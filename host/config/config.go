@@ -36,6 +36,11 @@ type Config struct {
 	// HostKeyRef names the host's root secret (at least 32 bytes), from which
 	// the ETag, record-reference and cursor keys are derived.
 	HostKeyRef string `yaml:"hostKeyRef"`
+	// ReviewAuthorities are the external review authorities, by the id the
+	// package's request entities name them with.
+	ReviewAuthorities map[string]*ReviewAuthority `yaml:"reviewAuthorities"`
+	// Executors are the logical executors of automatic application, by id.
+	Executors map[string]*Executor `yaml:"executors"`
 
 	// path is the configuration file, for messages.
 	path string
@@ -142,7 +147,7 @@ func (c *Config) validate() error {
 			return err
 		}
 	}
-	return nil
+	return c.validateReview()
 }
 
 func (c *Config) checkListener(path string, l Listener) error {

@@ -1,0 +1,139 @@
+package config
+
+import (
+	"fmt"
+	"net"
+	"net/url"
+	"regexp"
+
+	"github.com/registrum/registrum/internal/secrets"
+)
+
+// ReviewAuthority is an external review authority the host submits
+// proposals to and pulls results from (the package names it by id in a
+// request entity's review.authority).
+type ReviewAuthority struct {
+	// Endpoint is the authority's base URL: https, or http on a loopback
+	// address (tests, local development).
+	Endpoint string `yaml:"endpoint"`
+	// Profile is sent as the Registry-Casework-Profile header.
+	Profile string `yaml:"profile"`
+	// ProducerID names this registry as the authority's producer: the
+	// subject source of every submission.
+	ProducerID string `yaml:"producerId"`
+	// RecoveryDays bounds how long a submission is retried and its result
+	// polled before the request needs an operator (default 30).
+	RecoveryDays int `yaml:"recoveryDays"`
+	// PollSeconds is the pause between two polls of a pending result
+	// (default 30).
+	PollSeconds int `yaml:"pollSeconds"`
+	// Client is the host's credential with the authority: a client of a
+	// token issuer (Registrum's own), authenticated with a private key JWT.
+	Client ClientCredentials `yaml:"client"`
+}
+
+// Executor is a logical executor that applies approved requests whose
+// application mode is automatic, through the same apply action and guards
+// as a person, with a credential of its own.
+type Executor struct {
+	// AccessProfile is the profile its apply selects.
+	AccessProfile string `yaml:"accessProfile"`
+	// Client is its credential.
+	Client ClientCredentials `yaml:"client"`
+}
+
+// ClientCredentials is an OAuth client of a token issuer using
+// private_key_jwt: the token endpoint, the client id, the secret holding
+// its private JWK, and the assertion audience (default: the token URL).
+type ClientCredentials struct {
+	TokenURL string `yaml:"tokenUrl"`
+	ClientID string `yaml:"clientId"`
+	KeyRef   string `yaml:"keyRef"`
+	Audience string `yaml:"audience"`
+}
+
+var idPattern = regexp.MustCompile(`^[a-z][a-z0-9-]{0,63}$`)
+
+func (c *Config) validateReview() error {
+	for id, a := range c.ReviewAuthorities {
+		at := "reviewAuthorities." + id
+		if !idPattern.MatchString(id) {
+			return c.fail(at, "an authority id is lowercase letters, digits and dashes")
+		}
+		if a == nil {
+			return c.fail(at, "is empty")
+		}
+		if err := checkEndpoint(a.Endpoint); err != nil {
+			return c.fail(at+".endpoint", "%v", err)
+		}
+		if a.Profile == "" || a.ProducerID == "" {
+			return c.fail(at, "profile and producerId are required")
+		}
+		if a.RecoveryDays < 0 || a.PollSeconds < 0 {
+			return c.fail(at, "recoveryDays and pollSeconds must not be negative")
+		}
+		if a.RecoveryDays == 0 {
+			a.RecoveryDays = 30
+		}
+		if a.PollSeconds == 0 {
+			a.PollSeconds = 30
+		}
+		if err := c.checkClient(at+".client", a.Client); err != nil {
+			return err
+		}
+	}
+	for id, x := range c.Executors {
+		at := "executors." + id
+		if !idPattern.MatchString(id) {
+			return c.fail(at, "an executor id is lowercase letters, digits and dashes")
+		}
+		if x == nil || x.AccessProfile == "" {
+			return c.fail(at+".accessProfile", "is required")
+		}
+		if err := c.checkClient(at+".client", x.Client); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (c *Config) checkClient(at string, cc ClientCredentials) error {
+	if err := checkEndpoint(cc.TokenURL); err != nil {
+		return c.fail(at+".tokenUrl", "%v", err)
+	}
+	if cc.ClientID == "" {
+		return c.fail(at+".clientId", "is required")
+	}
+	if _, err := secrets.ParseRef(cc.KeyRef); err != nil {
+		return c.fail(at+".keyRef", "%v", err)
+	}
+	return nil
+}
+
+// checkEndpoint accepts an https URL, or http on a loopback address.
+func checkEndpoint(s string) error {
+	u, err := url.Parse(s)
+	if err != nil || u.Host == "" {
+		return fmt.Errorf("must be an absolute URL")
+	}
+	switch {
+	case u.Scheme == "https":
+		return nil
+	case u.Scheme == "http" && isLoopback(u.Hostname()):
+		return nil
+	}
+	return fmt.Errorf("must be https (http only on a loopback address)")
+}
+
+// ClientKey resolves a client's private JWK bytes.
+func (c *Config) ClientKey(cc ClientCredentials) ([]byte, error) {
+	return secrets.ResolveFile(c.Secrets.Root, cc.KeyRef)
+}
+
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
