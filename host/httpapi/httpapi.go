@@ -52,6 +52,7 @@ type API struct {
 	ready    func(ctx context.Context) error
 	typeBase string
 	handler  http.Handler
+	router   chi.Router
 	links    map[string]string // entity id → Link header of its records
 }
 
@@ -72,21 +73,13 @@ func New(o Options) *API {
 	r.Get("/health", a.health)
 	r.Get("/ready", a.readiness)
 	if a.docs != nil {
-		r.Get("/openapi.json", a.openapi)
-		r.Get("/v1/schemas/{entity}", a.entitySchema)
-		for path, body := range a.docs.Forms() {
-			r.Get(path, func(w http.ResponseWriter, r *http.Request) { writePublic(w, "application/schema+json", body) })
-		}
+		a.documentRoutes(r)
 	}
 	if a.access != nil {
 		r.Get("/v1/registry", a.registry)
 	}
-	r.Get("/v1/records/{route}", a.listRecords)
-	r.Post("/v1/records/{route}", a.createRecord)
-	r.Post("/v1/records/{route}:batch", a.batch)
-	r.Get("/v1/records/{route}/{recordId}", a.getRecord)
-	r.Patch("/v1/records/{route}/{recordId}", a.patchRecord)
-	r.Delete("/v1/records/{route}/{recordId}", a.tombstoneRecord)
+	a.recordRoutes(r)
+	a.router = r
 	a.handler = a.observe(r)
 	return a
 }
@@ -99,13 +92,17 @@ func (a *API) notFound(w http.ResponseWriter, r *http.Request) { a.fail(w, r, pr
 // fail renders a refusal; an unexpected error is logged with its cause and
 // answered without it.
 func (a *API) fail(w http.ResponseWriter, r *http.Request, err error) {
-	pe := problem.Wrap(err)
+	pe := problem.Wrap(records.Refusal(err))
 	if err == nil {
 		pe = problem.Wrap(errors.New("panic"))
 	}
-	if pe.Code == problem.Internal {
+	switch pe.Code {
+	case problem.Internal:
 		a.log.ErrorContext(r.Context(), "request failed", "trace_id", TraceID(r.Context()), "error", pe.Cause)
+	case problem.SourceUnavailable:
+		a.log.WarnContext(r.Context(), "database unavailable", "trace_id", TraceID(r.Context()), "error", pe.Cause)
 	}
+	challenge(w, pe)
 	problem.Write(w, pe, a.typeBase, TraceID(r.Context()))
 }
 
@@ -223,15 +220,6 @@ func (a *API) openapi(w http.ResponseWriter, r *http.Request) {
 	writePublic(w, "application/vnd.oai.openapi+json", a.docs.OpenAPI())
 }
 
-func (a *API) entitySchema(w http.ResponseWriter, r *http.Request) {
-	b, err := a.docs.EntitySchema(chi.URLParam(r, "entity"))
-	if err != nil {
-		a.fail(w, r, err)
-		return
-	}
-	writePublic(w, "application/schema+json", b)
-}
-
 // writePublic answers a published document, which caches may keep briefly.
 func writePublic(w http.ResponseWriter, ct string, body []byte) {
 	w.Header().Set("Content-Type", ct)
@@ -293,7 +281,16 @@ func (a *API) getRecord(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c := a.call(r)
-	res, err := a.records.Get(r.Context(), c, e, chi.URLParam(r, "recordId"))
+	res, err := a.records.Read(r.Context(), c, e, chi.URLParam(r, "recordId"), query.RawOptions(r.URL.Query()))
+	if err == nil && notModified(r.Header.Get("If-None-Match"), res.ETag) {
+		h := w.Header()
+		h.Set("ETag", res.ETag)
+		h.Set("Link", a.link(e))
+		h.Set("Vary", "Accept")
+		h.Set("Cache-Control", "no-store")
+		w.WriteHeader(http.StatusNotModified)
+		return
+	}
 	a.answer(w, r, e, c.Representation, res, err)
 }
 

@@ -91,6 +91,11 @@ func (a *API) observe(next http.Handler) http.Handler {
 		trace := newTraceID(r)
 		ctx := context.WithValue(r.Context(), traceKey{}, trace)
 		rctx := chi.NewRouteContext()
+		if r.Method == http.MethodHead {
+			// HEAD is served wherever GET is, by the GET handler; the
+			// server sends its headers and drops its body.
+			rctx.RouteMethod = http.MethodGet
+		}
 		ctx = context.WithValue(ctx, chi.RouteCtxKey, rctx)
 		rec := &statusRecorder{ResponseWriter: w}
 		defer func() {

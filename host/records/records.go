@@ -316,6 +316,9 @@ func (s *Service) admitChange(ctx context.Context, c Call, op string, e *model.E
 	if ifMatch == "" {
 		return nil, nil, problem.New(problem.PreconditionRequired, "a %s needs the record's ETag in If-Match", op)
 	}
+	if err := checkIfMatch(ifMatch); err != nil {
+		return nil, nil, err
+	}
 	idem, err := s.idempotency(c, grant, op, e.ID, id, ifMatch, body)
 	if err != nil {
 		return nil, nil, err

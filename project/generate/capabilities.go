@@ -63,7 +63,7 @@ var capabilities = []Capability{
 	{ID: CapTemporalReads, Title: "temporal reads (:current, :as-of)", Served: false, Declared: "temporal"},
 	{ID: CapSnapshot, Title: "snapshot reads (:snapshot)", Served: false, Declared: "a profile granting snapshot"},
 	{ID: CapIngestionRuns, Title: "ingestion runs", Served: false, Declared: "batch"},
-	{ID: CapChangeRequests, Title: "change request records and actions", Served: false, Declared: "changeRequest"},
+	{ID: CapChangeRequests, Title: "change request records and actions", Served: true, Declared: "changeRequest"},
 	{ID: CapAttachments, Title: "attachments", Served: false, Declared: "attachments"},
 	{ID: CapImmediateActions, Title: "immediate actions", Served: false, Declared: "actions"},
 	{ID: CapGIS, Title: "spatial adapter (GeoJSON)", Served: false, Declared: "geojson"},
