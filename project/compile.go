@@ -95,8 +95,11 @@ func compileDocument(dir, name string, raw []byte, opts Options) (*Result, error
 		onlyUnknownKeys = onlyUnknownKeys && is.unknownKey
 	}
 	if len(c.findings) > 0 && !onlyUnknownKeys {
-		// The document does not have the format's shape: the rules below
-		// would only repeat these findings.
+		// The document does not have the format's shape. The rules below
+		// still run on what does (the faulty values left out), so every
+		// finding of the project comes in one run; a finding inside a
+		// value the schema already refused would only repeat it.
+		c.semanticDespite(doc.JSON, issues)
 		return nil, c.findings.sorted()
 	}
 	// Unknown keys aside, the document has the format's shape, so every

@@ -3,6 +3,7 @@ package project
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -77,13 +78,31 @@ func TestEveryFindingIsListed(t *testing.T) {
 	if len(fs) != 3 || fs[2].Rule != "grant.operation" {
 		t.Fatalf("findings = %v", fs)
 	}
-	// Other structural faults stop before the rules, which would repeat them.
+	// Other structural faults do not hide the rules either: schema and
+	// semantic findings come together, in file and line order.
 	doc = strings.Replace(doc, "    dataset: land\n", "", 1)
 	_, fs = compileText(t, doc, opts(false))
+	var got []string
 	for _, f := range fs {
-		if f.Rule != "format.schema" {
-			t.Fatalf("rule findings beside a missing required key: %v", fs)
+		got = append(got, f.Rule)
+	}
+	if want := "format.schema,format.schema,format.schema,grant.operation"; strings.Join(got, ",") != want || !strings.Contains(fs[0].Message, `missing required key "dataset"`) {
+		t.Fatalf("findings beside a missing required key = %v, want rules %s", fs, want)
+	}
+	for i := 1; i < len(fs); i++ {
+		if fs[i].Line < fs[i-1].Line {
+			t.Fatalf("findings out of order: %v", fs)
 		}
+	}
+	// A value of the wrong JSON type is left out, and the rest is checked.
+	doc = strings.Replace(doc, "route: parcels", "route: [parcels]", 1)
+	_, fs = compileText(t, doc, opts(false))
+	got = got[:0]
+	for _, f := range fs {
+		got = append(got, f.Rule)
+	}
+	if !strings.Contains(strings.Join(got, ","), "grant.operation") || !strings.Contains(fmt.Sprint(fs), "entities[0].route") {
+		t.Fatalf("findings beside a value of the wrong type = %v", fs)
 	}
 }
 

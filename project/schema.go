@@ -66,6 +66,11 @@ type structuralIssue struct {
 	// unknownKey marks an unknown key: the rest of the document can still
 	// be checked, since decoding ignores it.
 	unknownKey bool
+	// at is the location of the faulty value (for a missing key, of the
+	// object that lacks it).
+	at []string
+	// missing marks a missing required key.
+	missing bool
 }
 
 // validateFormat checks the document against the format schema and returns
@@ -112,15 +117,15 @@ func collect(ve *jsonschema.ValidationError, out *[]structuralIssue) {
 		return
 	case *kind.Required:
 		for _, m := range k.Missing {
-			*out = append(*out, structuralIssue{path: keyPath(ve.InstanceLocation), message: fmt.Sprintf("missing required key %q", m)})
+			*out = append(*out, structuralIssue{path: keyPath(ve.InstanceLocation), message: fmt.Sprintf("missing required key %q", m), at: ve.InstanceLocation, missing: true})
 		}
 		return
 	case *kind.OneOf, *kind.AnyOf:
-		*out = append(*out, structuralIssue{path: keyPath(ve.InstanceLocation), message: "value matches none of the allowed forms: " + oneLine(ve)})
+		*out = append(*out, structuralIssue{path: keyPath(ve.InstanceLocation), message: "value matches none of the allowed forms: " + oneLine(ve), at: ve.InstanceLocation})
 		return
 	}
 	if len(ve.Causes) == 0 {
-		*out = append(*out, structuralIssue{path: keyPath(ve.InstanceLocation), message: kindMessage(ve.ErrorKind)})
+		*out = append(*out, structuralIssue{path: keyPath(ve.InstanceLocation), message: kindMessage(ve.ErrorKind), at: ve.InstanceLocation})
 		return
 	}
 	for _, c := range ve.Causes {
