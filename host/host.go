@@ -14,10 +14,12 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/riverqueue/river"
 
 	"github.com/registrum/registrum/host/access"
 	"github.com/registrum/registrum/host/auth"
@@ -25,6 +27,7 @@ import (
 	"github.com/registrum/registrum/host/httpapi"
 	"github.com/registrum/registrum/host/metadata"
 	"github.com/registrum/registrum/host/records"
+	"github.com/registrum/registrum/host/review"
 	"github.com/registrum/registrum/model"
 	"github.com/registrum/registrum/planners"
 	"github.com/registrum/registrum/plugins"
@@ -42,6 +45,8 @@ type Host struct {
 	metrics  http.Handler
 	// mods are the loaded planner modules, nil when the package has none.
 	mods *plugins.Runtime
+	// runner works the post-commit jobs (River).
+	runner *river.Client[pgx.Tx]
 }
 
 // Open loads the package and secrets named by cfg, connects to the database,
@@ -93,6 +98,10 @@ func assemble(ctx context.Context, cfg *config.Config, log *slog.Logger, pool *p
 	if err != nil {
 		return nil, err
 	}
+	runner, err := jobRunner(cfg, st, svc, log)
+	if err != nil {
+		return nil, err
+	}
 	docs, err := metadata.Load(pkg, cfg.Package)
 	if err != nil {
 		return nil, err
@@ -109,6 +118,7 @@ func assemble(ctx context.Context, cfg *config.Config, log *slog.Logger, pool *p
 	})
 	return &Host{
 		mods:     mods,
+		runner:   runner,
 		cfg:      cfg,
 		verifier: verifier,
 		log:      log,
@@ -137,6 +147,39 @@ func (h *Host) Close() {
 	if h.mods != nil {
 		h.mods.Close(context.Background())
 	}
+}
+
+// jobRunner builds the workers of the post-commit jobs: the review
+// authorities' submissions and results, and automatic application.
+func jobRunner(cfg *config.Config, st *store.Store, svc *records.Service, log *slog.Logger) (*river.Client[pgx.Tx], error) {
+	auths, err := review.New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	svc.UseReview(auths)
+	workers := river.NewWorkers()
+	if _, err := review.NewWorkers(workers, cfg, st, svc, auths, log); err != nil {
+		return nil, err
+	}
+	return st.NewJobRunner(workers, store.JobRunnerOptions{Logger: log})
+}
+
+// RunWorkers works the host's post-commit jobs without serving HTTP, until
+// ctx ends: for operators who run workers apart from the API.
+func (h *Host) RunWorkers(ctx context.Context) error {
+	if err := h.runner.Start(ctx); err != nil {
+		return fmt.Errorf("host: start the job workers: %w", err)
+	}
+	<-ctx.Done()
+	h.stopWorkers()
+	return nil
+}
+
+// stopWorkers lets running jobs finish (10 s at most).
+func (h *Host) stopWorkers() {
+	stop, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	h.runner.Stop(stop)
 }
 
 // loadPlanners loads the plugin modules of the package's change-request
@@ -206,6 +249,10 @@ func decider(cfg *config.Config, pkg *model.Package, keys records.Keys, log *slo
 // Serve answers on ln (and on metricsLn when not nil) until ctx ends, then
 // shuts down gracefully, letting requests in flight finish for up to 10 seconds.
 func (h *Host) Serve(ctx context.Context, ln, metricsLn net.Listener) error {
+	if err := h.runner.Start(ctx); err != nil {
+		return fmt.Errorf("host: start the job workers: %w", err)
+	}
+	defer h.stopWorkers()
 	servers := []*http.Server{newServer(h.api)}
 	listeners := []net.Listener{ln}
 	if metricsLn != nil {

@@ -61,6 +61,17 @@ func (w *Writer) Enqueue(ctx context.Context, args river.JobArgs, opts *river.In
 	return nil
 }
 
+// Enqueue inserts a job in a transaction of its own, for work that follows
+// other work done outside a write (a job that schedules the next one).
+func (s *Store) Enqueue(ctx context.Context, args river.JobArgs, opts *river.InsertOpts) error {
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if _, err := s.jobs.InsertTx(ctx, tx, args, opts); err != nil {
+			return fmt.Errorf("store: enqueue %s: %w", args.Kind(), err)
+		}
+		return nil
+	})
+}
+
 // JobRunnerOptions tune the workers of NewJobRunner.
 type JobRunnerOptions struct {
 	// MaxWorkers is the number of jobs worked at once (default 100).

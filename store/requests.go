@@ -39,6 +39,13 @@ type Request struct {
 	// History is the page of retained proposals a read asked for
 	// (Store.RequestHistory), nil when it was not read.
 	History *RequestHistory
+	// Submission and Result are the current proposal's submission to its
+	// review authority and the result it settled, nil while unknown.
+	Submission *Submission
+	Result     *ReviewResult
+	// DBNow is the database clock when the request was read: reads compare
+	// a result's availableUntil with it.
+	DBNow time.Time
 }
 
 // Proposal is a submitted, frozen proposal.
@@ -73,7 +80,7 @@ type Application struct {
 	AppliedAt time.Time
 }
 
-const requestColumns = `r.entity_id, r.record_id::text, r.owner_reference, r.state, r.proposal_version, r.updated_at,
+const requestColumns = `now(), r.entity_id, r.record_id::text, r.owner_reference, r.state, r.proposal_version, r.updated_at,
     p.proposal_version, p.record_revision, p.planner, coalesce(p.module_digest, ''), p.effect_digest, p.plan, p.submitter_reference,
     p.submitter_actor, p.submitted_at, p.detail_erased_at IS NOT NULL,
     a.application_id::text, a.proposal_version, a.effect_digest, a.applier_reference, a.applier_actor, a.reason, a.reason_present, a.results, a.applied_at
@@ -96,7 +103,7 @@ func scanRequest(row pgx.Row) (*Request, error) {
 		aResults                                                 []byte
 		aAt                                                      *time.Time
 	)
-	err := row.Scan(&r.EntityID, &r.RecordID, &r.OwnerReference, &r.State, &r.ProposalVersion, &r.UpdatedAt,
+	err := row.Scan(&r.DBNow, &r.EntityID, &r.RecordID, &r.OwnerReference, &r.State, &r.ProposalVersion, &r.UpdatedAt,
 		&pVersion, &pRevision, &planner, &moduleDigest, &effectDigest, &plan, &submitter, &subActor, &submittedAt, &erased,
 		&aID, &aVersion, &aDigest, &aApplier, &aActor, &aReason, &aPresent, &aResults, &aAt)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -105,7 +112,7 @@ func scanRequest(row pgx.Row) (*Request, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: read request: %w", err)
 	}
-	r.UpdatedAt = r.UpdatedAt.UTC()
+	r.UpdatedAt, r.DBNow = r.UpdatedAt.UTC(), r.DBNow.UTC()
 	if pVersion != nil {
 		r.Proposal = &Proposal{Version: *pVersion, RecordRevision: *pRevision, Planner: *planner, ModuleDigest: *moduleDigest,
 			EffectDigest: *effectDigest, Plan: plan, SubmitterReference: *submitter, SubmitterActor: *subActor,
@@ -120,7 +127,11 @@ func scanRequest(row pgx.Row) (*Request, error) {
 
 // Request reads the workflow state of a request record.
 func (s *Store) Request(ctx context.Context, e *model.Entity, id string) (*Request, error) {
-	return scanRequest(s.pool.QueryRow(ctx, "SELECT "+requestColumns, e.ID, id))
+	r, err := scanRequest(s.pool.QueryRow(ctx, "SELECT "+requestColumns, e.ID, id))
+	if err != nil {
+		return nil, err
+	}
+	return r, s.review(ctx, s.pool, r)
 }
 
 // LockRequest reads the workflow state of a request record and locks it
@@ -129,7 +140,11 @@ func (w *Writer) LockRequest(ctx context.Context, e *model.Entity, id string) (*
 	if _, err := w.tx.Exec(ctx, "SELECT 1 FROM registrum.requests WHERE entity_id = $1 AND record_id = $2 FOR UPDATE", e.ID, id); err != nil {
 		return nil, fmt.Errorf("store: lock request: %w", err)
 	}
-	return scanRequest(w.tx.QueryRow(ctx, "SELECT "+requestColumns, e.ID, id))
+	r, err := scanRequest(w.tx.QueryRow(ctx, "SELECT "+requestColumns, e.ID, id))
+	if err != nil {
+		return nil, err
+	}
+	return r, w.s.review(ctx, w.tx, r)
 }
 
 // CreateRequest starts the workflow of a new request record as a draft of

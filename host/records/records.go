@@ -42,6 +42,8 @@ type Service struct {
 	sealer *cursor.Sealer
 	// planners plan the submissions of request entities (UsePlanners).
 	planners *planners.Set
+	// review talks to the external review authorities (UseReview).
+	review ReviewAuthorities
 }
 
 // New returns the records service of the store's active package.
@@ -71,6 +73,9 @@ type Call struct {
 	Representation     Representation
 	// IdempotencyKey is the client's key, "" when none was sent.
 	IdempotencyKey string
+	// Executor names the logical executor applying a request automatically;
+	// only the automatic-apply job sets it, never a client.
+	Executor string
 }
 
 // Result is an answered record: status, validators and the exact body.
@@ -214,6 +219,9 @@ func (s *Service) Get(ctx context.Context, c Call, e *model.Entity, id string) (
 		if !requestVisible(grant, req) {
 			return nil, problem.NotFound()
 		}
+		if err := s.loadHistory(ctx, e, req); err != nil {
+			return nil, err
+		}
 	}
 	out, err := s.outcomeWith(rec, req, grant, c.Representation, "")
 	if err != nil {
@@ -243,6 +251,9 @@ func (s *Service) Patch(ctx context.Context, c Call, e *model.Entity, id, ifMatc
 		var req *store.Request
 		if e.IsRequestEntity() {
 			if req, err = s.lockDraft(ctx, w, e, grant, id); err != nil {
+				return nil, err
+			}
+			if err := s.loadHistory(ctx, e, req); err != nil {
 				return nil, err
 			}
 		}

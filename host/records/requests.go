@@ -187,20 +187,38 @@ func (s *Service) Act(ctx context.Context, c Call, e *model.Entity, id, action, 
 	if err != nil {
 		return nil, err
 	}
+	// A replay is answered before work the first call did outside its
+	// transaction (a planner's run, the authority's result) is done again.
+	stored, err := s.store.Stored(ctx, idem)
+	if errors.Is(err, store.ErrIdempotencyConflict) {
+		return nil, problem.New(problem.IdempotencyConflict, "the Idempotency-Key was used before with a different request")
+	}
+	if err != nil {
+		return nil, err
+	}
+	if stored != nil {
+		return &Result{Status: stored.Status, ETag: stored.ETag, Body: stored.Body, Replayed: true}, nil
+	}
 	var plan *planners.Plan
 	if action == ActionSubmit {
-		// A replay is answered before the planner would run again.
-		stored, err := s.store.Stored(ctx, idem)
-		if errors.Is(err, store.ErrIdempotencyConflict) {
-			return nil, problem.New(problem.IdempotencyConflict, "the Idempotency-Key was used before with a different request")
+		if plan, err = s.plan(ctx, grant, e, id, ifMatch); err != nil {
+			return nil, err
+		}
+	}
+	if action == ActionApply {
+		// The authority's result is fetched before the transaction (a
+		// network call); the transaction then checks nothing moved.
+		req, err := s.store.Request(ctx, e, id)
+		if errors.Is(err, store.ErrNotFound) {
+			return nil, problem.NotFound()
 		}
 		if err != nil {
 			return nil, err
 		}
-		if stored != nil {
-			return &Result{Status: stored.Status, ETag: stored.ETag, Body: stored.Body, Replayed: true}, nil
+		if why := s.applyRefusal(e, req, grant, c.Executor); why != "" {
+			return nil, problem.New(problem.PreconditionFailed, "apply is not offered: %s", why)
 		}
-		if plan, err = s.plan(ctx, grant, e, id, ifMatch); err != nil {
+		if err := s.checkEvidence(ctx, e, req); err != nil {
 			return nil, err
 		}
 	}
@@ -324,26 +342,26 @@ func (s *Service) submit(ctx context.Context, w *store.Writer, e *model.Entity, 
 	if err := p.Freeze(); err != nil {
 		return err
 	}
-	return w.SubmitRequest(ctx, e, cur.ID, &store.Proposal{
+	if err := w.SubmitRequest(ctx, e, cur.ID, &store.Proposal{
 		Version: req.ProposalVersion, RecordRevision: cur.Revision, Planner: p.Kind, ModuleDigest: p.ModuleDigest,
 		EffectDigest: p.EffectDigest, Plan: p.Canonical, SubmitterReference: grant.PrincipalReference, SubmitterActor: in.ActorReference,
-	})
-}
-
-// reviewResult is the settled review result of the current proposal, ""
-// when none is known. Results from an external authority are not yet
-// received by this host, so only review mode none settles (as approved).
-func reviewResult(e *model.Entity, req *store.Request) string {
-	if req.State == store.RequestSubmitted && e.ChangeRequest.Review.Mode == model.ReviewNone {
-		return "approved"
+	}); err != nil {
+		return err
 	}
-	return ""
+	if e.ChangeRequest.Review.Mode != model.ReviewAuthority {
+		return nil
+	}
+	// The submission is recorded here and sent after commit by a job: no
+	// network call inside the transaction.
+	sub, err := s.submission(e, cur, req, p.EffectDigest, in.ActorReference)
+	if err != nil {
+		return err
+	}
+	if err := w.InsertSubmission(ctx, sub); err != nil {
+		return err
+	}
+	return w.Enqueue(ctx, store.ReviewSubmitArgs{RequestJob: sub.RequestJob}, nil)
 }
-
-// reviseRebase is the rebase value the offered revise_request carries:
-// false records a revision of the proposal (no result yet, or a result that
-// asks for changes), true a rebase onto updated context.
-func reviseRebase(result string) bool { return result == "approved" }
 
 // revise moves a submitted request back to a draft of the next proposal
 // version, when the review outcome offers it with this rebase value.
@@ -351,23 +369,25 @@ func (s *Service) revise(ctx context.Context, w *store.Writer, e *model.Entity, 
 	if req.State != store.RequestSubmitted {
 		return problem.New(problem.PreconditionFailed, "only a submitted request can be revised; this request is %s", req.State)
 	}
-	if *in.Rebase != reviseRebase(reviewResult(e, req)) {
+	if offered, rebase := reviseOffer(outcome(e, req)); !offered || *in.Rebase != rebase {
 		return problem.New(problem.MutationConflict, "the review outcome does not offer a revision with rebase %t", *in.Rebase)
 	}
 	return w.SetRequestState(ctx, e, req.RecordID, store.RequestDraft, req.ProposalVersion+1)
 }
 
 // applyRefusal reports why apply is not offered to grant on req, "" when it is.
-func (s *Service) applyRefusal(e *model.Entity, req *store.Request, grant *access.Grant) string {
+func (s *Service) applyRefusal(e *model.Entity, req *store.Request, grant *access.Grant, executor string) string {
 	cr := e.ChangeRequest
 	switch {
 	case req.State != store.RequestSubmitted || req.Proposal == nil:
 		return "only a submitted request can be applied"
 	case !grantAllows(grant, model.OpApplyRequest):
 		return "the selected profile may not apply requests"
-	case cr.Application.Mode != model.ApplyManual:
+	case cr.Application.Mode == model.ApplyAutomatic && executor != cr.Application.Executor:
 		return "this request is applied automatically by its executor"
-	case reviewResult(e, req) != "approved":
+	case cr.Application.Mode != model.ApplyAutomatic && executor != "":
+		return "this request is applied by a person, not an executor"
+	case outcome(e, req) != ResultApproved:
 		return "there is no approved review result for this proposal"
 	case req.Proposal.DetailErased:
 		return "the proposal's detail was erased"
@@ -398,7 +418,7 @@ func applyTarget(g *model.Grant, entity string) bool {
 // apply writes the frozen plan of the submitted proposal named by the body,
 // then the application receipt, in the caller's transaction.
 func (s *Service) apply(ctx context.Context, w *store.Writer, c Call, e *model.Entity, req *store.Request, grant *access.Grant, in *actionBody) error {
-	if why := s.applyRefusal(e, req, grant); why != "" {
+	if why := s.applyRefusal(e, req, grant, c.Executor); why != "" {
 		return problem.New(problem.PreconditionFailed, "apply is not offered: %s", why)
 	}
 	if *in.ProposalVersion != req.ProposalVersion || in.EffectDigest != req.Proposal.EffectDigest {
@@ -581,10 +601,7 @@ func (s *Service) requestView(rec *store.Record, req *store.Request, grant *acce
 	}
 	src := grant.Source
 	if src != nil && slicesContains(src.ReadableRequestFields, model.RequestFieldReviewState) {
-		view["review"] = map[string]any{
-			"application": map[string]any{"mode": cr.Application.Mode, "state": applicationState(e, req)},
-			"recovery":    map[string]any{"state": "none"},
-		}
+		view["review"] = reviewView(e, req)
 	}
 	if src != nil && slicesContains(src.ReadableRequestFields, model.RequestFieldActorReference) {
 		if req.Proposal != nil {
@@ -619,11 +636,13 @@ func (s *Service) requestView(rec *store.Record, req *store.Request, grant *acce
 			offer(ActionCancel, nil)
 		}
 	case store.RequestSubmitted:
-		if grant.PrincipalReference != "" && s.applyRefusal(e, req, grant) == "" {
+		if grant.PrincipalReference != "" && s.applyRefusal(e, req, grant, "") == "" {
 			offer(ActionApply, nil)
 		}
 		if owner && grantAllows(grant, model.OpReviseRequest) {
-			offer(ActionRevise, map[string]any{"rebase": reviseRebase(reviewResult(e, req))})
+			if offered, rebase := reviseOffer(outcome(e, req)); offered {
+				offer(ActionRevise, map[string]any{"rebase": rebase})
+			}
 		}
 		if owner && grantAllows(grant, model.OpCancelRequest) {
 			offer(ActionCancel, nil)
@@ -636,16 +655,22 @@ func (s *Service) requestView(rec *store.Record, req *store.Request, grant *acce
 
 // applicationState is review.application.state.
 func applicationState(e *model.Entity, req *store.Request) string {
-	switch {
-	case req.State == store.RequestApplied:
+	if req.State == store.RequestApplied {
 		return "applied"
-	case req.State == store.RequestSubmitted && reviewResult(e, req) == "approved":
+	}
+	if req.State != store.RequestSubmitted {
+		return "blocked"
+	}
+	switch outcome(e, req) {
+	case "":
+		return "awaitingReview"
+	case ResultApproved:
 		if e.ChangeRequest.Application.Mode == model.ApplyAutomatic {
 			return "queued"
 		}
 		return "ready"
-	case req.State == store.RequestSubmitted:
-		return "awaitingReview"
+	case outcomeApprovedExpired:
+		return "expired"
 	}
 	return "blocked"
 }

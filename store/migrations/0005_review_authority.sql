@@ -23,6 +23,9 @@ CREATE TABLE registrum.review_submissions (
     -- match exactly), exhausted (gave up before the recovery deadline)
     delivery_state    text        NOT NULL DEFAULT 'polling' CHECK (delivery_state IN ('polling', 'received', 'unmatched', 'exhausted')),
     attempts          integer     NOT NULL DEFAULT 0,
+    -- set when the request cannot proceed without an operator (a refused
+    -- submission, a result that did not match, a refused automatic apply)
+    attention         text,
     recovery_deadline timestamptz NOT NULL,
     created_at        timestamptz NOT NULL,
     updated_at        timestamptz NOT NULL,

@@ -1,0 +1,162 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Submission states (review.submission.state).
+const (
+	SubmissionPending   = "pending"
+	SubmissionAccepted  = "accepted"
+	SubmissionUncertain = "uncertain"
+	SubmissionFailed    = "failed"
+)
+
+// Delivery states of a submission's result (review.delivery.state).
+const (
+	DeliveryPolling   = "polling"
+	DeliveryReceived  = "received"
+	DeliveryUnmatched = "unmatched"
+	DeliveryExhausted = "exhausted"
+)
+
+// Submission is what was, or will be, sent to a review authority for one
+// proposal.
+type Submission struct {
+	RequestJob
+	Authority, PolicyID string
+	State               string
+	// Body is the exact body sent; SubmissionDigest the SHA-256 of its
+	// canonical form.
+	Body             []byte
+	SubmissionDigest string
+	// Known once accepted.
+	AuthorityRequestID, PolicyVersion, PolicyDigest string
+	DeliveryState                                   string
+	Attempts                                        int
+	RecoveryDeadline                                time.Time
+	// Attention is set when the request needs an operator.
+	Attention string
+}
+
+// ReviewResult is a result the authority settled for one proposal.
+type ReviewResult struct {
+	ResultID       string
+	Status         string
+	CompletedAt    time.Time
+	AvailableUntil *time.Time
+	// Body is the result document as the authority sent it.
+	Body       []byte
+	ReceivedAt time.Time
+}
+
+// InsertSubmission records a submission to send, in the submit transaction.
+func (w *Writer) InsertSubmission(ctx context.Context, s *Submission) error {
+	_, err := w.tx.Exec(ctx, `INSERT INTO registrum.review_submissions
+    (entity_id, record_id, proposal_version, authority, policy_id, state, body, submission_digest, recovery_deadline, created_at, updated_at)
+    VALUES ($1, $2, $3, $4, $5, 'pending', $6, $7, $8, $9, $9)`,
+		s.Entity, s.RecordID, s.ProposalVersion, s.Authority, s.PolicyID, string(s.Body), s.SubmissionDigest, s.RecoveryDeadline, w.now)
+	if err != nil {
+		return fmt.Errorf("store: record submission: %w", err)
+	}
+	return nil
+}
+
+const submissionColumns = `entity_id, record_id::text, proposal_version, authority, policy_id, state, body, submission_digest,
+    coalesce(request_id, ''), coalesce(policy_version, ''), coalesce(policy_digest, ''), delivery_state, attempts, recovery_deadline, coalesce(attention, '')`
+
+func scanSubmission(row pgx.Row) (*Submission, error) {
+	s := &Submission{}
+	err := row.Scan(&s.Entity, &s.RecordID, &s.ProposalVersion, &s.Authority, &s.PolicyID, &s.State, &s.Body, &s.SubmissionDigest,
+		&s.AuthorityRequestID, &s.PolicyVersion, &s.PolicyDigest, &s.DeliveryState, &s.Attempts, &s.RecoveryDeadline, &s.Attention)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("store: read submission: %w", err)
+	}
+	s.RecoveryDeadline = s.RecoveryDeadline.UTC()
+	return s, nil
+}
+
+// Submission reads the submission of one proposal.
+func (s *Store) Submission(ctx context.Context, j RequestJob) (*Submission, error) {
+	return scanSubmission(s.pool.QueryRow(ctx, "SELECT "+submissionColumns+` FROM registrum.review_submissions
+    WHERE entity_id = $1 AND record_id = $2 AND proposal_version = $3`, j.Entity, j.RecordID, j.ProposalVersion))
+}
+
+// UpdateSubmission records the outcome of a send, or of a poll: its state,
+// the authority's binding once accepted, the delivery state, and whether
+// an operator is needed; every call counts an attempt.
+func (s *Store) UpdateSubmission(ctx context.Context, sub *Submission) error {
+	_, err := s.pool.Exec(ctx, `UPDATE registrum.review_submissions SET state = $4, request_id = nullif($5, ''),
+    policy_version = nullif($6, ''), policy_digest = nullif($7, ''), delivery_state = $8, attention = nullif($9, ''),
+    attempts = attempts + 1, updated_at = now()
+    WHERE entity_id = $1 AND record_id = $2 AND proposal_version = $3`,
+		sub.Entity, sub.RecordID, sub.ProposalVersion, sub.State, sub.AuthorityRequestID, sub.PolicyVersion, sub.PolicyDigest, sub.DeliveryState, sub.Attention)
+	if err != nil {
+		return fmt.Errorf("store: update submission: %w", err)
+	}
+	return nil
+}
+
+// StoreResult keeps the result the authority settled for a proposal, once:
+// a result already stored is kept (the authority's result is final), and
+// the submission's delivery becomes received. It reports whether this call
+// stored it.
+func (s *Store) StoreResult(ctx context.Context, j RequestJob, r *ReviewResult) (bool, error) {
+	stored := false
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `INSERT INTO registrum.review_results
+        (entity_id, record_id, proposal_version, result_id, status, completed_at, available_until, body, received_at)
+        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, now()) ON CONFLICT DO NOTHING`,
+			j.Entity, j.RecordID, j.ProposalVersion, r.ResultID, r.Status, r.CompletedAt, r.AvailableUntil, string(r.Body))
+		if err != nil {
+			return err
+		}
+		stored = tag.RowsAffected() == 1
+		_, err = tx.Exec(ctx, `UPDATE registrum.review_submissions SET delivery_state = 'received', updated_at = now()
+        WHERE entity_id = $1 AND record_id = $2 AND proposal_version = $3`, j.Entity, j.RecordID, j.ProposalVersion)
+		return err
+	})
+	if err != nil {
+		return false, fmt.Errorf("store: store review result: %w", err)
+	}
+	return stored, nil
+}
+
+// review reads the submission and result of a request's current proposal.
+func (s *Store) review(ctx context.Context, db querier, r *Request) error {
+	j := RequestJob{Entity: r.EntityID, RecordID: r.RecordID, ProposalVersion: r.ProposalVersion}
+	sub, err := scanSubmission(db.QueryRow(ctx, "SELECT "+submissionColumns+` FROM registrum.review_submissions
+    WHERE entity_id = $1 AND record_id = $2 AND proposal_version = $3`, j.Entity, j.RecordID, j.ProposalVersion))
+	if errors.Is(err, ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	r.Submission = sub
+	res := &ReviewResult{}
+	err = db.QueryRow(ctx, `SELECT result_id, status, completed_at, available_until, body, received_at FROM registrum.review_results
+    WHERE entity_id = $1 AND record_id = $2 AND proposal_version = $3`, j.Entity, j.RecordID, j.ProposalVersion).
+		Scan(&res.ResultID, &res.Status, &res.CompletedAt, &res.AvailableUntil, &res.Body, &res.ReceivedAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("store: read review result: %w", err)
+	}
+	res.CompletedAt, res.ReceivedAt = res.CompletedAt.UTC(), res.ReceivedAt.UTC()
+	if res.AvailableUntil != nil {
+		t := res.AvailableUntil.UTC()
+		res.AvailableUntil = &t
+	}
+	r.Result = res
+	return nil
+}
