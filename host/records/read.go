@@ -18,7 +18,7 @@ import (
 func (s *Service) Read(ctx context.Context, c Call, e *model.Entity, id string, opts query.RawOptions) (*Result, error) {
 	narrowed := *s
 	narrowed.access = selecting{Decider: s.access, entity: e, opts: opts}
-	return narrowed.Get(ctx, c, e, id)
+	return narrowed.Get(withHistoryOption(ctx, opts), c, e, id)
 }
 
 // selecting narrows the readable fields of a grant to a read's $select.
