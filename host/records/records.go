@@ -42,6 +42,8 @@ type Service struct {
 	sealer *cursor.Sealer
 	// planners plan the submissions of request entities (UsePlanners).
 	planners *planners.Set
+	// review talks to the external review authorities (UseReview).
+	review ReviewAuthorities
 }
 
 // New returns the records service of the store's active package.
@@ -71,6 +73,9 @@ type Call struct {
 	Representation     Representation
 	// IdempotencyKey is the client's key, "" when none was sent.
 	IdempotencyKey string
+	// Executor names the logical executor applying a request automatically;
+	// only the automatic-apply job sets it, never a client.
+	Executor string
 }
 
 // Result is an answered record: status, validators and the exact body.
