@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -33,7 +34,19 @@ func startHistory(t *testing.T) historyEnv {
 	is.Setup.Clients = append(is.Setup.Clients, issuertest.DevClient{ID: "colleague", Profile: "standard",
 		KeyFile: filepath.Join(filepath.Dir(is.Setup.ConfigPath), "client-keys", "colleague.jwk"), Audience: is.Setup.TokenURL})
 	dsn := storetest.NewDatabase(t)
-	h, srv := serve(t, deployment(t, "testdata/requesthistory", dsn, is.HostAuthentication()))
+	// The authority of reviewed_change is configured but never reached: no
+	// workers run, and the tests write its results into the database.
+	client := fmt.Sprintf("{tokenUrl: %q, clientId: colleague, keyRef: secret:file/colleague.jwk}", is.Setup.TokenURL)
+	extra := fmt.Sprintf("reviewAuthorities:\n  county-review: {endpoint: \"http://127.0.0.1:9\", profile: casework, producerId: casework, client: %s}\n", client)
+	cfg := deployment(t, "testdata/requesthistory", dsn, is.HostAuthentication(), extra)
+	key, err := os.ReadFile(filepath.Join(filepath.Dir(is.Setup.ConfigPath), "client-keys", "colleague.jwk"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(cfg.Secrets.Root, "colleague.jwk"), key, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h, srv := serve(t, cfg)
 	return historyEnv{
 		owner:     caller{srv: srv, token: is.Token(t, issuertest.StandardClientID)},
 		colleague: caller{srv: srv, token: is.Token(t, "colleague")},
@@ -195,7 +208,7 @@ func TestRequestHistoryPages(t *testing.T) {
 	}
 }
 
-// reviewRow writes the authority's submission and, unless status is "",
+// reviewRow writes the authority's submission (unless submit wrote it) and, unless status is "",
 // its settled result for the current proposal of a reviewed_change,
 // available until now() + until (a PostgreSQL interval) by the database clock.
 func reviewRow(t *testing.T, conn *pgx.Conn, id, status, until string) {
@@ -205,7 +218,8 @@ func reviewRow(t *testing.T, conn *pgx.Conn, id, status, until string) {
 	if _, err := conn.Exec(ctx, `INSERT INTO registrum.review_submissions (entity_id, record_id, proposal_version, authority, policy_id, state, body,
     submission_digest, recovery_deadline, created_at, updated_at)
     SELECT 'reviewed_change', record_id, proposal_version, 'county-review', 'notes-v1', 'accepted', '{}', $2, now() + interval '30 days', now(), now()
-    FROM registrum.requests WHERE entity_id = 'reviewed_change' AND record_id = $1`, id, digest); err != nil {
+    FROM registrum.requests WHERE entity_id = 'reviewed_change' AND record_id = $1
+    ON CONFLICT DO NOTHING`, id, digest); err != nil {
 		t.Fatal(err)
 	}
 	if status == "" {
