@@ -161,7 +161,8 @@ func jobRunner(cfg *config.Config, st *store.Store, svc *records.Service, log *s
 	if _, err := review.NewWorkers(workers, cfg, st, svc, auths, log); err != nil {
 		return nil, err
 	}
-	return st.NewJobRunner(workers, store.JobRunnerOptions{Logger: log})
+	timeout, rescue := cfg.JobTimeouts()
+	return st.NewJobRunner(workers, store.JobRunnerOptions{Logger: log, JobTimeout: timeout, RescueAfter: rescue})
 }
 
 // RunWorkers works the host's post-commit jobs without serving HTTP, until

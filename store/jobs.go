@@ -82,6 +82,12 @@ type JobRunnerOptions struct {
 	FetchCooldown time.Duration
 	// Logger receives River's warnings (default: discarded).
 	Logger *slog.Logger
+	// JobTimeout bounds one run of a job (default 60 s).
+	JobTimeout time.Duration
+	// RescueAfter is how long a job may stay running before it is worked
+	// again: a host that died mid-job leaves it running (default 120 s;
+	// more than JobTimeout).
+	RescueAfter time.Duration
 }
 
 // NewJobRunner returns a River client that works the jobs of workers. Any
@@ -97,12 +103,20 @@ func (s *Store) NewJobRunner(workers *river.Workers, o JobRunnerOptions) (*river
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
+	if o.JobTimeout == 0 {
+		o.JobTimeout = time.Minute
+	}
+	if o.RescueAfter == 0 {
+		o.RescueAfter = 2 * time.Minute
+	}
 	c, err := river.NewClient(riverpgxv5.New(s.pool), &river.Config{
-		Schema:        JobSchema,
-		Queues:        map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: o.MaxWorkers}},
-		Workers:       workers,
-		FetchCooldown: o.FetchCooldown,
-		Logger:        o.Logger,
+		Schema:               JobSchema,
+		Queues:               map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: o.MaxWorkers}},
+		Workers:              workers,
+		FetchCooldown:        o.FetchCooldown,
+		Logger:               o.Logger,
+		JobTimeout:           o.JobTimeout,
+		RescueStuckJobsAfter: o.RescueAfter,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("store: job runner: %w", err)

@@ -41,6 +41,8 @@ type Config struct {
 	ReviewAuthorities map[string]*ReviewAuthority `yaml:"reviewAuthorities"`
 	// Executors are the logical executors of automatic application, by id.
 	Executors map[string]*Executor `yaml:"executors"`
+	// Jobs tune the post-commit job workers (optional).
+	Jobs *Jobs `yaml:"jobs"`
 
 	// path is the configuration file, for messages.
 	path string

@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/url"
 	"regexp"
+	"time"
 
 	"github.com/registrum/registrum/internal/secrets"
 )
@@ -55,6 +56,9 @@ type ClientCredentials struct {
 var idPattern = regexp.MustCompile(`^[a-z][a-z0-9-]{0,63}$`)
 
 func (c *Config) validateReview() error {
+	if err := c.validateJobs(); err != nil {
+		return err
+	}
 	for id, a := range c.ReviewAuthorities {
 		at := "reviewAuthorities." + id
 		if !idPattern.MatchString(id) {
@@ -136,4 +140,42 @@ func isLoopback(host string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
+}
+
+// Jobs tune the post-commit job workers.
+type Jobs struct {
+	// TimeoutSeconds bounds one run of a job (default 60).
+	TimeoutSeconds int `yaml:"timeoutSeconds"`
+	// RescueAfterSeconds is how long a job may stay running before it is
+	// given to a worker again: a host that died mid-job leaves it running
+	// (default 120; more than TimeoutSeconds). Every job of the host is
+	// idempotent, so a rescued job completes its work exactly once.
+	RescueAfterSeconds int `yaml:"rescueAfterSeconds"`
+}
+
+// JobTimeouts returns the job timeout and rescue delay, with defaults.
+func (c *Config) JobTimeouts() (timeout, rescueAfter time.Duration) {
+	t, r := 60, 120
+	if c.Jobs != nil {
+		if c.Jobs.TimeoutSeconds > 0 {
+			t = c.Jobs.TimeoutSeconds
+		}
+		if c.Jobs.RescueAfterSeconds > 0 {
+			r = c.Jobs.RescueAfterSeconds
+		}
+	}
+	return time.Duration(t) * time.Second, time.Duration(r) * time.Second
+}
+
+func (c *Config) validateJobs() error {
+	if c.Jobs == nil {
+		return nil
+	}
+	if c.Jobs.TimeoutSeconds < 0 || c.Jobs.RescueAfterSeconds < 0 {
+		return c.fail("jobs", "timeoutSeconds and rescueAfterSeconds must not be negative")
+	}
+	if t, r := c.JobTimeouts(); r <= t {
+		return c.fail("jobs.rescueAfterSeconds", "must be more than timeoutSeconds")
+	}
+	return nil
 }
