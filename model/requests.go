@@ -90,6 +90,9 @@ type Review struct {
 	Mode      string `json:"mode"`
 	Authority string `json:"authority,omitempty"`
 	PolicyID  string `json:"policyId,omitempty"`
+	// Stages are the review stages the authority reports, as the project
+	// declares them; lifecycle hooks may filter on them.
+	Stages []string `json:"stages,omitempty"`
 }
 
 // Application modes.

@@ -213,9 +213,10 @@ type PlannedWrite struct {
 
 // Review is an authored review binding.
 type Review struct {
-	Mode      string `json:"mode,omitempty" schema:"enum=none" doc:"none: no review (instead of authority and policyId)."`
-	Authority string `json:"authority,omitempty" schema:"ident" doc:"Logical id of the external review authority."`
-	PolicyID  string `json:"policyId,omitempty" schema:"minLength=1,maxLength=128" doc:"Review policy identifier."`
+	Mode      string   `json:"mode,omitempty" schema:"enum=none" doc:"none: no review (instead of authority and policyId)."`
+	Authority string   `json:"authority,omitempty" schema:"ident" doc:"Logical id of the external review authority."`
+	PolicyID  string   `json:"policyId,omitempty" schema:"minLength=1,maxLength=128" doc:"Review policy identifier."`
+	Stages    []string `json:"stages,omitempty" schema:"ident" doc:"authority: the review stages the authority reports, in order; lifecycle hooks filter on them (when.stages)."`
 }
 
 // Application is the authored application mode.

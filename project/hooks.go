@@ -1,6 +1,7 @@
 package project
 
 import (
+	"fmt"
 	"github.com/registrum/registrum/model"
 	"maps"
 	"slices"
@@ -100,6 +101,11 @@ func (c *compiler) when(e *model.Entity, trigger string, w *When, wp string, rai
 		}
 		if !lifecycleTests {
 			c.add(wp, "hook.when", "when.kind request_lifecycle needs at least one nonempty list of transitions, toStates or stages")
+		}
+		for i, st := range w.Stages {
+			if e.ChangeRequest == nil || !slices.Contains(e.ChangeRequest.Review.Stages, st) {
+				c.add(fmt.Sprintf("%s.stages[%d]", wp, i), "hook.when", "%q is not a review stage of %s: declare it in changeRequest.review.stages", st, e.ID)
+			}
 		}
 		out.Transitions, out.ToStates, out.Stages = w.Transitions, w.ToStates, w.Stages
 	}

@@ -95,12 +95,23 @@ func (c *compiler) changeRequest(e *model.Entity, cr *ChangeRequest, cp string) 
 	switch {
 	case rv.Mode == model.ReviewNone && (rv.Authority != "" || rv.PolicyID != ""):
 		c.add(rp, "change-request.review", "review is either {authority, policyId} or {mode: none}, not both")
+	case rv.Mode == model.ReviewNone && len(rv.Stages) > 0:
+		c.add(rp+".stages", "change-request.review", "review stages belong to an authority's review; mode none has none")
 	case rv.Mode == model.ReviewNone:
 		out.Review = model.Review{Mode: model.ReviewNone}
 	case rv.Authority == "" || rv.PolicyID == "":
 		c.add(rp, "change-request.review", "review needs both authority and policyId (or mode: none)")
 	default:
 		out.Review = model.Review{Mode: model.ReviewAuthority, Authority: rv.Authority, PolicyID: rv.PolicyID}
+		seen := map[string]bool{}
+		for i, st := range rv.Stages {
+			if seen[st] {
+				c.add(fmt.Sprintf("%s.stages[%d]", rp, i), "change-request.review", "review stage %q is listed twice", st)
+				continue
+			}
+			seen[st] = true
+			out.Review.Stages = append(out.Review.Stages, st)
+		}
 	}
 	if a := cr.Application; a != nil {
 		ap := cp + ".application"
