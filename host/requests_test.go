@@ -306,8 +306,13 @@ func TestChangeRequestJourneyWithPluginPlanners(t *testing.T) {
 		t.Fatalf("guardian: %v", guardian)
 	}
 	got, tag = owner.read(t, tengoLoc)
-	if r := got.Data.Request; r.EngineState != "applied" || len(r.Actions) != 0 || r.ApplierReference != "clerk-9" || r.Application["reasonPresent"] != true {
+	if r := got.Data.Request; r.EngineState != "applied" || len(r.Actions) != 0 || r.ApplierReference != "clerk-9" || r.Application["reasonPresent"] != true ||
+		r.Application["reason"] != reason {
 		t.Fatalf("applied request: %+v", r)
+	}
+	// The action response never carries the reason text.
+	if _, ok := app["reason"]; ok {
+		t.Fatalf("the apply response shows the reason: %v", app)
 	}
 	_, b = owner.act(t, apply.Href, tag, "k-apply-2", applyBody(""))
 	wantProblem(t, "second apply", 412, b, "precondition.failed")

@@ -607,8 +607,13 @@ func (s *Service) requestView(rec *store.Record, req *store.Request, grant *acce
 		if req.Proposal != nil {
 			view["submitterReference"] = req.Proposal.SubmitterActor
 		}
-		if req.Application != nil {
-			view["applierReference"] = req.Application.ApplierActor
+		if a := req.Application; a != nil {
+			view["applierReference"] = a.ApplierActor
+			// The reason is the applier's own statement: it is disclosed
+			// with the actor references, where retention keeps it.
+			if a.Reason != nil && e.ChangeRequest.Retention.Mode == model.RetainAll {
+				view["application"].(map[string]any)["reason"] = *a.Reason
+			}
 		}
 	}
 	view["editable"] = req.State == store.RequestDraft && owner && grantAllows(grant, model.OpPatch)
