@@ -371,6 +371,10 @@ func TestChangeRequestRefusalsAndReviseCancel(t *testing.T) {
 	if code != 200 {
 		t.Fatalf("submit: %d %s", code, b)
 	}
+	// The child's read shows the submitted request that targets it.
+	if p := presenceOf(t, owner, childLoc); len(p) != 1 || p[0]["recordIdentifier"] != filepath.Base(loc) || p[0]["entityTypeIdentifier"] != "address_change" {
+		t.Fatalf("requestPresence on the target: %v", p)
+	}
 	got, tag := owner.read(t, loc)
 	rv := got.Data.Request.action("revise_request")
 	if got.Data.Request.Proposal["planner"] != "declarative" || rv == nil || rv.Rebase == nil || !*rv.Rebase {
@@ -400,8 +404,29 @@ func TestChangeRequestRefusalsAndReviseCancel(t *testing.T) {
 	wantProblem(t, "submit a cancelled request", 412, b, "precondition.failed")
 	_, b = owner.act(t, loc+"/actions/approve", tag, "k8", `{"actorReference":"a"}`)
 	wantProblem(t, "unknown action", 404, b, "resource.not_found")
+	// Cancelled, it is no longer pending on the child.
+	if p := presenceOf(t, owner, childLoc); len(p) != 0 {
+		t.Fatalf("requestPresence after cancel: %v", p)
+	}
 	// The child was never changed by the cancelled request.
 	if child, _ := owner.read2(t, childLoc); child["address"] != nil {
 		t.Fatalf("child changed: %v", child)
 	}
+}
+
+// presenceOf reads a record's data.requestPresence.pending.
+func presenceOf(t *testing.T, c caller, path string) []map[string]any {
+	t.Helper()
+	resp, b := c.do(t, "GET", path, "", "")
+	var env struct {
+		Data struct {
+			RequestPresence *struct {
+				Pending []map[string]any `json:"pending"`
+			} `json:"requestPresence"`
+		} `json:"data"`
+	}
+	if resp.StatusCode != 200 || json.Unmarshal(b, &env) != nil || env.Data.RequestPresence == nil {
+		t.Fatalf("GET %s: %d %s (want data.requestPresence)", path, resp.StatusCode, b)
+	}
+	return env.Data.RequestPresence.Pending
 }

@@ -223,7 +223,11 @@ func (s *Service) Get(ctx context.Context, c Call, e *model.Entity, id string) (
 			return nil, err
 		}
 	}
-	out, err := s.outcomeWith(rec, req, grant, c.Representation, "")
+	presence, err := s.presence(ctx, grant, rec)
+	if err != nil {
+		return nil, err
+	}
+	out, err := s.render(rec, req, presence, grant, c.Representation, "")
 	if err != nil {
 		return nil, err
 	}
@@ -402,7 +406,14 @@ func (s *Service) outcome(rec *store.Record, grant *access.Grant, rep Representa
 // outcomeWith renders the envelope of rec, with data.request when req is
 // the workflow state of a request record.
 func (s *Service) outcomeWith(rec *store.Record, req *store.Request, grant *access.Grant, rep Representation, snapshot string) (*store.Outcome, error) {
+	return s.render(rec, req, nil, grant, rep, snapshot)
+}
+
+// render renders the envelope of rec with data.request (req, for a request
+// record) and data.requestPresence (presence, on reads that carry it).
+func (s *Service) render(rec *store.Record, req *store.Request, presence json.RawMessage, grant *access.Grant, rep Representation, snapshot string) (*store.Outcome, error) {
 	env := s.envelope(rec, grant.Readable, rep)
+	env.Data.RequestPresence = presence
 	if req != nil {
 		view, err := json.Marshal(s.requestView(rec, req, grant, rep))
 		if err != nil {

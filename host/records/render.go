@@ -45,6 +45,10 @@ func (e *Envelope) AppendJSON(b []byte) ([]byte, error) {
 		b = append(b, `,"request":`...)
 		b = append(b, e.Data.Request...)
 	}
+	if len(e.Data.RequestPresence) > 0 {
+		b = append(b, `,"requestPresence":`...)
+		b = append(b, e.Data.RequestPresence...)
+	}
 	b = append(b, `},"meta":`...)
 	b = e.Meta.appendJSON(b)
 	return append(b, '}'), nil
