@@ -131,20 +131,17 @@ func (s *Store) Request(ctx context.Context, e *model.Entity, id string) (*Reque
 	if err != nil {
 		return nil, err
 	}
-	return r, s.review(ctx, s.pool, r)
+	return r, s.review(ctx, s.pool, e, r)
 }
 
 // LockRequest reads the workflow state of a request record and locks it
 // until the transaction ends.
 func (w *Writer) LockRequest(ctx context.Context, e *model.Entity, id string) (*Request, error) {
-	if _, err := w.tx.Exec(ctx, "SELECT 1 FROM registrum.requests WHERE entity_id = $1 AND record_id = $2 FOR UPDATE", e.ID, id); err != nil {
-		return nil, fmt.Errorf("store: lock request: %w", err)
-	}
-	r, err := scanRequest(w.tx.QueryRow(ctx, "SELECT "+requestColumns, e.ID, id))
+	r, err := scanRequest(w.tx.QueryRow(ctx, "SELECT "+requestColumns+" FOR UPDATE OF r", e.ID, id))
 	if err != nil {
 		return nil, err
 	}
-	return r, w.s.review(ctx, w.tx, r)
+	return r, w.s.review(ctx, w.tx, e, r)
 }
 
 // CreateRequest starts the workflow of a new request record as a draft of

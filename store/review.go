@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/registrum/registrum/model"
 )
 
 // Submission states (review.submission.state).
@@ -130,8 +132,12 @@ func (s *Store) StoreResult(ctx context.Context, j RequestJob, r *ReviewResult) 
 	return stored, nil
 }
 
-// review reads the submission and result of a request's current proposal.
-func (s *Store) review(ctx context.Context, db querier, r *Request) error {
+// review reads the submission and result of a request's current proposal;
+// a request entity reviewed by nobody has neither.
+func (s *Store) review(ctx context.Context, db querier, e *model.Entity, r *Request) error {
+	if e.ChangeRequest == nil || e.ChangeRequest.Review.Mode != model.ReviewAuthority || r.State == RequestDraft {
+		return nil
+	}
 	j := RequestJob{Entity: r.EntityID, RecordID: r.RecordID, ProposalVersion: r.ProposalVersion}
 	sub, err := scanSubmission(db.QueryRow(ctx, "SELECT "+submissionColumns+` FROM registrum.review_submissions
     WHERE entity_id = $1 AND record_id = $2 AND proposal_version = $3`, j.Entity, j.RecordID, j.ProposalVersion))

@@ -242,6 +242,7 @@ func (s *Service) Act(ctx context.Context, c Call, e *model.Entity, id, action, 
 				return nil, problem.New(problem.PreconditionFailed, "a %s request cannot be cancelled", req.State)
 			}
 			err = w.SetRequestState(ctx, e, id, store.RequestCancelled, req.ProposalVersion)
+			req.State = store.RequestCancelled
 		case ActionRevise:
 			err = s.revise(ctx, w, e, req, in)
 		case ActionApply:
@@ -258,11 +259,8 @@ func (s *Service) Act(ctx context.Context, c Call, e *model.Entity, id, action, 
 		if err != nil {
 			return nil, err
 		}
-		after, err := w.LockRequest(ctx, e, id)
-		if err != nil {
-			return nil, err
-		}
-		return s.actionOutcome(rec, after, in.ActorReference, c.Representation, SnapshotToken(w.CommitID()))
+		// req now holds the state the action wrote.
+		return s.actionOutcome(rec, req, in.ActorReference, c.Representation, SnapshotToken(w.CommitID()))
 	})
 }
 
@@ -342,12 +340,14 @@ func (s *Service) submit(ctx context.Context, w *store.Writer, e *model.Entity, 
 	if err := p.Freeze(); err != nil {
 		return err
 	}
-	if err := w.SubmitRequest(ctx, e, cur.ID, &store.Proposal{
+	prop := &store.Proposal{
 		Version: req.ProposalVersion, RecordRevision: cur.Revision, Planner: p.Kind, ModuleDigest: p.ModuleDigest,
 		EffectDigest: p.EffectDigest, Plan: p.Canonical, SubmitterReference: grant.PrincipalReference, SubmitterActor: in.ActorReference,
-	}); err != nil {
+	}
+	if err := w.SubmitRequest(ctx, e, cur.ID, prop); err != nil {
 		return err
 	}
+	req.State, req.Proposal = store.RequestSubmitted, prop
 	if e.ChangeRequest.Review.Mode != model.ReviewAuthority {
 		return nil
 	}
@@ -372,7 +372,11 @@ func (s *Service) revise(ctx context.Context, w *store.Writer, e *model.Entity, 
 	if offered, rebase := reviseOffer(outcome(e, req)); !offered || *in.Rebase != rebase {
 		return problem.New(problem.MutationConflict, "the review outcome does not offer a revision with rebase %t", *in.Rebase)
 	}
-	return w.SetRequestState(ctx, e, req.RecordID, store.RequestDraft, req.ProposalVersion+1)
+	if err := w.SetRequestState(ctx, e, req.RecordID, store.RequestDraft, req.ProposalVersion+1); err != nil {
+		return err
+	}
+	req.State, req.ProposalVersion, req.Proposal, req.Submission, req.Result = store.RequestDraft, req.ProposalVersion+1, nil, nil, nil
+	return nil
 }
 
 // applyRefusal reports why apply is not offered to grant on req, "" when it is.
@@ -501,7 +505,11 @@ func (s *Service) apply(ctx context.Context, w *store.Writer, c Call, e *model.E
 	if e.ChangeRequest.Retention.Mode != model.RetainAll {
 		app.Reason = nil // kept only where retention keeps proposal detail
 	}
-	return w.ApplyRequest(ctx, e, req.RecordID, app)
+	if err := w.ApplyRequest(ctx, e, req.RecordID, app); err != nil {
+		return err
+	}
+	req.State, req.Application = store.RequestApplied, app
+	return nil
 }
 
 // frozenValues applies a frozen write's set and clear to values (storage
