@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -290,4 +291,57 @@ func TestReviewWorkCompletesOnceAfterKill9(t *testing.T) {
 	if s, _, b := call(t, "GET", base+child, "", ""); s != 200 || !strings.Contains(b, `"phone":"123"`) {
 		t.Fatalf("child after apply: %d %s", s, b)
 	}
+}
+
+// TestWorkerRunsAloneAndStopsOnSIGTERM starts `registrum worker`: it opens
+// the host without a listener, works jobs, and ends cleanly on SIGTERM.
+func TestWorkerRunsAloneAndStopsOnSIGTERM(t *testing.T) {
+	dir := t.TempDir()
+	pkg := filepath.Join(dir, "package")
+	if out, err := exec.Command(binary, "compile", "../../project/testdata/minimal", "--out", pkg).CombinedOutput(); err != nil {
+		t.Fatalf("compile: %v\n%s", err, out)
+	}
+	is := authtest.StartIssuer(t, issuertest.DevOptions{Scopes: []string{"parcels:write"}}, nil)
+	os.MkdirAll(filepath.Join(dir, "secrets"), 0o700)
+	os.WriteFile(filepath.Join(dir, "secrets", "host-key"), bytes.Repeat([]byte{9}, 32), 0o600)
+	cfg := filepath.Join(dir, "host.yaml")
+	os.WriteFile(cfg, []byte(fmt.Sprintf("version: 1\nlistener: {address: 127.0.0.1, port: 0}\ndatabase: {url: %q}\npackage: %s\nsecrets: {root: secrets}\nhostKeyRef: secret:file/host-key\n%s",
+		storetest.NewDatabase(t), pkg, is.HostAuthentication())), 0o600)
+	cmd := exec.Command(binary, "worker", "--config", cfg)
+	var stderr syncBuffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the workers running", 30*time.Second, func() bool { return strings.Contains(stderr.String(), "record host workers running") })
+	cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("worker exited with %v:\n%s", err, stderr.String())
+		}
+	case <-time.After(20 * time.Second):
+		cmd.Process.Kill()
+		t.Fatalf("worker did not stop on SIGTERM:\n%s", stderr.String())
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a process's writes and the test's reads.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"net"
@@ -30,12 +31,7 @@ configured listener (and Prometheus metrics on the metrics listener, when
 configured) until SIGINT or SIGTERM.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := config.Load(cfgPath)
-			if err != nil {
-				return err
-			}
-			log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
-			h, err := host.Open(cmd.Context(), cfg, log)
+			cfg, log, h, err := openHost(cmd.Context(), cfgPath)
 			if err != nil {
 				return err
 			}
@@ -95,4 +91,19 @@ func newMigrateCmd() *cobra.Command {
 	cmd.Flags().StringVar(&cfgPath, "config", "", "runtime configuration file")
 	cmd.MarkFlagRequired("config")
 	return cmd
+}
+
+// openHost loads the runtime configuration at cfgPath and opens its record
+// host, logging JSON to standard error.
+func openHost(ctx context.Context, cfgPath string) (*config.Config, *slog.Logger, *host.Host, error) {
+	cfg, err := config.Load(cfgPath)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
+	h, err := host.Open(ctx, cfg, log)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return cfg, log, h, nil
 }

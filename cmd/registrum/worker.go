@@ -1,13 +1,7 @@
 package main
 
 import (
-	"log/slog"
-	"os"
-
 	"github.com/spf13/cobra"
-
-	"github.com/registrum/registrum/host"
-	"github.com/registrum/registrum/host/config"
 )
 
 func init() { register(newWorkerCmd) }
@@ -27,12 +21,7 @@ one of them at a time. It runs until SIGINT or SIGTERM and lets running jobs
 finish.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := config.Load(cfgPath)
-			if err != nil {
-				return err
-			}
-			log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
-			h, err := host.Open(cmd.Context(), cfg, log)
+			_, log, h, err := openHost(cmd.Context(), cfgPath)
 			if err != nil {
 				return err
 			}
