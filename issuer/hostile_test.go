@@ -3,6 +3,7 @@ package issuer
 import (
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -102,5 +103,67 @@ func TestRegistrationNumbersAreStrict(t *testing.T) {
 	_, err = loadWithClient(t, cfg, "n.yaml", "clientId: c\nprincipal: p\nauthorization:\n  scopes: [a]\n  claims: {level: 3.5}\nkeys:\n  - "+clientKeyYAML(t)+"\n")
 	if err == nil || !strings.Contains(err.Error(), "/n.yaml:") || !strings.Contains(err.Error(), "must be a string") {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+// goTerms matches words of Go's type system, which a refusal of a config or
+// a registration must never use.
+var goTerms = regexp.MustCompile(`interface \{\}|struct|uint|int\d|float\d|\bGo\b|unmarshal|\[\]|map\[`)
+
+// TestConfigWrongKindsSpeakOfKeysNotGoTypes: an issuer config key holding
+// the wrong kind of value is refused naming the file, the line, the key and
+// the kind it must hold, never a Go type.
+func TestConfigWrongKindsSpeakOfKeysNotGoTypes(t *testing.T) {
+	dir, base := devConfig(t)
+	p := filepath.Join(dir, "issuer.yaml")
+	cases := []struct {
+		name, old, new, want string
+	}{
+		{"list for the listener", "listener:\n  address: \"127.0.0.1\"\n  port: 18080\n", "listener: [1, 2]\n", ":5: listener: must be a mapping, not a list"},
+		{"list for the port", "  port: 18080\n", "  port: [1, 2]\n", ":7: listener.port: must be an integer, not a list"},
+		{"string for the audiences", `audiences: ["urn:registrum:dev"]`, "audiences: urn:registrum:dev", ":23: accessTokens.audiences: must be a list of strings, not a string"},
+		{"mapping for the issuer", `issuer: "https://localhost:18080"`, "issuer: {a: b}", ":4: issuer: must be a string, not a mapping"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := loadVariant(t, dir, replaceOnce(t, base, c.old, c.new))
+			if err == nil || !strings.Contains(err.Error(), p+c.want) {
+				t.Fatalf("err = %v, want %q", err, p+c.want)
+			}
+			if goTerms.MatchString(err.Error()) {
+				t.Fatalf("err %q speaks of Go types", err)
+			}
+		})
+	}
+}
+
+// TestRegistrationWrongKindsSpeakOfKeysNotGoTypes: a client registration
+// key holding the wrong kind of value is refused naming the file, the line,
+// the key and the kind it must hold, never a Go type.
+func TestRegistrationWrongKindsSpeakOfKeysNotGoTypes(t *testing.T) {
+	dir, text := devConfig(t)
+	cfg, err := loadVariant(t, dir, text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := "keys:\n  - " + clientKeyYAML(t) + "\n"
+	cases := []struct {
+		name, doc, want string
+	}{
+		{"string for the scopes", "clientId: c\nprincipal: p\nauthorization:\n  scopes: a\n" + key, "/w.yaml:4: authorization.scopes: must be a list of strings, not a string"},
+		{"list for the principal", "clientId: c\nprincipal: [p]\nauthorization:\n  scopes: [a]\n" + key, "/w.yaml:2: principal: must be a string, not a list"},
+		{"list for authorization", "clientId: c\nprincipal: p\nauthorization: [a]\n" + key, "/w.yaml:3: authorization: must be a mapping, not a list"},
+		{"mapping for the keys", "clientId: c\nprincipal: p\nauthorization:\n  scopes: [a]\nkeys: {a: b}\n", "/w.yaml:5: keys: must be a list of mappings, not a mapping"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := loadWithClient(t, cfg, "w.yaml", c.doc)
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("err = %v, want %q", err, c.want)
+			}
+			if goTerms.MatchString(err.Error()) {
+				t.Fatalf("err %q speaks of Go types", err)
+			}
+		})
 	}
 }

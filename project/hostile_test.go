@@ -4,6 +4,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -84,6 +85,42 @@ func TestCompileWithinTheNodeBudgetStaysBounded(t *testing.T) {
 			refused := strings.Contains(a.Err, "expands to more than")
 			if refused != (name == "past") {
 				t.Fatalf("answer %q", a.Err)
+			}
+		})
+	}
+}
+
+// TestCompileWrongKindsSpeakOfKeysNotGoTypes: a key of a project file
+// holding the wrong kind of value is a finding naming the file, the line,
+// the key and the kind it must hold, in the author's words (a list, a
+// mapping), never a Go or JSON type name.
+func TestCompileWrongKindsSpeakOfKeysNotGoTypes(t *testing.T) {
+	base := minimal(t)
+	goTerms := regexp.MustCompile(`interface \{\}|struct|uint|int\d|float\d|\bGo\b|unmarshal|\[\]|map\[|array|object`)
+	cases := []struct {
+		name, old, new, path, message string
+		line                          int
+	}{
+		{"list for a string", "  language: en", "  language: [en]", "registry.language", "must be a string, not a list", 5},
+		{"list for an integer", "maxLength: 32", "maxLength: [1, 2]", "entities[0].fields[0].maxLength", "must be an integer, not a list", 12},
+		{"mapping for a list", "operations: [create, get, list, patch]", "operations: {a: 1}", "profiles[0].grants[0].operations", "must be a list, not a mapping", 23},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			doc := strings.Replace(base, c.old, c.new, 1)
+			if doc == base {
+				t.Fatal("edit not applied")
+			}
+			_, fs := compileText(t, doc, opts(false))
+			found := false
+			for _, f := range fs {
+				if goTerms.MatchString(f.Message) {
+					t.Errorf("finding %v speaks of Go or JSON types", f)
+				}
+				found = found || (f.File == "registry.yaml" && f.Line == c.line && f.Path == c.path && f.Message == c.message)
+			}
+			if !found {
+				t.Fatalf("no finding %q at registry.yaml:%d %s: %v", c.message, c.line, c.path, fs)
 			}
 		})
 	}

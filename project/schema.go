@@ -162,9 +162,33 @@ func kindMessage(k jsonschema.ErrorKind) string {
 	case *kind.Const:
 		return fmt.Sprintf("must be %v", k.Want)
 	case *kind.Type:
-		return fmt.Sprintf("must be %s, not %s", strings.Join(k.Want, " or "), k.Got)
+		want := make([]string, len(k.Want))
+		for i, w := range k.Want {
+			want[i] = writtenKind(w)
+		}
+		return fmt.Sprintf("must be %s, not %s", strings.Join(want, " or "), writtenKind(k.Got))
 	}
 	return k.LocalizedString(printer)
+}
+
+// writtenKind names a JSON Schema type the way a YAML author writes it:
+// "array" is a list, "object" a mapping.
+func writtenKind(jsonType string) string {
+	switch jsonType {
+	case "array":
+		return "a list"
+	case "object":
+		return "a mapping"
+	case "string":
+		return "a string"
+	case "integer":
+		return "an integer"
+	case "number":
+		return "a number"
+	case "boolean":
+		return "true or false"
+	}
+	return jsonType // null
 }
 
 const schemagenIdent = schemagen.IdentPattern

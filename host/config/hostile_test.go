@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -46,6 +47,41 @@ func TestLoadNumbersAreStrict(t *testing.T) {
 			}
 			if ce.File != p || ce.Path != c.key || !strings.HasPrefix(err.Error(), p+":") {
 				t.Fatalf("got %q (key %q), want file %s and key %q", err, ce.Path, p, c.key)
+			}
+		})
+	}
+}
+
+// goTerms matches words of Go's type system, which a configuration refusal
+// must never use.
+var goTerms = regexp.MustCompile(`interface \{\}|struct|uint|int\d|float\d|\bGo\b|unmarshal|\[\]|map\[`)
+
+// TestLoadWrongKindsSpeakOfKeysNotGoTypes: a key holding the wrong kind of
+// value (a list for a mapping, a mapping for a string...) is refused naming
+// the file, the line, the key and the kind it must hold, never a Go type.
+func TestLoadWrongKindsSpeakOfKeysNotGoTypes(t *testing.T) {
+	cases := []struct {
+		name, old, new, want string
+	}{
+		{"list for the listener", "listener: {address: 127.0.0.1, port: 8080}", "listener: [1, 2]", ":2: listener: must be a mapping, not a list"},
+		{"list for the port", "port: 8080", "port: [1, 2]", ":2: listener.port: must be an integer, not a list"},
+		{"mapping for the package", "package: package", "package: {a: b}", ":5: package: must be a string, not a mapping"},
+		{"string for secrets", "secrets: {root: secrets}", "secrets: secrets", ":6: secrets: must be a mapping, not a string"},
+		{"boolean for the version", "version: 1", "version: true", ":1: version: must be an integer, not true or false"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			doc := strings.Replace(valid, c.old, c.new, 1)
+			if doc == valid {
+				t.Fatal("edit not applied")
+			}
+			p := write(t, doc)
+			_, err := Load(p)
+			if err == nil || !strings.HasPrefix(err.Error(), p+c.want) {
+				t.Fatalf("err = %v, want %q", err, p+c.want)
+			}
+			if goTerms.MatchString(err.Error()) {
+				t.Fatalf("err %q speaks of Go types", err)
 			}
 		})
 	}

@@ -11,9 +11,12 @@ import (
 )
 
 // The YAML decoder turns "8080" (a string) into 8080 and 1.5 into 1 where an
-// integer is expected; checkNumbers refuses both before decoding, by walking
-// the target type beside the document. Types that decode themselves are
-// left to their own decoder.
+// integer is expected, and words a value of the wrong kind in Go's terms
+// ("cannot unmarshal []interface {} into Go struct field ... of type
+// uint16"); checkNumbers refuses all of these before decoding, by walking the
+// target type beside the document, and says what the key must hold in the
+// document's terms ("must be an integer, not a list"). Types that decode
+// themselves are left to their own decoder.
 
 var selfDecoding = []reflect.Type{
 	reflect.TypeFor[yaml.InterfaceUnmarshaler](),
@@ -50,24 +53,27 @@ func (d *Document) checkNode(t reflect.Type, n ast.Node, path string, depth int)
 		return d.checkNode(t, nn.Value, path, depth)
 	case *ast.AnchorNode:
 		return d.checkNode(t, nn.Value, path, depth)
+	case *ast.AliasNode:
+		// The aliased value, refused where the alias is written.
+		if nn.Value == nil || nn.Value.GetToken() == nil {
+			return nil
+		}
+		v := d.anchors[nn.Value.GetToken().Value]
+		if msg := wrongKind(t, v); msg != "" {
+			return d.refuse(n, path, msg)
+		}
+		return d.checkNode(t, v, path, depth+1)
+	}
+	if msg := wrongKind(t, n); msg != "" {
+		return d.refuse(n, path, msg)
 	}
 	switch t.Kind() {
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
 		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		switch nn := n.(type) {
-		case *ast.StringNode, *ast.LiteralNode:
-			return d.refuse(n, path, "must be an integer, not a string")
-		case *ast.FloatNode, *ast.InfinityNode, *ast.NanNode:
-			return d.refuse(n, path, "must be an integer")
-		case *ast.IntegerNode:
+		if nn, ok := n.(*ast.IntegerNode); ok {
 			if msg := outOfRange(t, nn.Value); msg != "" {
 				return d.refuse(n, path, msg)
 			}
-		}
-	case reflect.Float32, reflect.Float64:
-		switch n.(type) {
-		case *ast.StringNode, *ast.LiteralNode:
-			return d.refuse(n, path, "must be a number, not a string")
 		}
 	case reflect.Struct:
 		fields := yamlFields(t)
@@ -97,6 +103,89 @@ func (d *Document) checkNode(t reflect.Type, n ast.Node, path string, depth int)
 		}
 	}
 	return nil
+}
+
+// Kinds of written values, in the document's terms.
+const (
+	aMapping = "a mapping"
+	aList    = "a list"
+	aString  = "a string"
+	anInt    = "an integer"
+	aNumber  = "a number"
+	aBool    = "true or false"
+)
+
+// writtenKind names the kind of value node n holds; empty for a null, an
+// alias or a node the decoder reads in its own way.
+func writtenKind(n ast.Node) string {
+	switch n.(type) {
+	case *ast.MappingNode, *ast.MappingValueNode:
+		return aMapping
+	case *ast.SequenceNode:
+		return aList
+	case *ast.StringNode, *ast.LiteralNode:
+		return aString
+	case *ast.IntegerNode:
+		return anInt
+	case *ast.FloatNode, *ast.InfinityNode, *ast.NanNode:
+		return aNumber
+	case *ast.BoolNode:
+		return aBool
+	}
+	return ""
+}
+
+// expectedKind names what a value decoded into t must be written as ("a
+// list of strings"); empty when t takes any value.
+func expectedKind(t reflect.Type) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return anInt
+	case reflect.Float32, reflect.Float64:
+		return aNumber
+	case reflect.String:
+		return aString
+	case reflect.Bool:
+		return aBool
+	case reflect.Struct, reflect.Map:
+		return aMapping
+	case reflect.Slice, reflect.Array:
+		switch e := expectedKind(t.Elem()); e {
+		case "":
+			return aList
+		case aBool:
+			return "a list of true or false values"
+		case aList:
+			return "a list of lists"
+		default:
+			_, noun, _ := strings.Cut(e, " ") // "a mapping" → "mapping"
+			return "a list of " + noun + "s"
+		}
+	}
+	return ""
+}
+
+// wrongKind says why node n cannot be decoded into t ("must be a mapping,
+// not a list"); empty when its kind fits. A null fits anything; a string
+// takes any scalar, as the decoder reads it.
+func wrongKind(t reflect.Type, n ast.Node) string {
+	want, got := expectedKind(t), writtenKind(n)
+	if want == "" || got == "" || strings.HasPrefix(want, got) {
+		return ""
+	}
+	switch {
+	case want == aString && got != aMapping && got != aList:
+		return ""
+	case want == aNumber && got == anInt:
+		return ""
+	case want == anInt && got == aNumber:
+		return "must be an integer" // a fraction, or not finite
+	}
+	return "must be " + want + ", not " + got
 }
 
 // outOfRange says why the integer v does not fit the integer type t (a

@@ -17,6 +17,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"regexp"
 	"strconv"
 	"strings"
 
@@ -153,6 +154,9 @@ type Document struct {
 	// paths maps the token of every key, item and value to its key path,
 	// to name the path of the decoder's refusals.
 	paths map[*token.Token]string
+	// anchors holds the node of every anchor, by name, to check an alias's
+	// value against its key's type.
+	anchors map[string]ast.Node
 }
 
 // ReadFile reads and parses the regular file at path, refusing one larger
@@ -193,7 +197,7 @@ func Parse(file string, data []byte, lim Limits) (d *Document, err error) {
 	if int64(len(data)) > lim.MaxBytes {
 		return nil, &Error{File: file, Message: fmt.Sprintf("is larger than %d bytes", lim.MaxBytes)}
 	}
-	d = &Document{file: file, pos: map[string]Position{"": {1, 1}}, paths: map[*token.Token]string{}}
+	d = &Document{file: file, pos: map[string]Position{"": {1, 1}}, paths: map[*token.Token]string{}, anchors: map[string]ast.Node{}}
 	defer func() {
 		if r := recover(); r != nil {
 			d, err = nil, &Error{File: file, Message: fmt.Sprintf("malformed YAML the decoder cannot read (%v)", r)}
@@ -300,10 +304,61 @@ func (d *Document) yamlError(err error) *Error {
 	var ye yaml.Error
 	if errors.As(err, &ye) && ye.GetToken() != nil {
 		t := ye.GetToken()
-		return &Error{File: d.file, Pos: Position{t.Position.Line, t.Position.Column}, Path: d.paths[t], Message: ye.GetMessage()}
+		return &Error{File: d.file, Pos: Position{t.Position.Line, t.Position.Column}, Path: d.paths[t], Message: plainMessage(ye.GetMessage())}
 	}
 	msg, _, _ := strings.Cut(err.Error(), "\n")
-	return &Error{File: d.file, Message: msg}
+	return &Error{File: d.file, Message: plainMessage(msg)}
+}
+
+// The decoder's type refusals, worded in Go's terms; checkNode refuses
+// nearly all of them first, plainMessage rewords the rest (behind an alias,
+// say).
+var (
+	goTypeRefusal   = regexp.MustCompile(`^cannot unmarshal (.+?) into Go (?:struct field \S+ of type|value of type) (.+)$`)
+	kindUsedRefusal = regexp.MustCompile(`^(\w+) was used where (\w+) is expected$`)
+)
+
+// plainMessage words a refusal of the decoder in the document's terms:
+// which kind of value the key must hold, never a Go type.
+func plainMessage(msg string) string {
+	if m := goTypeRefusal.FindStringSubmatch(msg); m != nil {
+		return kindRefusal(goKind(m[2]), goKind(m[1]))
+	}
+	if m := kindUsedRefusal.FindStringSubmatch(msg); m != nil {
+		return kindRefusal(goKind(m[2]), goKind(m[1]))
+	}
+	return msg
+}
+
+func kindRefusal(want, got string) string {
+	switch {
+	case want == "":
+		return "holds a value of the wrong kind"
+	case got == "":
+		return "must be " + want
+	}
+	return "must be " + want + ", not " + got
+}
+
+// goKind names the kind of value a Go type name (or a decoder's node name)
+// stands for; empty when it is not plain.
+func goKind(name string) string {
+	name = strings.TrimLeft(name, "*")
+	switch {
+	case strings.HasPrefix(name, "[]"), name == "sequence":
+		return aList
+	case strings.HasPrefix(name, "map["), name == "mapping":
+		return aMapping
+	case strings.HasPrefix(name, "int"), strings.HasPrefix(name, "uint"):
+		return anInt
+	case strings.HasPrefix(name, "float"):
+		return aNumber
+	case name == "string":
+		return aString
+	case name == "bool":
+		return aBool
+	}
+	return ""
 }
 
 // walker records positions and paths and keeps the budgets in one pass.
@@ -365,6 +420,7 @@ func (w *walker) walk(path string, n ast.Node, depth int) (int64, error) {
 		}
 		if n.Name != nil && n.Name.GetToken() != nil {
 			w.anchors[n.Name.GetToken().Value] = k
+			w.d.anchors[n.Name.GetToken().Value] = n.Value
 		}
 		return k, nil
 	case *ast.AliasNode:

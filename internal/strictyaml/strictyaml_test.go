@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -79,7 +80,16 @@ func TestDecodeRefusalsNameFileLineAndKeyPath(t *testing.T) {
 		{"string for a float", "ratio: 1", "ratio: '1'", "ratio", "must be a number, not a string", 12},
 		{"overflow", "port: 8080", "port: 80800", "listener.port", "must be at most 65535", 4},
 		{"negative for an unsigned integer", "port: 8080", "port: -1", "listener.port", "must not be negative", 4},
-		{"mapping for a list", "scope: [read]", "scope: {a: b}", "clients[0].scope", "", 7},
+		{"mapping for a list", "scope: [read]", "scope: {a: b}", "clients[0].scope", "must be a list of strings, not a mapping", 7},
+		{"list for an integer", "port: 8080", "port: [1, 2]", "listener.port", "must be an integer, not a list", 4},
+		{"list for a mapping", "listener:\n  address: 127.0.0.1\n  port: 8080\n", "listener: [1, 2]\n", "listener", "must be a mapping, not a list", 2},
+		{"string for a mapping", "labels: {x: y}", "labels: x", "labels", "must be a mapping, not a string", 13},
+		{"mapping for a string", "id: a", "id: {x: y}", "clients[0].id", "must be a string, not a mapping", 6},
+		{"list for a string in a list", "scope: [read]", "scope: [[read]]", "clients[0].scope[0]", "must be a string, not a list", 7},
+		{"scalar for a list of mappings", "    keys:\n      - kid: k1\n        use: 2\n", "    keys: k1\n", "clients[1].keys", "must be a list of mappings, not a string", 9},
+		{"boolean for an integer", "version: 1", "version: true", "version", "must be an integer, not true or false", 1},
+		{"list for a number", "ratio: 1", "ratio: [1]", "ratio", "must be a number, not a list", 12},
+		{"aliased list for an integer", "version: 1\n", "version: *l\n", "version", "must be an integer, not a list", 1},
 		{"duplicate key", "ratio: 1\n", "ratio: 1\nratio: 2\n", "", `mapping key "ratio" already defined`, 13},
 	}
 	for _, c := range cases {
@@ -87,6 +97,9 @@ func TestDecodeRefusalsNameFileLineAndKeyPath(t *testing.T) {
 			doc := strings.Replace(valid, c.old, c.new, 1)
 			if doc == valid {
 				t.Fatal("edit not applied")
+			}
+			if strings.Contains(c.new, "*l") {
+				doc = strings.Replace(doc, "scope: [read]", "scope: &l [read]", 1)
 			}
 			d, err := Parse("c.yaml", []byte(doc), Limits{})
 			if err == nil {
@@ -107,7 +120,33 @@ func TestDecodeRefusalsNameFileLineAndKeyPath(t *testing.T) {
 			if !strings.HasPrefix(err.Error(), want) {
 				t.Fatalf("text %q does not start with %q", err, want)
 			}
+			if goTerms.MatchString(err.Error()) {
+				t.Fatalf("text %q speaks of Go types", err)
+			}
 		})
+	}
+}
+
+// goTerms matches words of Go's type system, which a refusal of a document
+// must never use.
+var goTerms = regexp.MustCompile(`interface \{\}|struct|uint|int\d|float\d|\bGo\b|unmarshal|\[\]|map\[`)
+
+// TestPlainMessageRewordsTheDecodersTypeRefusals: what the decoder still
+// refuses in Go's terms is worded in the document's.
+func TestPlainMessageRewordsTheDecodersTypeRefusals(t *testing.T) {
+	for msg, want := range map[string]string{
+		"cannot unmarshal []interface {} into Go struct field fileConfig.Listener of type uint16": "must be an integer, not a list",
+		"cannot unmarshal map[string]interface {} into Go struct field C.S of type string":        "must be a string, not a mapping",
+		"cannot unmarshal string into Go value of type bool":                                      "must be true or false, not a string",
+		"cannot unmarshal uint64 into Go struct field x.Y of type []string":                       "must be a list, not an integer",
+		"cannot unmarshal []interface {} into Go struct field x.Y of type config.Listener":        "holds a value of the wrong kind",
+		"sequence was used where mapping is expected":                                             "must be a mapping, not a list",
+		"string was used where sequence is expected":                                              "must be a list, not a string",
+		`unknown field "x"`: `unknown field "x"`,
+	} {
+		if got := plainMessage(msg); got != want {
+			t.Errorf("plainMessage(%q) = %q, want %q", msg, got, want)
+		}
 	}
 }
 
