@@ -205,6 +205,21 @@ func TestChangeRequestJourneyWithPluginPlanners(t *testing.T) {
 	resp, b := colleague.do(t, "PATCH", tengoLoc, "application/json-patch+json", `[{"op":"replace","path":"/data/notes","value":"x"}]`, "If-Match", tag)
 	wantProblem(t, "non-owner patch", resp.StatusCode, b, "precondition.failed")
 
+	// The owner patches the draft: a new revision, still a draft, and the
+	// offered actions carry the new validator.
+	resp, b = owner.do(t, "PATCH", tengoLoc, "application/json-patch+json", `[{"op":"replace","path":"/data/notes","value":"moved house"}]`, "If-Match", tag)
+	if resp.StatusCode != 200 {
+		t.Fatalf("owner patch of the draft: %d %s", resp.StatusCode, b)
+	}
+	_, wtag := owner.read(t, wasmLoc)
+	if resp, b := owner.do(t, "PATCH", wasmLoc, "application/json-patch+json", `[{"op":"replace","path":"/data/notes","value":"moved house"}]`, "If-Match", wtag); resp.StatusCode != 200 {
+		t.Fatalf("owner patch of the WebAssembly draft: %d %s", resp.StatusCode, b)
+	}
+	draft, tag = owner.read(t, tengoLoc)
+	r = draft.Data.Request
+	if draft.Data.DomainData["notes"] != "moved house" || r.EngineState != "draft" || r.action("submit_request").IfMatch != tag || resp.Header.Get("ETag") != tag {
+		t.Fatalf("patched draft: %v %+v", draft.Data.DomainData, r)
+	}
 	// Guards on every action: If-Match, Idempotency-Key, a known body.
 	submit := r.action("submit_request").Href
 	resp, b = owner.do(t, "POST", submit, "application/json", `{"actorReference":"clerk-7"}`, "Idempotency-Key", "k1")
@@ -227,7 +242,7 @@ func TestChangeRequestJourneyWithPluginPlanners(t *testing.T) {
 	}
 	sub := decodeAction(t, b)
 	if sub.ID != filepath.Base(tengoLoc) || sub.Request.EngineState != "submitted" || sub.Request.ProposalVersion != 1 ||
-		!strings.HasPrefix(sub.Request.EffectDigest, "sha256:") || sub.Request.Application != nil || sub.ActorReference != "clerk-7" || sub.Revision != 2 {
+		!strings.HasPrefix(sub.Request.EffectDigest, "sha256:") || sub.Request.Application != nil || sub.ActorReference != "clerk-7" || sub.Revision != 3 {
 		t.Fatalf("submit answered %s", b)
 	}
 	// The same key and body replays the answer; another body is a conflict.
@@ -238,7 +253,7 @@ func TestChangeRequestJourneyWithPluginPlanners(t *testing.T) {
 	wantProblem(t, "same key, other body", 409, b, "idempotency.conflict")
 
 	// The WebAssembly planner freezes the very same writes.
-	_, wtag := owner.read(t, wasmLoc)
+	_, wtag = owner.read(t, wasmLoc)
 	code, b = owner.act(t, wasmLoc+"/actions/submit", wtag, "k-wasm", `{"actorReference":"clerk-7"}`)
 	if code != 200 {
 		t.Fatalf("submit (wasm): %d %s", code, b)
@@ -298,7 +313,7 @@ func TestChangeRequestJourneyWithPluginPlanners(t *testing.T) {
 	// The effects: the child patched (phone normalised by the planner), a
 	// guardian created and linked.
 	child, _ := owner.read2(t, childLoc)
-	if child["address"] != "New Street 2" || child["phone"] != "5550203" || child["caseNotes"] != "moved" || child["guardianId"] == nil {
+	if child["address"] != "New Street 2" || child["phone"] != "5550203" || child["caseNotes"] != "moved house" || child["guardianId"] == nil {
 		t.Fatalf("child after apply: %v", child)
 	}
 	guardian, _ := owner.read2(t, "/v1/records/guardians/"+child["guardianId"].(string))
