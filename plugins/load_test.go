@@ -233,3 +233,26 @@ func TestWASMKindMustBeRegistered(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+// TestLoadRefusesACommandModule: a Go module built in command mode (it
+// exports _start: built without -buildmode=c-shared) is refused at load,
+// naming the module and saying how to build a reactor module; with the
+// guest SDK's exports or without them.
+func TestLoadRefusesACommandModule(t *testing.T) {
+	rt := newRuntime(t, plugins.Config{})
+	for _, file := range []string{"command.wasm", "planner-command.wasm"} {
+		t.Run(file, func(t *testing.T) {
+			m, dir := pinned(t, "cmd", model.EngineWASM, model.KindPlanner, filepath.Join(wasmDir, file))
+			set, err := rt.Load(context.Background(), []plugins.Module{m}, dir)
+			if err == nil {
+				_ = set.Close(context.Background())
+				t.Fatal("loaded")
+			}
+			for _, want := range []string{`"cmd"`, "command mode", "_start", "reactor", "GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared"} {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error %q does not say %q", err, want)
+				}
+			}
+		})
+	}
+}

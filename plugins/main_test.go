@@ -31,6 +31,15 @@ var guestBuilds = map[string]string{
 	"hostile.wasm":     "./plugins/testdata/hostile",
 }
 
+// commandBuilds are modules built in command mode (with _start, without
+// -buildmode=c-shared): the runtime must refuse them, saying how to build a
+// reactor.
+var commandBuilds = map[string]string{
+	"command.wasm": "./plugins/testdata/command",
+	// The example planner, built without -buildmode=c-shared.
+	"planner-command.wasm": "./examples/plugins/planner/wasm",
+}
+
 func TestMain(m *testing.M) {
 	os.Exit(runMain(m))
 }
@@ -59,18 +68,24 @@ func runMain(m *testing.M) int {
 // buildGuests builds every guest module into dir, in parallel.
 func buildGuests(dir string) error {
 	var wg sync.WaitGroup
-	errs := make(chan error, len(guestBuilds))
-	for out, pkg := range guestBuilds {
+	errs := make(chan error, len(guestBuilds)+len(commandBuilds))
+	build := func(out, pkg string, args ...string) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			cmd := exec.Command("go", "build", "-buildmode=c-shared", "-o", filepath.Join(dir, out), pkg)
+			cmd := exec.Command("go", append(append([]string{"build"}, args...), "-o", filepath.Join(dir, out), pkg)...)
 			cmd.Dir = repoRoot
 			cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
 			if b, err := cmd.CombinedOutput(); err != nil {
 				errs <- fmt.Errorf("build %s: %v\n%s", pkg, err, b)
 			}
 		}()
+	}
+	for out, pkg := range guestBuilds {
+		build(out, pkg, "-buildmode=c-shared")
+	}
+	for out, pkg := range commandBuilds {
+		build(out, pkg)
 	}
 	wg.Wait()
 	close(errs)

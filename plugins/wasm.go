@@ -125,6 +125,9 @@ func (r *Runtime) loadWASM(ctx context.Context, m Module, src []byte) (program, 
 	return p, nil
 }
 
+// buildReactor says how to build a Go plugin as a reactor module.
+const buildReactor = "build it with GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared"
+
 // checkInterface refuses a module that imports anything but WASI or lacks an
 // export of the ABI its kind needs.
 func (p *wasmProgram) checkInterface() error {
@@ -135,9 +138,15 @@ func (p *wasmProgram) checkInterface() error {
 		}
 	}
 	exports := p.compiled.ExportedFunctions()
+	_, command := exports["_start"]
+	if _, reactor := exports["_initialize"]; command && !reactor {
+		// A command module's exports run before its runtime is set up: the
+		// first call would trap in the guest's runtime.
+		return fmt.Errorf("is built in command mode (it exports _start): a plugin must be a reactor module; %s", buildReactor)
+	}
 	for _, name := range []string{exportABIVersion, exportKinds, exportAlloc, exportFree, p.entry} {
 		if _, ok := exports[name]; !ok {
-			return fmt.Errorf("does not export %s (build it with sdk/guest as a reactor: -buildmode=c-shared)", name)
+			return fmt.Errorf("does not export %s: build it with sdk/guest as a reactor module; %s", name, buildReactor)
 		}
 	}
 	if _, ok := p.compiled.ExportedMemories()["memory"]; !ok {
