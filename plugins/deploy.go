@@ -39,6 +39,11 @@ func VerifyPackage(ctx context.Context, packageFile string, cfg Config) ([]model
 	return entries, set.Close(ctx)
 }
 
+// ErrInput marks an input document `registrum plugins run` refuses before
+// loading anything: not the document the module's kind takes (for a hook
+// handler, not a captured event body).
+var ErrInput = errors.New("plugins: bad input")
+
 // RunFile runs one call of the module in file, as kind on engine, with the
 // same sandbox and limits the host uses. It is what authors use while
 // writing a module: the file is not pinned, so its own digest is used. It
@@ -55,12 +60,33 @@ func RunFile(ctx context.Context, cfg Config, engine model.Engine, kind model.Mo
 		Path:   filepath.Base(file),
 		SHA256: canonjson.DigestBytes(b),
 	}}
+	return RunModule(ctx, cfg, m, filepath.Dir(file), input)
+}
+
+// RunModule runs one call of m, a module of the package in folder dir,
+// exactly as the host loads and calls it: its file must hash to the pinned
+// digest, it gets its declared capabilities, and its output is held to its
+// declared writes. The input is checked first, as the host hands it over:
+// the document of the module's kind, and for a hook handler a captured
+// event body (docs/schemas/plugin-hook-input.schema.json); a refused input
+// is an ErrInput. An input over the byte limit is the runtime's refusal.
+func RunModule(ctx context.Context, cfg Config, m Module, dir string, input []byte) ([]byte, error) {
 	rt, err := NewRuntime(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
 	defer rt.Close(ctx)
-	set, err := rt.Load(ctx, []Module{m}, filepath.Dir(file))
+	if len(input) <= rt.limits.MaxInputBytes {
+		if _, err := checkInput(m.Kind, input); err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrInput, err)
+		}
+		if m.Kind == model.KindHookHandler {
+			if err := CheckHookInput(input); err != nil {
+				return nil, fmt.Errorf("%w: %v", ErrInput, err)
+			}
+		}
+	}
+	set, err := rt.Load(ctx, []Module{m}, dir)
 	if err != nil {
 		return nil, err
 	}

@@ -100,7 +100,7 @@ func TestPluginsRunWASM(t *testing.T) {
 	if code != 0 || out != want {
 		t.Fatalf("exit %d, stdout %q, stderr %q", code, out, stderr)
 	}
-	_, _, code = runPluginsCmd(t, `{}`, "plugins", "run", "--engine", "wasm", "--kind", "hook-handler", "--module", wasm, "--cache-dir", filepath.Join(dir, "cache"))
+	_, _, code = runPluginsCmd(t, capturedBody, "plugins", "run", "--engine", "wasm", "--kind", "hook-handler", "--module", wasm, "--cache-dir", filepath.Join(dir, "cache"))
 	if code != exitPluginLoad {
 		t.Fatalf("planner module run as a hook handler: exit %d, want %d", code, exitPluginLoad)
 	}
@@ -134,5 +134,118 @@ func TestPluginsVerify(t *testing.T) {
 	}
 	if _, _, code := runPluginsCmd(t, "", "plugins", "verify"); code != exitPluginUsage {
 		t.Fatalf("no --package: exit %d", code)
+	}
+}
+
+const zeros = "0000000000000000000000000000000000000000000000000000000000000000"
+
+// capturedBody is a captured event body, the input of a hook handler.
+const capturedBody = `{"causation":{"hop":0,"root":"0b9d3a3e-8c1e-4f7a-9f59-7a1f7f0b8a10"},"data":{"entity":"site","packageRevision":"sha256:` + zeros + `","recordId":"s-1","revision":1,"trigger":"created","values":{"site-code":"S1"}},"dataschema":"urn:engine:event-schema:sites:site:site-created:sha256:` + zeros + `","id":"0b9d3a3e-8c1e-4f7a-9f59-7a1f7f0b8a10","source":"urn:engine:registry:sites:instance:a","subject":{"recordReference":"hmac-sha256:` + zeros + `","recordRevision":1},"time":"2026-11-22T00:00:00.000Z","type":"site.created"}`
+
+// TestPluginsRunBadInputExitsTwo: an input that is not the module's kind of
+// document (not JSON, the wrong member, for a hook handler not a captured
+// event body) exits 2, as docs/plugins.md says, in the built binary; an
+// input over the byte limit is the runtime's refusal (exit 4).
+func TestPluginsRunBadInputExitsTwo(t *testing.T) {
+	planner := []string{"plugins", "run", "--engine", "tengo", "--kind", "planner", "--module", examplePlanner, "--cache-dir=off"}
+	hook := []string{"plugins", "run", "--engine", "tengo", "--kind", "hook-handler", "--module", "../../examples/plugins/hook/hook.tengo", "--cache-dir=off"}
+	for _, c := range []struct {
+		args         []string
+		stdin        string
+		code         int
+		stdout, says string
+	}{
+		{planner, `not json`, exitPluginUsage, "", "bad input"},
+		{planner, `{"request":[]}`, exitPluginUsage, "", "input.request"},
+		{planner, `{"request":{},"caller":"x"}`, exitPluginUsage, "", "only the member"},
+		{hook, `{}`, exitPluginUsage, "", "captured event body"},
+		{hook, strings.Replace(capturedBody, `"hop":0`, `"hop":-1`, 1), exitPluginUsage, "", "causation.hop"},
+		{hook, capturedBody, 0, `{"outcome":"acknowledged"}` + "\n", ""},
+		{append(planner, "--limits", "maxInputBytes=5"), `{"request":{}}`, exitPluginFailed, `{"failure":"refused"}` + "\n", "over the"},
+		{append(planner, "--nope"), `{"request":{}}`, exitPluginUsage, "", "unknown flag"},
+		{append(planner, "--limits", "wallTime=0s"), `{"request":{}}`, exitPluginUsage, "", "--limits"},
+	} {
+		cmd := exec.Command(binary, c.args...)
+		cmd.Stdin = strings.NewReader(c.stdin)
+		var out, errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		err := cmd.Run()
+		code := 0
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		if code != c.code || (c.stdout != "" && out.String() != c.stdout) || !strings.Contains(errb.String(), c.says) {
+			t.Errorf("%v < %.40s: exit %d, stdout %q, stderr %q; want exit %d saying %q", c.args[4:], c.stdin, code, out.String(), errb.String(), c.code, c.says)
+		}
+	}
+}
+
+// TestPluginsRunWithAPackageChecksTheBinding: with --package the module
+// must be one the package pins (by file or id), with its digest, and runs as
+// the host runs it: with its capabilities, its plan held to its declared
+// writes.
+func TestPluginsRunWithAPackageChecksTheBinding(t *testing.T) {
+	// The full test project, its planner setting a field beyond its
+	// declared writes (status and valid-to): the compiler cannot tell.
+	project := t.TempDir()
+	if err := os.CopyFS(project, os.DirFS("../../project/testdata/full")); err != nil {
+		t.Fatal(err)
+	}
+	script := filepath.Join(project, "scripts", "plan-merge.tengo")
+	src, err := os.ReadFile(script)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wide := strings.Replace(string(src), `set: {status: {value: "closed"}}`, `set: {status: {value: "closed"}, label: {value: "gone"}}`, 1)
+	if wide == string(src) {
+		t.Fatal("edit not applied")
+	}
+	if err := os.WriteFile(script, []byte(wide), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	pkg := filepath.Join(t.TempDir(), "pkg")
+	if _, stderr, code := exitOf(t, "compile", project, "--out", pkg); code != 0 {
+		t.Fatalf("compile: exit %d: %s", code, stderr)
+	}
+	merge := filepath.Join(pkg, "source", "scripts", "plan-merge.tengo")
+	run := func(stdin string, args ...string) (string, string, int) {
+		return runPluginsCmd(t, stdin, append([]string{"plugins", "run", "--package", pkg, "--cache-dir=off"}, args...)...)
+	}
+	request := `{"request":{"absorbed":"s-1","survivor":"s-2"}}`
+
+	// Unpinned, the plan is not held to the package's writes; pinned (by
+	// file or id) it is, as in the host.
+	if out, stderr, code := runPluginsCmd(t, request, "plugins", "run", "--engine", "tengo", "--kind", "planner", "--module", merge, "--cache-dir=off"); code != 0 {
+		t.Fatalf("unpinned planner: exit %d, stdout %q, stderr %q", code, out, stderr)
+	}
+	for _, ref := range []string{merge, "planner.site-merge"} {
+		if out, stderr, code := run(request, "--module", ref); code != exitPluginFailed || out != `{"failure":"invalid-output"}`+"\n" || !strings.Contains(stderr, "outside the planner's declared writes") {
+			t.Fatalf("pinned planner %s: exit %d, stdout %q, stderr %q", ref, code, out, stderr)
+		}
+	}
+	if out, stderr, code := run(capturedBody, "--module", "hook.site-created"); code != 0 || out != `{"outcome":"acknowledged"}`+"\n" {
+		t.Fatalf("pinned hook handler: exit %d, stdout %q, stderr %q", code, out, stderr)
+	}
+	if _, stderr, code := run(`{}`, "--module", "hook.site-created"); code != exitPluginUsage || !strings.Contains(stderr, "captured event body") {
+		t.Fatalf("hook input that is no captured body: exit %d: %s", code, stderr)
+	}
+
+	// A module the package does not pin, or pinned as another kind.
+	if _, stderr, code := run(`{"request":{}}`, "--module", examplePlanner); code != exitPluginUsage || !strings.Contains(stderr, "pins") {
+		t.Fatalf("module not in the package: exit %d: %s", code, stderr)
+	}
+	if _, stderr, code := run(capturedBody, "--module", "planner.site-merge", "--kind", "hook-handler"); code != exitPluginUsage || !strings.Contains(stderr, "as a tengo planner") {
+		t.Fatalf("pinned as another kind: exit %d: %s", code, stderr)
+	}
+
+	// The pinned digest: a file changed after compiling does not load.
+	if err := os.WriteFile(merge, []byte(wide+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, stderr, code := run(request, "--module", "planner.site-merge"); code == 0 || !strings.Contains(stderr, "sha256") {
+		t.Fatalf("changed module: exit %d: %s", code, stderr)
 	}
 }
