@@ -84,7 +84,7 @@ func (r *devRun) stop(t *testing.T, data string, sig syscall.Signal) {
 	select {
 	case err := <-exited:
 		if err != nil {
-			t.Errorf("registrum dev exited with %v after %v", err, sig)
+			t.Errorf("registrum dev exited with %v after %v:\n%s", err, sig, r.stderr.String())
 		}
 	case <-time.After(60 * time.Second):
 		r.cmd.Process.Kill()
@@ -238,8 +238,8 @@ func TestDevServesTheExampleKeepsRecordsAndLeavesNoPostgres(t *testing.T) {
 	subst := map[string]string{"$TOKEN": printedToken(t, run, out)}
 
 	curls := printed(out, "curl ")
-	if len(curls) != 4 {
-		t.Fatalf("want 4 curl lines (create, patch, list, next page), got:\n%s", out)
+	if len(curls) < 4+5 {
+		t.Fatalf("want 4 curl lines (create, patch, list, next page), then the change-request journey, got:\n%s", out)
 	}
 	// Create, twice.
 	var location, etag string
@@ -272,6 +272,7 @@ func TestDevServesTheExampleKeepsRecordsAndLeavesNoPostgres(t *testing.T) {
 	if resp.StatusCode != 200 || len(page.Items) != 1 {
 		t.Fatalf("the printed next page answered %d %s", resp.StatusCode, b)
 	}
+	runJourney(t, curls[4:], subst)
 	run.stop(t, data, syscall.SIGTERM)
 
 	// A second start finds the record created before.
@@ -309,4 +310,120 @@ func profileQuery(curl string) string {
 		return m
 	}
 	return ""
+}
+
+// journeyDoc is what the journey's answers are read for: an envelope (with
+// meta and data.request) or an action answer (request at the top).
+type journeyDoc struct {
+	Data struct {
+		RecordIdentifier string         `json:"recordIdentifier"`
+		DomainData       map[string]any `json:"domainData"`
+		Request          *journeyState  `json:"request"`
+	} `json:"data"`
+	Meta struct {
+		EntityTypeIdentifier string `json:"entityTypeIdentifier"`
+	} `json:"meta"`
+	Request        *journeyState `json:"request"`
+	ActorReference string        `json:"actorReference"`
+}
+
+type journeyState struct {
+	EngineState  string `json:"engineState"`
+	EffectDigest string `json:"effectDigest"`
+	Actions      []struct {
+		Operation       string `json:"operation"`
+		Href            string `json:"href"`
+		IfMatch         string `json:"ifMatch"`
+		ProposalVersion int64  `json:"proposalVersion"`
+		EffectDigest    string `json:"effectDigest"`
+	} `json:"actions"`
+}
+
+// offer puts the placeholders of the offered action op into subst.
+func (s *journeyState) offer(t *testing.T, op string, subst map[string]string) {
+	t.Helper()
+	for _, a := range s.Actions {
+		if a.Operation == op {
+			subst["<"+op+" href>"], subst["<"+op+" ifMatch>"] = a.Href, a.IfMatch
+			subst["<"+op+" proposalVersion>"], subst["<"+op+" effectDigest>"] = strconv.FormatInt(a.ProposalVersion, 10), a.EffectDigest
+			return
+		}
+	}
+	t.Fatalf("%s is not offered: %+v", op, s.Actions)
+}
+
+// runJourney runs the printed change-request journey: the setup creates,
+// the draft, a read of its actions, submit (and its replay), a new read,
+// apply, and a read of the changed record, checking each answer.
+func runJourney(t *testing.T, lines []string, subst map[string]string) {
+	t.Helper()
+	do := func(what string, line string, status int) journeyDoc {
+		t.Helper()
+		resp, b := runCurl(t, line, subst)
+		var doc journeyDoc
+		if resp.StatusCode != status || json.Unmarshal(b, &doc) != nil {
+			t.Fatalf("the printed %s answered %d %s\n%s", what, resp.StatusCode, b, line)
+		}
+		return doc
+	}
+	n := len(lines)
+	setup, draft, read, submit, apply, readChanged := lines[:n-5], lines[n-5], lines[n-4], lines[n-3], lines[n-2], lines[n-1]
+	for _, line := range setup {
+		doc := do("setup create", line, http.StatusCreated)
+		subst["<"+doc.Meta.EntityTypeIdentifier+" id>"] = doc.Data.RecordIdentifier
+	}
+	if subst["<case id>"] == "" || subst["<child id>"] == "" {
+		t.Fatalf("the journey's setup made %v, want a case and a child", subst)
+	}
+	subst["<request id>"] = do("draft", draft, http.StatusCreated).Data.RecordIdentifier
+
+	r := do("read of the draft", read, http.StatusOK).Data.Request
+	if r == nil || r.EngineState != "draft" {
+		t.Fatalf("the draft reads as %+v", r)
+	}
+	r.offer(t, "submit_request", subst)
+	resp, first := runCurl(t, submit, subst)
+	var sub journeyDoc
+	if json.Unmarshal(first, &sub); resp.StatusCode != http.StatusOK || sub.Request == nil || sub.Request.EngineState != "submitted" ||
+		!strings.HasPrefix(sub.Request.EffectDigest, "sha256:") || sub.ActorReference != "dev-walkthrough" {
+		t.Fatalf("the printed submit answered %d %s", resp.StatusCode, first)
+	}
+	if resp, again := runCurl(t, submit, subst); resp.StatusCode != http.StatusOK || string(again) != string(first) {
+		t.Fatalf("the printed submit, repeated, answered %d %s; want the first answer replayed", resp.StatusCode, again)
+	}
+
+	// Pending, the request shows on the record it changes.
+	var target struct {
+		Data struct {
+			RequestPresence *struct {
+				Pending []map[string]any `json:"pending"`
+			} `json:"requestPresence"`
+		} `json:"data"`
+	}
+	resp, b := runCurl(t, readChanged, subst)
+	if json.Unmarshal(b, &target); resp.StatusCode != http.StatusOK || target.Data.RequestPresence == nil ||
+		len(target.Data.RequestPresence.Pending) != 1 || target.Data.RequestPresence.Pending[0]["recordIdentifier"] != subst["<request id>"] {
+		t.Fatalf("the changed record, read while the request is pending, answered %d %s", resp.StatusCode, b)
+	}
+
+	r = do("read of the submitted request", read, http.StatusOK).Data.Request
+	r.offer(t, "apply_request", subst)
+	if subst["<apply_request effectDigest>"] != sub.Request.EffectDigest {
+		t.Fatalf("apply offered for %s, submit froze %s", subst["<apply_request effectDigest>"], sub.Request.EffectDigest)
+	}
+	if a := do("apply", apply, http.StatusOK); a.Request == nil || a.Request.EngineState != "applied" {
+		t.Fatalf("the printed apply answered %+v", a)
+	}
+
+	// The planner's effects: the child patched (its phone without dashes),
+	// a guardian created and linked.
+	child := do("read of the changed record", readChanged, http.StatusOK).Data.DomainData
+	if child["address"] != "example-1" || child["phone"] != "example1" || child["caseNotes"] != "example-1" || child["guardianId"] == nil {
+		t.Fatalf("the child after apply: %v", child)
+	}
+	base := regexp.MustCompile(`https?://127\.0\.0\.1:\d+`).FindString(readChanged)
+	guardian := do("read of the guardian", fmt.Sprintf(`curl -sS '%s/v1/records/guardians/%s%s' -H "Authorization: Bearer $TOKEN"`, base, child["guardianId"], profileQuery(readChanged)), http.StatusOK)
+	if guardian.Data.DomainData["name"] != "example" {
+		t.Fatalf("the guardian the request created: %v", guardian.Data.DomainData)
+	}
 }

@@ -133,7 +133,7 @@ func TestRegistryShape(t *testing.T) {
 	if s := app.Slot("medical-certificate"); s == nil || !s.Required || s.ContentTypes[0] != "application/pdf" {
 		t.Errorf("medical-certificate slot = %+v", s)
 	}
-	for _, id := range []string{"case", "child", "decision", "service-office"} {
+	for _, id := range []string{"case", "child", "guardian", "child-details-change", "decision", "service-office"} {
 		if p.EntityByID(id) == nil {
 			t.Errorf("entity %s missing", id)
 		}

@@ -54,6 +54,10 @@ func TestOpenAPIIsExactForTheExample(t *testing.T) {
 		"GET /v1/schemas/application",
 		"POST /v1/records/applications", // change requests: a request entity
 		"POST /v1/records/applications/{recordId}/actions/apply",
+		"POST /v1/records/child-details-changes", // planned by the example planner
+		"POST /v1/records/child-details-changes/{recordId}/actions/submit",
+		"POST /v1/records/child-details-changes/{recordId}/actions/apply",
+		"GET /v1/records/guardians/{recordId}",
 	} {
 		if !have[want] {
 			t.Errorf("%s missing", want)

@@ -18,6 +18,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/registrum/registrum/host"
 	"github.com/registrum/registrum/host/config"
@@ -48,6 +49,10 @@ type Options struct {
 }
 
 const databaseName = "registrum"
+
+// clusterExitGrace is how long a failed service waits for PostgreSQL's exit
+// to be noticed, so that a dead cluster is named as the cause.
+const clusterExitGrace = 2 * time.Second
 
 // Run starts the system, prints what to try next, and serves until ctx ends.
 func Run(ctx context.Context, o Options) error {
@@ -122,6 +127,7 @@ func Run(ctx context.Context, o Options) error {
 	issuerPort := issuerLn.Addr().(*net.TCPAddr).Port
 	walk := planWalkthrough(res.Package)
 	demo := planDemoClients(res.Package, walk)
+	journey := planRequestJourney(res.Package, demo.Profiles[issuer.DevStandardClientID], demo.Claims)
 	devOpts := issuer.DevOptions{Port: issuerPort, Scopes: requiredScopes(res.Package), Claims: demo.Claims}
 	setup, err := issuer.WriteDevSetup(filepath.Join(data, "issuer"), devOpts)
 	if err != nil {
@@ -140,9 +146,19 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	}
 	defer iss.Close()
+	stopped := ctx // ends when the user stops dev
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	errs := make(chan error, 2)
+	// A service still starting when dev is stopped (the host's job workers
+	// making their first connection) ends with the context's error: that
+	// is a clean stop, not a failure.
+	clean := func(err error) error {
+		if stopped.Err() != nil && errors.Is(err, context.Canceled) {
+			return nil
+		}
+		return err
+	}
 	go func() { errs <- iss.Serve(ctx, issuerLn) }()
 	auth := authBlock(icfg, issuerLn.Addr().String(), demo.PurposeClaim)
 
@@ -156,7 +172,7 @@ func Run(ctx context.Context, o Options) error {
 
 	go func() { errs <- h.Serve(ctx, hostLn, nil) }()
 
-	printNextSteps(o, dd, hostLn.Addr().String(), setup, walk, demo)
+	printNextSteps(o, dd, hostLn.Addr().String(), setup, walk, journey, demo)
 
 	// Serve until the context ends, a service fails, or PostgreSQL dies: a
 	// host without its database would only answer errors.
@@ -165,12 +181,23 @@ func Run(ctx context.Context, o Options) error {
 	select {
 	case first = <-errs:
 		pending--
+		first = clean(first)
+		// A service that fails because PostgreSQL died (the host's job
+		// workers lose their connections at once) says less than the
+		// cluster's own exit does: give the cluster a moment to be seen.
+		if first != nil {
+			select {
+			case <-cluster.Done():
+				first = clusterDied(cluster)
+			case <-time.After(clusterExitGrace):
+			}
+		}
 	case <-cluster.Done():
 		first = clusterDied(cluster)
 	}
 	cancel()
 	for ; pending > 0; pending-- {
-		if err := <-errs; first == nil {
+		if err := clean(<-errs); first == nil {
 			first = err
 		}
 	}
@@ -304,7 +331,7 @@ hostKeyRef: secret:file/host-key
 	return path, nil
 }
 
-func printNextSteps(o Options, dd *dataDir, hostAddr string, setup *issuer.DevSetup, walk *Walkthrough, demo *demoClients) {
+func printNextSteps(o Options, dd *dataDir, hostAddr string, setup *issuer.DevSetup, walk *Walkthrough, journey *RequestJourney, demo *demoClients) {
 	base := "http://" + hostAddr
 	w := o.Out
 	fmt.Fprintf(w, "Registrum dev is running (data in %s).\n", dd.path)
@@ -324,11 +351,14 @@ func printNextSteps(o Options, dd *dataDir, hostAddr string, setup *issuer.DevSe
 	}
 	fmt.Fprintln(w)
 	demo.print(w, setup)
+	auth := `-H "Authorization: Bearer $TOKEN"`
+	if walk != nil || journey != nil {
+		fmt.Fprintf(w, "Every command below uses a token of the standard demo client:\n")
+		fmt.Fprintf(w, "  export TOKEN=$(%s token --token-url %s --client-id %s --key %s)\n\n", o.Command, setup.TokenURL, standard.ID, standard.KeyFile)
+	}
 	if walk != nil {
 		e, q := walk.Entity, walk.query()
-		auth := `-H "Authorization: Bearer $TOKEN"`
-		fmt.Fprintf(w, "Try the %s records with the standard demo client (profile %s):\n\n", e.ID, walk.Profile)
-		fmt.Fprintf(w, "  export TOKEN=$(%s token --token-url %s --client-id %s --key %s)\n\n", o.Command, setup.TokenURL, standard.ID, standard.KeyFile)
+		fmt.Fprintf(w, "Try the %s records (profile %s):\n\n", e.ID, walk.Profile)
 		fmt.Fprintf(w, "Create a record (twice, so that the list below has a second page); note its Location and ETag:\n")
 		fmt.Fprintf(w, "  curl -sS -i -X POST '%s/v1/records/%s%s' %s -H 'Content-Type: application/json' -d '%s'\n\n", base, e.Route, q, auth, walk.Create[0])
 		fmt.Fprintf(w, "Patch it under its ETag:\n")
@@ -337,6 +367,9 @@ func printNextSteps(o Options, dd *dataDir, hostAddr string, setup *issuer.DevSe
 		fmt.Fprintf(w, "  curl -sS -G '%s/v1/records/%s%s' %s --data-urlencode \"\\$filter=%s\" --data-urlencode '$top=1'\n\n", base, e.Route, q, auth, walk.Filter)
 		fmt.Fprintf(w, "Follow the page's nextCursor:\n")
 		fmt.Fprintf(w, "  curl -sS -G '%s/v1/records/%s%s' %s --data-urlencode '$skiptoken=<nextCursor>'\n\n", base, e.Route, q, auth)
+	}
+	if journey != nil {
+		journey.print(w, base, auth)
 	}
 	fmt.Fprintln(w, "Press Ctrl-C to stop; the data folder keeps everything for the next start.")
 }

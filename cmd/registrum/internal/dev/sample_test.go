@@ -3,6 +3,7 @@ package dev
 import (
 	"encoding/json"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -61,5 +62,32 @@ func TestWalkthroughOfTheExample(t *testing.T) {
 	}
 	if w.PurposeClaim != "" && w.Claims[w.PurposeClaim] == "" {
 		t.Fatalf("the walkthrough's profile needs a purpose the demo client lacks: %+v", w)
+	}
+}
+
+func TestRequestJourneyOfTheExample(t *testing.T) {
+	res, err := project.Compile("../../../../examples/childsupport", project.Options{Fingerprint: layout.Fingerprint})
+	if err != nil {
+		t.Fatal(err)
+	}
+	demo := planDemoClients(res.Package, planWalkthrough(res.Package))
+	j := planRequestJourney(res.Package, demo.Profiles["demo-standard"], demo.Claims)
+	if j == nil {
+		t.Fatal("no change-request journey for the example")
+	}
+	var setup []string
+	for _, rec := range j.Setup {
+		setup = append(setup, rec.Entity.ID)
+	}
+	if j.Entity.ID != "child-details-change" || strings.Join(setup, ",") != "case,child" || j.Changed == nil || j.Changed.Entity.ID != "child" ||
+		j.PlannerPath == "" || !strings.Contains(j.Draft, `"childId":"<child id>"`) || !strings.Contains(j.Setup[1].Body, `"case":"<case id>"`) {
+		t.Fatalf("journey %+v, setup %v, draft %s", j, setup, j.Draft)
+	}
+	if !slices.Equal(j.Setup[0].Unique, []string{"caseNumber"}) || len(j.Setup[1].Unique) != 0 {
+		t.Errorf("unique fields: case %v, child %v", j.Setup[0].Unique, j.Setup[1].Unique)
+	}
+	// No usable profile, no journey.
+	if planRequestJourney(res.Package, nil, demo.Claims) != nil {
+		t.Error("a journey without a usable profile")
 	}
 }

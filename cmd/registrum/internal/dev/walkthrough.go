@@ -1,8 +1,10 @@
 package dev
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/url"
 	"slices"
 	"strings"
@@ -138,9 +140,261 @@ func boundsField(g *model.Grant, fieldID string) bool {
 }
 
 // query returns the accessProfile query of the walkthrough's profile, "" for the default.
-func (w *Walkthrough) query() string {
-	if w.Default {
+func (w *Walkthrough) query() string { return profileQuery(w.Profile, w.Default) }
+
+// RequestJourney is the change-request part of the walkthrough: the records
+// a request refers to, created first; a draft of the request; then its
+// submit and apply through the actions the draft offers, and a read of the
+// record it changed. Only requests reviewed by no one (review mode none)
+// and applied by a person qualify: `registrum dev` runs no review authority.
+type RequestJourney struct {
+	Entity  *model.Entity
+	Profile string
+	Default bool
+	// Setup creates the records the draft refers to, in order.
+	Setup []*SetupRecord
+	// Draft is the create body of the draft; it names setup records by placeholder.
+	Draft string
+	// Changed is the setup record the request patches (read at the end), or nil.
+	Changed *SetupRecord
+	// PlannerPath is the planner module's file in the package, "" for declared effects.
+	PlannerPath string
+}
+
+// placeholderBody is the create body {"data": data}, its placeholders'
+// angle brackets written as they are (not as \u003c).
+func placeholderBody(data map[string]any) string {
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	enc.Encode(map[string]any{"data": data})
+	return strings.TrimSuffix(b.String(), "\n")
+}
+
+// SetupRecord is one record created before the draft, named in later
+// bodies by its placeholder.
+type SetupRecord struct {
+	Entity  *model.Entity
+	Profile string
+	Default bool
+	Body    string
+	// Placeholder stands for the record's id in later commands: "<case id>".
+	Placeholder string
+	// Unique fields make the printed create succeed only once.
+	Unique []string
+}
+
+// maximumSetupDepth bounds the chain of references the journey follows.
+const maximumSetupDepth = 4
+
+// planRequestJourney picks the first request entity the standard demo client
+// can create, submit and apply under one of the profiles it satisfies
+// (usable), with review mode none and manual application; the draft sets
+// every writable field it can sample, references naming setup records.
+func planRequestJourney(p *model.Package, usable []string, claims map[string]string) *RequestJourney {
+	for _, pr := range p.Profiles {
+		if pr.Anonymous || !slices.Contains(usable, pr.ID) {
+			continue
+		}
+		for _, g := range pr.Grants {
+			e := p.EntityByID(g.Entity)
+			if e == nil || !e.IsRequestEntity() || e.ChangeRequest.Review.Mode != model.ReviewNone || e.ChangeRequest.Application.Mode != model.ApplyManual {
+				continue
+			}
+			if !allowsAll(g, model.OpCreate, model.OpGet, model.OpSubmitRequest, model.OpApplyRequest) || !g.RowBoundaries.Unrestricted {
+				continue
+			}
+			jp := &journeyPlanner{p: p, usable: usable, claims: claims, made: map[string]*SetupRecord{}}
+			data, ok := jp.values(e, g, true, 0)
+			if !ok {
+				continue
+			}
+			j := &RequestJourney{Entity: e, Profile: pr.ID, Default: pr.Default, Setup: jp.setup, Draft: placeholderBody(data)}
+			if pl := e.ChangeRequest.Planner; pl != nil {
+				if m := p.ModuleByID(pl.Module); m != nil {
+					j.PlannerPath = m.Path
+				}
+			}
+			if f := e.Field(changedField(e.ChangeRequest)); f != nil {
+				j.Changed = jp.made[f.Target]
+			}
+			return j
+		}
+	}
+	return nil
+}
+
+// changedField is the request field naming the record the request's first
+// patch changes, "" when none does.
+func changedField(cr *model.ChangeRequest) string {
+	if cr.Planner != nil {
+		for _, w := range cr.Planner.Writes {
+			if w.Operation == model.EffectPatch && w.Target.FromField != "" {
+				return w.Target.FromField
+			}
+		}
 		return ""
 	}
-	return "?" + url.Values{"accessProfile": {w.Profile}}.Encode()
+	for _, ef := range cr.Effects {
+		if ef.Operation == model.EffectPatch && ef.Target.FromField != "" {
+			return ef.Target.FromField
+		}
+	}
+	return ""
+}
+
+func allowsAll(g *model.Grant, ops ...string) bool {
+	return !slices.ContainsFunc(ops, func(op string) bool { return !g.Allows(op) })
+}
+
+type journeyPlanner struct {
+	p      *model.Package
+	usable []string
+	claims map[string]string
+	made   map[string]*SetupRecord
+	setup  []*SetupRecord
+}
+
+// values samples the fields of a body: every required field, and with all
+// every writable one that can be sampled (variant 1, so that a change
+// differs from what a setup record holds). A reference names a setup record
+// of its target, created first.
+func (jp *journeyPlanner) values(e *model.Entity, g *model.Grant, all bool, depth int) (map[string]any, bool) {
+	data := map[string]any{}
+	for _, f := range e.Fields {
+		if !f.Required && (!all || !g.CanWrite(f.ID)) {
+			continue
+		}
+		if !g.CanWrite(f.ID) {
+			return nil, false
+		}
+		if f.Type == model.TypeReference {
+			rec := jp.record(f.Target, depth+1)
+			if rec == nil {
+				if f.Required {
+					return nil, false
+				}
+				continue
+			}
+			data[f.APIName] = rec.Placeholder
+			continue
+		}
+		variant := 0
+		if all {
+			variant = 1
+		}
+		v, ok := sampleValue(f, variant)
+		if !ok {
+			if f.Required {
+				return nil, false
+			}
+			continue
+		}
+		data[f.APIName] = v
+	}
+	return data, true
+}
+
+// record plans the create of a record of entity id (once), through the
+// first usable profile whose grant creates it within the demo client's
+// claims.
+func (jp *journeyPlanner) record(id string, depth int) *SetupRecord {
+	if rec, ok := jp.made[id]; ok {
+		return rec
+	}
+	e := jp.p.EntityByID(id)
+	if e == nil || e.IsRequestEntity() || depth > maximumSetupDepth {
+		return nil
+	}
+	for _, pr := range jp.p.Profiles {
+		g := pr.Grant(id)
+		if pr.Anonymous || !slices.Contains(jp.usable, pr.ID) || g == nil || !allowsAll(g, model.OpCreate, model.OpGet) {
+			continue
+		}
+		data, ok := jp.values(e, g, false, depth)
+		if !ok || !jp.withinBoundaries(e, g, data) {
+			continue
+		}
+		rec := &SetupRecord{Entity: e, Profile: pr.ID, Default: pr.Default, Body: placeholderBody(data), Placeholder: "<" + e.ID + " id>"}
+		// A unique constraint over a reference to a fresh setup record holds
+		// on every run; one over sampled values only holds once.
+		for _, c := range e.Constraints {
+			if c.Kind != model.ConstraintUnique || slices.ContainsFunc(c.Fields, func(f string) bool { return e.Field(f).Type == model.TypeReference }) {
+				continue
+			}
+			for _, f := range c.Fields {
+				rec.Unique = append(rec.Unique, e.Field(f).APIName)
+			}
+		}
+		jp.made[id] = rec
+		jp.setup = append(jp.setup, rec)
+		return rec
+	}
+	return nil
+}
+
+// withinBoundaries reports whether the demo client's claims let it create
+// a record holding data under g's row boundaries.
+func (jp *journeyPlanner) withinBoundaries(e *model.Entity, g *model.Grant, data map[string]any) bool {
+	if g.RowBoundaries.Unrestricted {
+		return true
+	}
+	for _, r := range g.RowBoundaries.Rules {
+		f := e.Field(r.Field)
+		if f == nil {
+			return false
+		}
+		v, claim := fmt.Sprint(data[f.APIName]), jp.claims[r.Claim]
+		if r.Operator == model.BoundaryIn && !slices.Contains(strings.Fields(claim), v) || r.Operator != model.BoundaryIn && claim != v {
+			return false
+		}
+	}
+	return true
+}
+
+// profileQuery returns the accessProfile query for a profile, "" for the default.
+func profileQuery(profile string, isDefault bool) string {
+	if isDefault {
+		return ""
+	}
+	return "?" + url.Values{"accessProfile": {profile}}.Encode()
+}
+
+// journeyActor is the actorReference the printed actions send.
+const journeyActor = "dev-walkthrough"
+
+// print writes the journey's commands: the setup creates, the draft, a
+// read of its actions, submit and apply through the offered actions, and a
+// read of the changed record. Placeholders in angle brackets come from
+// earlier answers.
+func (j *RequestJourney) print(w io.Writer, base, auth string) {
+	e, q := j.Entity, profileQuery(j.Profile, j.Default)
+	cr := e.ChangeRequest
+	planner := "its declared effects"
+	if cr.Planner != nil {
+		planner = "the " + cr.Planner.Engine + " planner " + cmp.Or(j.PlannerPath, cr.Planner.Module)
+	}
+	fmt.Fprintf(w, "Change records through a change request: %s (profile %s), planned by %s, reviewed by no one, applied by you.\n", e.ID, j.Profile, planner)
+	if len(j.Setup) > 0 {
+		fmt.Fprintf(w, "First create the records it refers to; each answer's data.recordIdentifier is the <… id> of the commands after it:\n")
+		for _, rec := range j.Setup {
+			fmt.Fprintf(w, "  curl -sS -X POST '%s/v1/records/%s%s' %s -H 'Content-Type: application/json' -d '%s'\n", base, rec.Entity.Route, profileQuery(rec.Profile, rec.Default), auth, rec.Body)
+			if len(rec.Unique) > 0 {
+				fmt.Fprintf(w, "  (%s is unique: change it to run this again)\n", strings.Join(rec.Unique, ", "))
+			}
+		}
+		fmt.Fprintln(w)
+	}
+	fmt.Fprintf(w, "Draft the request; its data.recordIdentifier is the <request id> below:\n")
+	fmt.Fprintf(w, "  curl -sS -X POST '%s/v1/records/%s%s' %s -H 'Content-Type: application/json' -d '%s'\n\n", base, e.Route, q, auth, j.Draft)
+	fmt.Fprintf(w, "Read it: data.request.actions lists what you may do now, each with its href and ifMatch (read it again after every step):\n")
+	fmt.Fprintf(w, "  curl -sS '%s/v1/records/%s/<request id>%s' %s\n\n", base, e.Route, q, auth)
+	fmt.Fprintf(w, "Submit it through the submit_request action: the planner runs once and its plan is frozen (the same Idempotency-Key replays the answer):\n")
+	fmt.Fprintf(w, "  curl -sS -X POST '%s<submit_request href>' %s -H 'If-Match: <submit_request ifMatch>' -H 'Idempotency-Key: submit-<request id>' -H 'Content-Type: application/json' -d '{\"actorReference\":%q}'\n\n", base, auth, journeyActor)
+	fmt.Fprintf(w, "Apply the frozen plan through the apply_request action of a new read, naming its proposalVersion and effectDigest:\n")
+	fmt.Fprintf(w, "  curl -sS -X POST '%s<apply_request href>' %s -H 'If-Match: <apply_request ifMatch>' -H 'Idempotency-Key: apply-<request id>' -H 'Content-Type: application/json' -d '{\"actorReference\":%q,\"proposalVersion\":<apply_request proposalVersion>,\"effectDigest\":\"<apply_request effectDigest>\"}'\n\n", base, auth, journeyActor)
+	if rec := j.Changed; rec != nil {
+		fmt.Fprintf(w, "Read the %s the request changes (between submit and apply, data.requestPresence names the pending request):\n", rec.Entity.ID)
+		fmt.Fprintf(w, "  curl -sS '%s/v1/records/%s/%s%s' %s\n\n", base, rec.Entity.Route, rec.Placeholder, profileQuery(rec.Profile, rec.Default), auth)
+	}
 }
