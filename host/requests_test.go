@@ -14,12 +14,22 @@ import (
 	"github.com/registrum/registrum/store/storetest"
 )
 
-// requestProject copies testdata/requests and builds the example planner to
-// WebAssembly into it (plugins/planner.wasm), as an author would.
+// requestProject copies testdata/requests and adds the example planner: its
+// tengo script (scripts/planner.tengo) and its WebAssembly build
+// (plugins/planner.wasm), as an author would.
 func requestProject(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
 	if err := os.CopyFS(dir, os.DirFS("testdata/requests")); err != nil {
+		t.Fatal(err)
+	}
+	// The example planner itself, not a copy kept here.
+	script, err := os.ReadFile("../examples/plugins/planner/planner.tengo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.MkdirAll(filepath.Join(dir, "scripts"), 0o755)
+	if err := os.WriteFile(filepath.Join(dir, "scripts", "planner.tengo"), script, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	build := exec.Command("go", "build", "-buildmode=c-shared", "-trimpath", "-o", filepath.Join(dir, "plugins", "planner.wasm"), "../examples/plugins/planner/wasm")
