@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -165,9 +166,13 @@ func TestRegistryShape(t *testing.T) {
 // the plugin host's tengo sandbox with event bodies.
 func TestHookHandlerRunsInTheSandbox(t *testing.T) {
 	event := func(entity string) []byte {
+		digest := "sha256:" + strings.Repeat("0a", 32)
 		return []byte(`{"causation":{"hop":0,"root":"0b6d7c8e-1f2a-4b3c-8d4e-5f6a7b8c9d0e"},` +
-			`"data":{"entity":"` + entity + `","packageRevision":"sha256:00","recordId":"0b6d7c8e-1f2a-4b3c-8d4e-5f6a7b8c9d0e","revision":2,"trigger":"request_lifecycle","values":{}},` +
-			`"id":"0b6d7c8e-1f2a-4b3c-8d4e-5f6a7b8c9d0f","type":"application-submitted-v1"}`)
+			`"data":{"entity":"` + entity + `","packageRevision":"` + digest + `","recordId":"0b6d7c8e-1f2a-4b3c-8d4e-5f6a7b8c9d0e","revision":2,"trigger":"request_lifecycle","values":{}},` +
+			`"dataschema":"urn:engine:event-schema:childsupport:` + entity + `:application-submitted:` + digest + `",` +
+			`"id":"0b6d7c8e-1f2a-4b3c-8d4e-5f6a7b8c9d0f","source":"urn:engine:registry:childsupport:instance:dev",` +
+			`"subject":{"recordReference":"hmac-sha256:` + strings.Repeat("1b", 32) + `","recordRevision":2},` +
+			`"time":"2026-11-25T10:00:00.000Z","type":"application-submitted-v1"}`)
 	}
 	for entity, want := range map[string]string{"application": `"acknowledged"`, "case": `"retry"`} {
 		out, err := plugins.RunFile(t.Context(), plugins.Config{}, model.EngineTengo, model.KindHookHandler, "scripts/notify-caseworker.tengo", event(entity))
