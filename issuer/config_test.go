@@ -62,7 +62,8 @@ func TestLoadDevConfig(t *testing.T) {
 		t.Fatalf("defaults: %+v", cfg)
 	}
 	// Strict is the default mode: without validationMode the local-jwk signer is refused.
-	_, err = loadVariant(t, dir, replaceOnce(t, text, "validationMode: supervised-local-development\n", ""))
+	strictText := replaceOnce(t, text, "endpointBaseUrl: \"http://127.0.0.1:18080\"\n", "")
+	_, err = loadVariant(t, dir, replaceOnce(t, strictText, "validationMode: supervised-local-development\n", ""))
 	expectConfigError(t, err, "signer.kind", "strict mode requires")
 	// Relative paths also resolve when the working folder is elsewhere.
 	wd, _ := os.Getwd()
@@ -124,10 +125,10 @@ func TestConfigRules(t *testing.T) {
 		{"issuer with query", []edit{{`issuer: "https://localhost:18080"`, `issuer: "https://localhost/?a=b"`}}, "issuer", "query"},
 		{"issuer with fragment", []edit{{`issuer: "https://localhost:18080"`, `issuer: "https://localhost/#f"`}}, "issuer", "fragment"},
 		{"issuer with path", []edit{{`issuer: "https://localhost:18080"`, `issuer: "https://localhost/tenant/a"`}}, "", ""},
-		{"endpoint base on loopback http", []edit{{"version: 1\n", "version: 1\nendpointBaseUrl: \"http://127.0.0.1:18080\"\n"}}, "", ""},
-		{"endpoint base http off loopback", []edit{{"version: 1\n", "version: 1\nendpointBaseUrl: \"http://10.0.0.1:18080\"\n"}}, "endpointBaseUrl", "loopback"},
-		{"endpoint base http by name", []edit{{"version: 1\n", "version: 1\nendpointBaseUrl: \"http://localhost:18080\"\n"}}, "endpointBaseUrl", "https"},
-		{"endpoint base with query", []edit{{"version: 1\n", "version: 1\nendpointBaseUrl: \"https://localhost/?a=b\"\n"}}, "endpointBaseUrl", "query"},
+		{"endpoint base on loopback http", []edit{{"endpointBaseUrl: \"http://127.0.0.1:18080\"\n", "endpointBaseUrl: \"http://127.0.0.1:18080\"\n"}}, "", ""},
+		{"endpoint base http off loopback", []edit{{"endpointBaseUrl: \"http://127.0.0.1:18080\"\n", "endpointBaseUrl: \"http://10.0.0.1:18080\"\n"}}, "endpointBaseUrl", "loopback"},
+		{"endpoint base http by name", []edit{{"endpointBaseUrl: \"http://127.0.0.1:18080\"\n", "endpointBaseUrl: \"http://localhost:18080\"\n"}}, "endpointBaseUrl", "https"},
+		{"endpoint base with query", []edit{{"endpointBaseUrl: \"http://127.0.0.1:18080\"\n", "endpointBaseUrl: \"https://localhost/?a=b\"\n"}}, "endpointBaseUrl", "query"},
 		{"missing issuer", []edit{{`issuer: "https://localhost:18080"` + "\n", ""}}, "issuer", "is required"},
 		{"address not IP", []edit{{`address: "127.0.0.1"`, `address: "localhost"`}}, "listener.address", "IP address"},
 		{"port above 16 bits", []edit{{"port: 18080", "port: 65536"}}, "listener.port", "must be at most 65535"},
@@ -190,8 +191,8 @@ func TestConfigRules(t *testing.T) {
 		{"claim names not distinct", []edit{{"grantId: grant_id", "grantId: evidence_aud"}}, "accessTokens.claims.grantId", "already used"},
 		{"actor equals default principal", []edit{{"actor: act", "actor: sub"}}, "accessTokens.claims.actor", "only for principal"},
 		{"missing requesterTags name", []edit{{"    requesterTags: requester_tags\n", ""}}, "accessTokens.claims.requesterTags", "is required"},
-		{"assertion audience not URL", []edit{{"audience: \"http://127.0.0.1:18080/token\"", "audience: \"ftp://x/token\""}}, "clientAssertion.audience", "https or http"},
-		{"assertion audience no host", []edit{{"audience: \"http://127.0.0.1:18080/token\"", "audience: \"urn:x\""}}, "clientAssertion.audience", "https or http"},
+		{"assertion audience not URL", []edit{{"audience: \"https://localhost:18080\"", "audience: \"ftp://x/token\""}}, "clientAssertion.audience", "https or http"},
+		{"assertion audience no host", []edit{{"audience: \"https://localhost:18080\"", "audience: \"urn:x\""}}, "clientAssertion.audience", "https or http"},
 		{"assertion lifetime 29", []edit{{"clientAssertion:\n", "clientAssertion:\n  maximumLifetimeSeconds: 29\n"}}, "clientAssertion.maximumLifetimeSeconds", "between 30 and 600"},
 		{"assertion lifetime 30", []edit{{"clientAssertion:\n", "clientAssertion:\n  maximumLifetimeSeconds: 30\n"}}, "", ""},
 		{"assertion lifetime 600", []edit{{"clientAssertion:\n", "clientAssertion:\n  maximumLifetimeSeconds: 600\n"}}, "", ""},
@@ -252,6 +253,7 @@ func TestConfigErrorNamesLine(t *testing.T) {
 func TestConfigStrictModeTransit(t *testing.T) {
 	dir, base := devConfig(t)
 	transit := replaceOnce(t, base, "validationMode: supervised-local-development\n", "validationMode: strict\n")
+	transit = replaceOnce(t, transit, "endpointBaseUrl: \"http://127.0.0.1:18080\"\n", "")
 	transit = replaceOnce(t, transit, "  kind: local-jwk\n  privateKeyRef: secret:file/signing-key.jwk\n",
 		"  kind: transit\n  unixSocketPath: run/transit.sock\n  mount: transit\n  keyName: issuer\n  keyVersion: 3\n  timeoutMilliseconds: 2000\n")
 	cfg, err := loadVariant(t, dir, transit)

@@ -21,8 +21,8 @@ import (
 type DevOptions struct {
 	// Address is the listener IP address (default 127.0.0.1).
 	Address string
-	// Port is the listener port; it must be nonzero because client
-	// assertions carry the token URL as their audience.
+	// Port is the listener port; it must be nonzero because the issuer
+	// identifier (the client assertions' audience) and the token URL name it.
 	Port int
 	// Issuer is the issuer identifier (default https://localhost:<port>).
 	Issuer string
@@ -44,7 +44,8 @@ type DevClient struct {
 	Profile string
 	// KeyFile is the client's private JWK file (mode 0600).
 	KeyFile string
-	// Audience is the audience its client assertions must carry.
+	// Audience is the audience its client assertions must carry: the issuer
+	// identifier (docs/decisions/client-assertion-audience.md).
 	Audience string
 }
 
@@ -52,6 +53,9 @@ type DevClient struct {
 type DevSetup struct {
 	// ConfigPath is the configuration document to pass to LoadConfig.
 	ConfigPath string
+	// Issuer is the issuer identifier: the tokens' iss and the one audience
+	// of client assertions (clientAssertion.audience).
+	Issuer string
 	// TokenURL is the token endpoint over plain HTTP on the listener.
 	TokenURL string
 	// Clients are the demo clients.
@@ -146,7 +150,7 @@ func WriteDevSetup(dir string, opts DevOptions) (*DevSetup, error) {
 	}
 
 	tokenURL := fmt.Sprintf("http://%s/token", netip.AddrPortFrom(addr, uint16(opts.Port)))
-	setup := &DevSetup{ConfigPath: filepath.Join(dir, "issuer.yaml"), TokenURL: tokenURL}
+	setup := &DevSetup{ConfigPath: filepath.Join(dir, "issuer.yaml"), Issuer: opts.Issuer, TokenURL: tokenURL}
 	for _, c := range []struct{ id, profile string }{{DevStandardClientID, "standard"}, {DevEvidenceClientID, "evidence"}} {
 		keyFile := filepath.Join(dir, "client-keys", c.id+".jwk")
 		priv, err := keepOrGenerateKey(keyFile, "ES256")
@@ -168,7 +172,7 @@ func WriteDevSetup(dir string, opts DevOptions) (*DevSetup, error) {
 		if err := os.WriteFile(filepath.Join(dir, "clients", c.id+".yaml"), []byte(reg), 0o644); err != nil {
 			return nil, fmt.Errorf("issuer: dev setup: %w", err)
 		}
-		setup.Clients = append(setup.Clients, DevClient{ID: c.id, Profile: c.profile, KeyFile: keyFile, Audience: tokenURL})
+		setup.Clients = append(setup.Clients, DevClient{ID: c.id, Profile: c.profile, KeyFile: keyFile, Audience: opts.Issuer})
 	}
 
 	conf := fmt.Sprintf(`# Written by registrum: a local-development issuer. Not for production.
@@ -201,12 +205,20 @@ accessTokens:
     grantId: grant_id
     grantAuthority: grant_authority
     actor: act
+# The issuer identifier, as current clients send it (draft-ietf-oauth-rfc7523bis);
+# docs/decisions/client-assertion-audience.md.
 clientAssertion:
   audience: %q
   algorithms: [ES256, EdDSA, RS256]
 clients:
   directory: clients
-`, opts.Issuer, addr.String(), opts.Port, opts.Audience, tokenURL)
+`, opts.Issuer, addr.String(), opts.Port, opts.Audience, opts.Issuer)
+	if addr.IsLoopback() {
+		// The discovery documents name the endpoints the listener really
+		// serves, plain HTTP on loopback (docs/decisions/dev-issuer-scheme.md).
+		// Last, so that the lines above keep their numbers.
+		conf += fmt.Sprintf("endpointBaseUrl: %q\n", "http://"+netip.AddrPortFrom(addr, uint16(opts.Port)).String())
+	}
 	if err := os.WriteFile(setup.ConfigPath, []byte(conf), 0o644); err != nil {
 		return nil, fmt.Errorf("issuer: dev setup: %w", err)
 	}

@@ -55,8 +55,19 @@ func TestWriteDevSetupKeepsKeys(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.Listener.Port != 18444 || cfg.ClientAssertion.Audience != second.TokenURL || cfg.ValidationMode != ModeSupervisedLocalDevelopment {
+	if cfg.Listener.Port != 18444 || cfg.ValidationMode != ModeSupervisedLocalDevelopment {
 		t.Fatalf("config %+v", cfg)
+	}
+	// The assertion audience is the issuer identifier, what current OAuth
+	// clients send (docs/decisions/client-assertion-audience.md); the
+	// discovery documents name the http listener really served.
+	if second.Issuer != "https://localhost:18444" || cfg.Issuer != second.Issuer || cfg.ClientAssertion.Audience != second.Issuer || cfg.EndpointBaseURL != "http://127.0.0.1:18444" {
+		t.Fatalf("issuer %q, clientAssertion.audience %q, endpointBaseUrl %q", cfg.Issuer, cfg.ClientAssertion.Audience, cfg.EndpointBaseURL)
+	}
+	for _, c := range second.Clients {
+		if c.Audience != second.Issuer {
+			t.Fatalf("client %s audience %q, want the issuer identifier", c.ID, c.Audience)
+		}
 	}
 	if _, err := LoadRegistry(cfg); err != nil {
 		t.Fatal(err)

@@ -62,9 +62,10 @@ func TestKeySetAndMetadata(t *testing.T) {
 		}
 		m := r.json(t)
 		want := map[string]any{
-			"issuer":         d.cfg.Issuer,
-			"token_endpoint": d.cfg.Issuer + "/token",
-			"jwks_uri":       d.cfg.Issuer + "/keys/issuer.jwks",
+			"issuer": d.cfg.Issuer,
+			// The listener dev really serves (docs/decisions/dev-issuer-scheme.md).
+			"token_endpoint": d.baseURL + "/token",
+			"jwks_uri":       d.baseURL + "/keys/issuer.jwks",
 		}
 		for k, v := range want {
 			if m[k] != v {

@@ -49,7 +49,8 @@ func copyExample(t *testing.T) string {
 	return dst
 }
 
-// exampleListener rewrites the example's port and assertion audience to a free port.
+// exampleListener rewrites the example's port (and the identifier and
+// endpoint base naming it) to a free port.
 func exampleListener(t *testing.T, dir, name string) (string, net.Listener) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -61,7 +62,8 @@ func exampleListener(t *testing.T, dir, name string) (string, net.Listener) {
 	p := filepath.Join(dir, name)
 	raw, _ := os.ReadFile(p)
 	s := strings.Replace(string(raw), "port: 8443", "port: "+port, 1)
-	s = regexp.MustCompile(`audience: \S+/token`).ReplaceAllString(s, "audience: http://127.0.0.1:"+port+"/token")
+	s = strings.ReplaceAll(s, "localhost:8443", "localhost:"+port)
+	s = strings.ReplaceAll(s, "127.0.0.1:8443", "127.0.0.1:"+port)
 	s = strings.Replace(s, "address: 0.0.0.0", "address: 127.0.0.1", 1)
 	writeFile(t, dir, name, s, 0o644)
 	return p, ln
@@ -153,5 +155,18 @@ func TestExampleAsCommittedLoads(t *testing.T) {
 	reg, err := LoadRegistry(cfg)
 	if err != nil || reg.Len() != 2 {
 		t.Fatalf("%v (%d clients)", err, reg.Len())
+	}
+	// Both examples expect the issuer identifier as the assertion audience
+	// (docs/decisions/client-assertion-audience.md).
+	for _, name := range []string{"issuer.yaml", "issuer-local.yaml"} {
+		raw, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		issuer := regexp.MustCompile(`(?m)^issuer: (\S+)$`).FindStringSubmatch(string(raw))
+		audience := regexp.MustCompile(`(?m)^  audience: (\S+)$`).FindStringSubmatch(string(raw))
+		if issuer == nil || audience == nil || audience[1] != issuer[1] {
+			t.Errorf("%s: clientAssertion.audience %v, want the issuer identifier %v", name, audience, issuer)
+		}
 	}
 }

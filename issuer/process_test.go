@@ -151,6 +151,17 @@ func TestIssuerProcess(t *testing.T) {
 	if claims["client_id"] != std.ID || claims["scope"] != "records:read records:write" {
 		t.Fatalf("claims %v", claims)
 	}
+	// Given the issuer's URL instead, it learns the token endpoint and the
+	// assertion audience (the issuer identifier) from discovery.
+	out, stderr, code = run(t, "token", "--issuer", base, "--client-id", std.ID, "--key", std.KeyFile)
+	if code != 0 || jwtClaims(t, strings.TrimSpace(out))["client_id"] != std.ID {
+		t.Fatalf("token --issuer: exit %d: %s", code, stderr)
+	}
+	// The token URL as audience (the dev default before #20) is refused.
+	out, _, code = run(t, "token", "--token-url", setup.TokenURL, "--audience", setup.TokenURL, "--client-id", std.ID, "--key", std.KeyFile)
+	if code != 1 || !strings.Contains(out, "invalid_client") {
+		t.Fatalf("token URL audience: exit %d: %s", code, out)
+	}
 
 	// A refusal prints the error body and exits 1.
 	strangerPriv, _, _ := keys.Generate("ES256")

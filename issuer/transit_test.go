@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -18,6 +19,7 @@ func useTransit(t *testing.T, ts *transittest.Server, version int) func(dir stri
 		p := filepath.Join(dir, "issuer.yaml")
 		raw, _ := os.ReadFile(p)
 		s := strings.Replace(string(raw), "validationMode: supervised-local-development", "validationMode: strict", 1)
+		s = regexp.MustCompile(`(?m)^endpointBaseUrl: .*\n`).ReplaceAllString(s, "")
 		s = strings.Replace(s, "activePublicJwkFile: keys/active.jwk.json", "activePublicJwkFile: "+jwk, 1)
 		s = strings.Replace(s, "  kind: local-jwk\n  privateKeyRef: secret:file/signing-key.jwk\n",
 			"  kind: transit\n  unixSocketPath: "+ts.SocketPath()+"\n  mount: "+ts.Mount()+"\n  keyName: "+ts.KeyName()+"\n  keyVersion: 1\n  timeoutMilliseconds: 500\n", 1)

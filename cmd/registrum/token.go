@@ -12,17 +12,26 @@ import (
 func init() { register(newTokenCmd) }
 
 func newTokenCmd() *cobra.Command {
-	var tokenURL, clientID, keyFile, audience string
+	var issuerURL, tokenURL, clientID, keyFile, audience string
 	cmd := &cobra.Command{
-		Use:   "token --token-url URL --client-id ID --key FILE [--audience AUD]",
+		Use:   "token (--token-url URL | --issuer URL) --client-id ID --key FILE [--audience AUD]",
 		Short: "Obtain an access token with a private-key-JWT client assertion and print it",
-		Args:  cobra.NoArgs,
+		Long: `Obtain an access token with a private-key-JWT client assertion and print it.
+
+The assertion's audience is the issuer identifier, learned from the issuer's
+discovery document (docs/decisions/client-assertion-audience.md): give the
+issuer's URL (--issuer) or its token endpoint (--token-url); --audience
+overrides it.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if tokenURL == "" && issuerURL == "" {
+				return withExitCode(2, errors.New("token: --token-url or --issuer is required"))
+			}
 			key, err := tokensource.LoadKeyFile(keyFile)
 			if err != nil {
 				return withExitCode(2, err)
 			}
-			src, err := tokensource.New(tokensource.Config{TokenURL: tokenURL, ClientID: clientID, Key: key, Audience: audience})
+			src, err := tokensource.New(tokensource.Config{Issuer: issuerURL, TokenURL: tokenURL, ClientID: clientID, Key: key, Audience: audience})
 			if err != nil {
 				return withExitCode(2, err)
 			}
@@ -40,11 +49,12 @@ func newTokenCmd() *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&tokenURL, "token-url", "", "token endpoint URL (required)")
+	f.StringVar(&tokenURL, "token-url", "", "token endpoint URL (default: the one the issuer's discovery document names)")
+	f.StringVar(&issuerURL, "issuer", "", "the issuer's URL: its identifier, its listener (http://127.0.0.1:PORT for registrum dev) or the URL of its discovery document")
 	f.StringVar(&clientID, "client-id", "", "client id (required)")
 	f.StringVar(&keyFile, "key", "", "the client's private JWK file, owner-only (required)")
-	f.StringVar(&audience, "audience", "", "client assertion audience (default: the token URL)")
-	for _, name := range []string{"token-url", "client-id", "key"} {
+	f.StringVar(&audience, "audience", "", "client assertion audience (default: the issuer identifier of the discovery document)")
+	for _, name := range []string{"client-id", "key"} {
 		_ = cmd.MarkFlagRequired(name)
 	}
 	return cmd

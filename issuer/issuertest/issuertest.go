@@ -89,6 +89,10 @@ func Start(t testing.TB, o Options) *Issuer {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// As in `registrum dev`: the identifier stays https, the discovery
+	// documents name the loopback listener really served
+	// (docs/decisions/dev-issuer-scheme.md).
+	cfg.EndpointBaseURL = "http://" + ln.Addr().String()
 	var opts []issuer.Option
 	if o.Clock != nil {
 		opts = append(opts, issuer.WithClock(o.Clock))
@@ -132,7 +136,9 @@ func (is *Issuer) Source(t testing.TB, clientID string, mutate func(*tokensource
 		if err != nil {
 			t.Fatal(err)
 		}
-		cfg := tokensource.Config{TokenURL: is.Setup.TokenURL, ClientID: c.ID, Key: key, Audience: c.Audience}
+		// The token URL only, as `registrum dev` prints it: the source learns
+		// the assertion audience (the issuer identifier) by discovery.
+		cfg := tokensource.Config{TokenURL: is.Setup.TokenURL, ClientID: c.ID, Key: key}
 		if mutate != nil {
 			mutate(&cfg)
 		}

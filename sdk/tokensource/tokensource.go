@@ -6,6 +6,12 @@
 // Each token request carries a freshly signed client assertion with a new
 // jti: an assertion is never reused, not even on retry. At most 16 KiB of a
 // response is read.
+//
+// The assertion's audience is the issuer identifier, as
+// draft-ietf-oauth-rfc7523bis asks of clients (and as a Registrum issuer
+// requires: docs/decisions/client-assertion-audience.md). Unless Audience is
+// set, the source learns the identifier once from the issuer's RFC 8414
+// discovery document (see Config.Issuer and Config.TokenURL).
 package tokensource
 
 import (
@@ -37,13 +43,29 @@ const DefaultExpiryMargin = 30 * time.Second
 
 // Config configures a Source.
 type Config struct {
-	// TokenURL is the token endpoint.
+	// Issuer is the URL the issuer's discovery document is served under:
+	// its identifier (https://issuer.example), or the URL it is reached at
+	// (for `registrum dev`, its loopback listener http://127.0.0.1:PORT), or
+	// the full URL of a discovery document (one holding /.well-known/). The
+	// document at <Issuer>/.well-known/oauth-authorization-server names the
+	// identifier (the assertion audience, unless Audience is set) and the
+	// token endpoint (TokenURL, unless set). Its identifier must name the
+	// host and port of Issuer (loopback names count as one host).
+	Issuer string
+	// TokenURL is the token endpoint. With Issuer empty and Audience empty,
+	// the source reads the discovery document of TokenURL's origin and takes
+	// its identifier as the audience when that document names TokenURL as
+	// its token endpoint and its identifier names TokenURL's host and port
+	// (loopback names count as one host); an origin serving no discovery
+	// document leaves the audience TokenURL (RFC 7523's first choice).
 	TokenURL string
 	// ClientID is the client id (the assertion iss and sub).
 	ClientID string
 	// Key is the client's private JWK (ES256, EdDSA or RS256).
 	Key *jose.JSONWebKey
-	// Audience is the assertion aud (default: TokenURL).
+	// Audience is the assertion aud, as the issuer is configured to expect it
+	// (clientAssertion.audience). Default: the issuer identifier, learned by
+	// discovery.
 	Audience string
 	// HTTPClient sends the requests (default: a client with a 30 s time-out).
 	HTTPClient *http.Client
@@ -94,15 +116,22 @@ type Source struct {
 	signer jose.Signer
 	mu     sync.Mutex
 	token  *Token
+	// resolved is set once the audience and token URL are known.
+	resolved bool
 }
 
 // New checks cfg and returns a Source.
 func New(cfg Config) (*Source, error) {
-	if cfg.TokenURL == "" {
-		return nil, errors.New("tokensource: TokenURL is required")
+	if cfg.TokenURL == "" && cfg.Issuer == "" {
+		return nil, errors.New("tokensource: TokenURL or Issuer is required")
 	}
-	if u, err := url.Parse(cfg.TokenURL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-		return nil, fmt.Errorf("tokensource: TokenURL %q must be an http or https URL", cfg.TokenURL)
+	for name, v := range map[string]string{"TokenURL": cfg.TokenURL, "Issuer": cfg.Issuer} {
+		if v == "" {
+			continue
+		}
+		if u, err := url.Parse(v); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+			return nil, fmt.Errorf("tokensource: %s %q must be an http or https URL with a host and no credentials, query or fragment", name, v)
+		}
 	}
 	if cfg.ClientID == "" {
 		return nil, errors.New("tokensource: ClientID is required")
@@ -127,9 +156,6 @@ func New(cfg Config) (*Source, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tokensource: key: %w", err)
 	}
-	if cfg.Audience == "" {
-		cfg.Audience = cfg.TokenURL
-	}
 	if cfg.HTTPClient == nil {
 		cfg.HTTPClient = &http.Client{Timeout: 30 * time.Second}
 	}
@@ -142,7 +168,7 @@ func New(cfg Config) (*Source, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Source{cfg: cfg, signer: s}, nil
+	return &Source{cfg: cfg, signer: s, resolved: cfg.Audience != "" && cfg.TokenURL != ""}, nil
 }
 
 func algorithmFor(k *jose.JSONWebKey) jose.SignatureAlgorithm {
@@ -191,6 +217,9 @@ func (s *Source) Token(ctx context.Context) (*Token, error) {
 		t := *s.token
 		return &t, nil
 	}
+	if err := s.resolve(ctx); err != nil {
+		return nil, err
+	}
 	t, err := s.fetch(ctx)
 	if err != nil {
 		return nil, err
@@ -200,8 +229,29 @@ func (s *Source) Token(ctx context.Context) (*Token, error) {
 	return &c, nil
 }
 
-// Assertion returns a freshly signed client assertion (new jti each call).
+// Assertion returns a freshly signed client assertion (new jti each call),
+// learning the audience by discovery first when it is not known yet.
 func (s *Source) Assertion() (string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.resolve(context.Background()); err != nil {
+		return "", err
+	}
+	return s.assertion()
+}
+
+// Audience returns the audience the source's assertions carry, learning it
+// by discovery first when it is not known yet.
+func (s *Source) Audience(ctx context.Context) (string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.resolve(ctx); err != nil {
+		return "", err
+	}
+	return s.cfg.Audience, nil
+}
+
+func (s *Source) assertion() (string, error) {
 	var id [16]byte
 	if _, err := rand.Read(id[:]); err != nil {
 		return "", fmt.Errorf("tokensource: random jti: %w", err)
@@ -227,7 +277,7 @@ func (s *Source) Assertion() (string, error) {
 }
 
 func (s *Source) fetch(ctx context.Context) (*Token, error) {
-	assertion, err := s.Assertion()
+	assertion, err := s.assertion()
 	if err != nil {
 		return nil, err
 	}

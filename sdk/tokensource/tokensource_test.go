@@ -97,7 +97,7 @@ func TestAssertionsAreFresh(t *testing.T) {
 			t.Fatal("jti reused")
 		}
 		seen[jti] = true
-		if c["iss"] != is.Setup.Clients[1].ID || c["sub"] != is.Setup.Clients[1].ID || c["aud"] != is.Setup.TokenURL {
+		if c["iss"] != is.Setup.Clients[1].ID || c["sub"] != is.Setup.Clients[1].ID || c["aud"] != is.Setup.Issuer {
 			t.Fatalf("assertion claims %v", c)
 		}
 	}
@@ -115,10 +115,105 @@ func TestRefusalCarriesTheErrorCode(t *testing.T) {
 	if !errors.As(err, &te) || te.Code != "invalid_client" || te.StatusCode != 401 {
 		t.Fatalf("error %v", err)
 	}
-	// Wrong audience: the issuer refuses too.
-	s = source(t, is, 0, func(c *tokensource.Config) { c.Audience = "https://elsewhere/token" })
-	if _, err := s.Token(context.Background()); !errors.As(err, &te) || te.Code != "invalid_client" {
-		t.Fatalf("error %v", err)
+	// Wrong audience: the issuer refuses too, the token URL (the dev
+	// issuer's assertion audience before #20) as any other.
+	for _, aud := range []string{"https://elsewhere/token", is.Setup.TokenURL} {
+		s = source(t, is, 0, func(c *tokensource.Config) { c.Audience = aud })
+		if _, err := s.Token(context.Background()); !errors.As(err, &te) || te.Code != "invalid_client" || te.StatusCode != 401 {
+			t.Fatalf("audience %s: error %v", aud, err)
+		}
+	}
+}
+
+// The audience is learned from discovery, given the token URL (as
+// `registrum dev` prints it), the issuer's listener URL, or its discovery
+// document's URL.
+func TestAudienceIsTheIssuerIdentifierByDiscovery(t *testing.T) {
+	is, count := startIssuer(t, nil)
+	key, err := tokensource.LoadKeyFile(is.Setup.Clients[0].KeyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cfg := range []tokensource.Config{
+		{TokenURL: is.Setup.TokenURL},
+		{Issuer: is.BaseURL},
+		{Issuer: is.BaseURL + "/"},
+		{Issuer: is.BaseURL + "/.well-known/oauth-authorization-server"},
+		{Issuer: is.BaseURL, Audience: is.Setup.Issuer},
+	} {
+		cfg.ClientID, cfg.Key = is.Setup.Clients[0].ID, key
+		s, err := tokensource.New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		aud, err := s.Audience(context.Background())
+		if err != nil || aud != is.Setup.Issuer || !strings.HasPrefix(aud, "https://") {
+			t.Fatalf("%+v: audience %q, %v; want the issuer identifier %q", cfg, aud, err, is.Setup.Issuer)
+		}
+		before := count.Load()
+		if _, err := s.Token(context.Background()); err != nil || count.Load() != before+1 {
+			t.Fatalf("%+v: %v", cfg, err)
+		}
+	}
+}
+
+// A discovery document naming an identifier on another host is never used as
+// the audience: a server the client talks to could otherwise make it sign an
+// assertion for another issuer (the audience injection of
+// draft-ietf-oauth-rfc7523bis).
+func TestForeignIdentifierIsRefused(t *testing.T) {
+	is, _ := startIssuer(t, nil)
+	var tokenRequests atomic.Int64
+	var evil *httptest.Server
+	evil = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case tokensource.DiscoveryPath:
+			w.Header().Set("Content-Type", "application/json")
+			json.NewEncoder(w).Encode(map[string]string{"issuer": "https://honest.example", "token_endpoint": evil.URL + "/token"})
+		case "/token":
+			tokenRequests.Add(1)
+			w.WriteHeader(http.StatusUnauthorized)
+		}
+	}))
+	defer evil.Close()
+	for _, cfg := range []tokensource.Config{{TokenURL: evil.URL + "/token"}, {Issuer: evil.URL}} {
+		s := source(t, is, 0, func(c *tokensource.Config) {
+			*c = tokensource.Config{ClientID: c.ClientID, Key: c.Key, TokenURL: cfg.TokenURL, Issuer: cfg.Issuer}
+		})
+		if _, err := s.Token(context.Background()); err == nil || !strings.Contains(err.Error(), "honest.example") {
+			t.Fatalf("%+v: %v", cfg, err)
+		}
+		if _, err := s.Assertion(); err == nil {
+			t.Fatalf("%+v: assertion signed for a foreign identifier", cfg)
+		}
+	}
+	if tokenRequests.Load() != 0 {
+		t.Fatal("an assertion reached the token endpoint")
+	}
+}
+
+// A token endpoint whose origin serves no discovery document gets RFC 7523's
+// audience, the token endpoint URL.
+func TestNoDiscoveryKeepsTheTokenURL(t *testing.T) {
+	is, _ := startIssuer(t, nil)
+	var aud atomic.Value
+	plain := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/oauth/token" {
+			http.NotFound(w, r)
+			return
+		}
+		r.ParseForm()
+		parts := strings.Split(r.PostForm.Get("client_assertion"), ".")
+		raw, _ := base64.RawURLEncoding.DecodeString(parts[1])
+		var c map[string]any
+		json.Unmarshal(raw, &c)
+		aud.Store(c["aud"])
+		w.Write([]byte(`{"access_token":"t","token_type":"Bearer","expires_in":60}`))
+	}))
+	defer plain.Close()
+	s := source(t, is, 0, func(c *tokensource.Config) { c.TokenURL = plain.URL + "/oauth/token" })
+	if _, err := s.Token(context.Background()); err != nil || aud.Load() != plain.URL+"/oauth/token" {
+		t.Fatalf("audience %v, %v", aud.Load(), err)
 	}
 }
 
