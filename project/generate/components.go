@@ -33,7 +33,7 @@ func cCollection(e *model.Entity) string { return e.ID + ".Collection" }
 func cCreate(e *model.Entity) string     { return e.ID + ".CreateBody" }
 func cPatch(e *model.Entity) string      { return e.ID + ".Patch" }
 func cBatch(e *model.Entity) string      { return e.ID + ".BatchBody" }
-func cBatchResp(e *model.Entity) string  { return e.ID + ".BatchResponse" }
+func cBatchResp(e *model.Entity) string  { return e.ID + ".BatchResult" }
 func cAction(a *model.Action) string     { return "action." + a.ID + ".Body" }
 func cActionIn(a *model.Action) string   { return "action." + a.ID + ".Input" }
 func cConditions(a *model.Action) string { return "action." + a.ID + ".TargetConditionsBody" }
