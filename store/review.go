@@ -132,35 +132,43 @@ func (s *Store) StoreResult(ctx context.Context, j RequestJob, r *ReviewResult) 
 	return stored, nil
 }
 
-// review reads the submission and result of a request's current proposal;
-// a request entity reviewed by nobody has neither.
+// review reads the submission and result of a request's current proposal,
+// in one statement (so a read never sees a result without the delivery
+// state stored with it); a request entity reviewed by nobody has neither.
 func (s *Store) review(ctx context.Context, db querier, e *model.Entity, r *Request) error {
 	if e.ChangeRequest == nil || e.ChangeRequest.Review.Mode != model.ReviewAuthority || r.State == RequestDraft {
 		return nil
 	}
-	j := RequestJob{Entity: r.EntityID, RecordID: r.RecordID, ProposalVersion: r.ProposalVersion}
-	sub, err := scanSubmission(db.QueryRow(ctx, "SELECT "+submissionColumns+` FROM registrum.review_submissions
-    WHERE entity_id = $1 AND record_id = $2 AND proposal_version = $3`, j.Entity, j.RecordID, j.ProposalVersion))
-	if errors.Is(err, ErrNotFound) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	r.Submission = sub
-	res := &ReviewResult{}
-	err = db.QueryRow(ctx, `SELECT result_id, status, completed_at, available_until, body, received_at FROM registrum.review_results
-    WHERE entity_id = $1 AND record_id = $2 AND proposal_version = $3`, j.Entity, j.RecordID, j.ProposalVersion).
-		Scan(&res.ResultID, &res.Status, &res.CompletedAt, &res.AvailableUntil, &res.Body, &res.ReceivedAt)
+	sub := &Submission{}
+	var (
+		resultID, status    *string
+		completed, received *time.Time
+		until               *time.Time
+		body                []byte
+	)
+	err := db.QueryRow(ctx, `SELECT s.entity_id, s.record_id::text, s.proposal_version, s.authority, s.policy_id, s.state, s.body, s.submission_digest,
+    coalesce(s.request_id, ''), coalesce(s.policy_version, ''), coalesce(s.policy_digest, ''), s.delivery_state, s.attempts, s.recovery_deadline, coalesce(s.attention, ''),
+    x.result_id, x.status, x.completed_at, x.available_until, x.body, x.received_at
+    FROM registrum.review_submissions s
+    LEFT JOIN registrum.review_results x ON x.entity_id = s.entity_id AND x.record_id = s.record_id AND x.proposal_version = s.proposal_version
+    WHERE s.entity_id = $1 AND s.record_id = $2 AND s.proposal_version = $3`, r.EntityID, r.RecordID, r.ProposalVersion).
+		Scan(&sub.Entity, &sub.RecordID, &sub.ProposalVersion, &sub.Authority, &sub.PolicyID, &sub.State, &sub.Body, &sub.SubmissionDigest,
+			&sub.AuthorityRequestID, &sub.PolicyVersion, &sub.PolicyDigest, &sub.DeliveryState, &sub.Attempts, &sub.RecoveryDeadline, &sub.Attention,
+			&resultID, &status, &completed, &until, &body, &received)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("store: read review result: %w", err)
+		return fmt.Errorf("store: read submission: %w", err)
 	}
-	res.CompletedAt, res.ReceivedAt = res.CompletedAt.UTC(), res.ReceivedAt.UTC()
-	if res.AvailableUntil != nil {
-		t := res.AvailableUntil.UTC()
+	sub.RecoveryDeadline = sub.RecoveryDeadline.UTC()
+	r.Submission = sub
+	if resultID == nil {
+		return nil
+	}
+	res := &ReviewResult{ResultID: *resultID, Status: *status, CompletedAt: completed.UTC(), Body: body, ReceivedAt: received.UTC()}
+	if until != nil {
+		t := until.UTC()
 		res.AvailableUntil = &t
 	}
 	r.Result = res
