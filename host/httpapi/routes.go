@@ -22,6 +22,7 @@ import (
 // recordRoutes registers the record routes of every entity the host serves.
 func (a *API) recordRoutes(r chi.Router) {
 	requests, _ := generate.CapabilityByID(generate.CapChangeRequests)
+	ingestion, _ := generate.CapabilityByID(generate.CapIngestionRuns)
 	for _, e := range a.pkg.Entities {
 		if e.IsRequestEntity() && !requests.Served {
 			continue
@@ -39,6 +40,9 @@ func (a *API) recordRoutes(r chi.Router) {
 		}
 		if e.Batch != nil {
 			a.entityRoute(r, http.MethodPost, base+":batch", e, a.batch)
+			if ingestion.Served {
+				a.ingestionRoutes(r, e)
+			}
 		}
 		if e.IsRequestEntity() {
 			for _, action := range requestActions {

@@ -76,27 +76,33 @@ func (s *Service) Batch(ctx context.Context, c Call, e *model.Entity, body []byt
 		return nil, err
 	}
 	return s.write(ctx, e, idem, func(w *store.Writer) (*store.Outcome, error) {
-		resp := BatchResponse{Snapshot: SnapshotToken(w.CommitID()), Results: make([]BatchResult, 0, len(items))}
-		for i, it := range items {
-			rec, err := s.batchItem(ctx, w, c, e, grant, it, changeContext)
-			if err != nil {
-				return nil, inItem(err, i)
-			}
-			rev := strconv.FormatInt(rec.Revision, 10)
-			resp.Results = append(resp.Results, BatchResult{
-				Operation: it.operation,
-				ID:        rec.ID,
-				Revision:  rec.Revision,
-				ETag:      s.keys.ETag(s.pkg.Revision, e.ID, rec.ID, rev, string(JSON)),
-				Data:      s.envelope(rec, grant.Readable, JSON).Data.DomainData,
-			})
-		}
-		b, err := json.Marshal(resp)
-		if err != nil {
-			return nil, err
-		}
-		return &store.Outcome{Status: http.StatusOK, Body: b}, nil
+		return s.batchWrites(ctx, w, c, e, grant, items, changeContext)
 	})
+}
+
+// batchWrites writes checked batch items in w's transaction, in item
+// order, and returns the batch response.
+func (s *Service) batchWrites(ctx context.Context, w *store.Writer, c Call, e *model.Entity, grant *access.Grant, items []batchItem, changeContext []byte) (*store.Outcome, error) {
+	resp := BatchResponse{Snapshot: SnapshotToken(w.CommitID()), Results: make([]BatchResult, 0, len(items))}
+	for i, it := range items {
+		rec, err := s.batchItem(ctx, w, c, e, grant, it, changeContext)
+		if err != nil {
+			return nil, inItem(err, i)
+		}
+		rev := strconv.FormatInt(rec.Revision, 10)
+		resp.Results = append(resp.Results, BatchResult{
+			Operation: it.operation,
+			ID:        rec.ID,
+			Revision:  rec.Revision,
+			ETag:      s.keys.ETag(s.pkg.Revision, e.ID, rec.ID, rev, string(JSON)),
+			Data:      s.envelope(rec, grant.Readable, JSON).Data.DomainData,
+		})
+	}
+	b, err := json.Marshal(resp)
+	if err != nil {
+		return nil, err
+	}
+	return &store.Outcome{Status: http.StatusOK, Body: b}, nil
 }
 
 func (s *Service) batchItem(ctx context.Context, w *store.Writer, c Call, e *model.Entity, grant *access.Grant, it batchItem, cc []byte) (*store.Record, error) {

@@ -62,7 +62,7 @@ var capabilities = []Capability{
 	{ID: CapRevisions, Title: "revision history", Served: false, Declared: "a profile granting revisions"},
 	{ID: CapTemporalReads, Title: "temporal reads (:current, :as-of)", Served: false, Declared: "temporal"},
 	{ID: CapSnapshot, Title: "snapshot reads (:snapshot)", Served: false, Declared: "a profile granting snapshot"},
-	{ID: CapIngestionRuns, Title: "ingestion runs", Served: false, Declared: "batch"},
+	{ID: CapIngestionRuns, Title: "ingestion runs", Served: true, Declared: "batch"},
 	{ID: CapChangeRequests, Title: "change request records and actions", Served: true, Declared: "changeRequest"},
 	{ID: CapAttachments, Title: "attachments", Served: false, Declared: "attachments"},
 	{ID: CapImmediateActions, Title: "immediate actions", Served: false, Declared: "actions"},

@@ -1,0 +1,249 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// ErrRunNotFound means no ingestion run has the given id.
+var ErrRunNotFound = errors.New("store: ingestion run not found")
+
+// Run is the stored state of one ingestion run. Status is open, complete
+// or cancelled: blocked is derived by the reader from the binding.
+type Run struct {
+	RunID                 string
+	PrincipalReference    string
+	EntityID              string
+	Operation             string
+	ProfileID             string
+	PackageRevision       string
+	SchemaFingerprint     string
+	InputDigest           string
+	InputLength           int64
+	ItemCount             int64
+	ChunkCount            int64
+	ChunkAlgorithmVersion string
+	MaximumItems          int64
+	MaximumBytes          int64
+	Status                string
+	NextChunkIndex        int64
+	CommittedItems        int64
+	CommittedPrefixDigest string
+	// LastAttemptOutcome is "" before any attempt.
+	LastAttemptOutcome    string
+	LastAttemptChunkIndex int64
+	CreatedAt             time.Time
+	UpdatedAt             time.Time
+}
+
+// Chunk is one committed chunk of a run.
+type Chunk struct {
+	RunID        string
+	Index        int64
+	Digest       string
+	PrefixDigest string
+	ItemCount    int64
+	EndItem      int64
+	// Receipt is the exact batch response the chunk answered; nil when erased.
+	Receipt []byte
+	Erased  bool
+}
+
+const runColumns = `run_id::text, principal_reference, entity_id, operation, profile_id, package_revision, schema_fingerprint,
+    input_digest, input_length, item_count, chunk_count, chunk_algorithm_version, maximum_items, maximum_bytes,
+    status, next_chunk_index, committed_items, committed_prefix_digest, coalesce(last_attempt_outcome, ''),
+    coalesce(last_attempt_chunk_index, 0), created_at, updated_at`
+
+func scanRun(row pgx.Row) (*Run, error) {
+	r := &Run{}
+	err := row.Scan(&r.RunID, &r.PrincipalReference, &r.EntityID, &r.Operation, &r.ProfileID, &r.PackageRevision, &r.SchemaFingerprint,
+		&r.InputDigest, &r.InputLength, &r.ItemCount, &r.ChunkCount, &r.ChunkAlgorithmVersion, &r.MaximumItems, &r.MaximumBytes,
+		&r.Status, &r.NextChunkIndex, &r.CommittedItems, &r.CommittedPrefixDigest, &r.LastAttemptOutcome,
+		&r.LastAttemptChunkIndex, &r.CreatedAt, &r.UpdatedAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, ErrRunNotFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	r.CreatedAt, r.UpdatedAt = r.CreatedAt.UTC(), r.UpdatedAt.UTC()
+	return r, nil
+}
+
+// CreateRun stores a new open run; its times are set here.
+func (s *Store) CreateRun(ctx context.Context, r *Run) (*Run, error) {
+	row := s.pool.QueryRow(ctx, `INSERT INTO registrum.ingestion_runs
+    (run_id, principal_reference, entity_id, operation, profile_id, package_revision, schema_fingerprint,
+     input_digest, input_length, item_count, chunk_count, chunk_algorithm_version, maximum_items, maximum_bytes,
+     status, committed_prefix_digest, created_at, updated_at)
+    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, 'open', $15, now(), now())
+    RETURNING `+runColumns,
+		r.RunID, r.PrincipalReference, r.EntityID, r.Operation, r.ProfileID, r.PackageRevision, r.SchemaFingerprint,
+		r.InputDigest, r.InputLength, r.ItemCount, r.ChunkCount, r.ChunkAlgorithmVersion, r.MaximumItems, r.MaximumBytes,
+		r.CommittedPrefixDigest)
+	out, err := scanRun(row)
+	if err != nil {
+		return nil, fmt.Errorf("store: create ingestion run: %w", err)
+	}
+	return out, nil
+}
+
+// Run reads one run of an entity; ErrRunNotFound when there is none.
+func (s *Store) Run(ctx context.Context, entityID, runID string) (*Run, error) {
+	r, err := scanRun(s.pool.QueryRow(ctx, `SELECT `+runColumns+` FROM registrum.ingestion_runs WHERE run_id = $1 AND entity_id = $2`, runID, entityID))
+	if err != nil && !errors.Is(err, ErrRunNotFound) {
+		return nil, fmt.Errorf("store: read ingestion run: %w", err)
+	}
+	return r, err
+}
+
+// RunFilter selects a page of one caller's runs of one entity.
+type RunFilter struct {
+	EntityID           string
+	PrincipalReference string
+	// After is the run id the page starts after, "" for the first page.
+	After string
+	// Status is open, complete, cancelled or blocked, "" for any. Blocked
+	// and open are told apart by the active binding.
+	Status string
+	// InputDigest keeps only the runs of this input, "" for any.
+	InputDigest string
+	// PackageRevision and SchemaFingerprint are the active binding.
+	PackageRevision   string
+	SchemaFingerprint string
+	Limit             int
+}
+
+// Runs lists a caller's runs in creation order (run ids are UUIDv7), at
+// most Limit of them.
+func (s *Store) Runs(ctx context.Context, f RunFilter) ([]*Run, error) {
+	q := `SELECT ` + runColumns + ` FROM registrum.ingestion_runs
+    WHERE principal_reference = $1 AND entity_id = $2
+      AND ($3 = '' OR run_id > $3::uuid)
+      AND ($4 = '' OR input_digest = $4)`
+	switch f.Status {
+	case "":
+	case "blocked":
+		q += ` AND status = 'open' AND (package_revision <> $5 OR schema_fingerprint <> $6)`
+	case "open":
+		q += ` AND status = 'open' AND package_revision = $5 AND schema_fingerprint = $6`
+	default:
+		q += ` AND status = $7`
+	}
+	q += ` AND $5::text IS NOT NULL AND $6::text IS NOT NULL AND $7::text IS NOT NULL ORDER BY run_id LIMIT $8`
+	rows, err := s.pool.Query(ctx, q, f.PrincipalReference, f.EntityID, f.After, f.InputDigest, f.PackageRevision, f.SchemaFingerprint, f.Status, f.Limit)
+	if err != nil {
+		return nil, fmt.Errorf("store: list ingestion runs: %w", err)
+	}
+	defer rows.Close()
+	var out []*Run
+	for rows.Next() {
+		r, err := scanRun(rows)
+		if err != nil {
+			return nil, fmt.Errorf("store: list ingestion runs: %w", err)
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: list ingestion runs: %w", err)
+	}
+	return out, nil
+}
+
+// CancelRun moves an open run to cancelled and returns it; a run in
+// another status is returned unchanged with changed=false.
+func (s *Store) CancelRun(ctx context.Context, entityID, runID string) (r *Run, changed bool, err error) {
+	r, err = scanRun(s.pool.QueryRow(ctx, `UPDATE registrum.ingestion_runs SET status = 'cancelled', updated_at = now()
+    WHERE run_id = $1 AND entity_id = $2 AND status = 'open' RETURNING `+runColumns, runID, entityID))
+	if err == nil {
+		return r, true, nil
+	}
+	if !errors.Is(err, ErrRunNotFound) {
+		return nil, false, fmt.Errorf("store: cancel ingestion run: %w", err)
+	}
+	r, err = s.Run(ctx, entityID, runID)
+	return r, false, err
+}
+
+// RecordAttempt notes the outcome of a chunk attempt that wrote nothing
+// (a refusal or a replay); the run's progress is unchanged.
+func (s *Store) RecordAttempt(ctx context.Context, runID, outcome string, chunkIndex int64) error {
+	if _, err := s.pool.Exec(ctx, `UPDATE registrum.ingestion_runs SET last_attempt_outcome = $2, last_attempt_chunk_index = $3 WHERE run_id = $1`,
+		runID, outcome, chunkIndex); err != nil {
+		return fmt.Errorf("store: record ingestion attempt: %w", err)
+	}
+	return nil
+}
+
+// Chunk reads one committed chunk of a run; ErrRunNotFound when the chunk
+// was not committed.
+func (s *Store) Chunk(ctx context.Context, runID string, index int64) (*Chunk, error) {
+	return readChunk(ctx, s.pool, runID, index, false)
+}
+
+func readChunk(ctx context.Context, q querier, runID string, index int64, lock bool) (*Chunk, error) {
+	c := &Chunk{RunID: runID, Index: index}
+	sql := `SELECT chunk_digest, prefix_digest, item_count, end_item, receipt, erased_at IS NOT NULL
+    FROM registrum.ingestion_run_chunks WHERE run_id = $1 AND chunk_index = $2`
+	if lock {
+		sql += ` FOR SHARE`
+	}
+	err := q.QueryRow(ctx, sql, runID, index).Scan(&c.Digest, &c.PrefixDigest, &c.ItemCount, &c.EndItem, &c.Receipt, &c.Erased)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, ErrRunNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("store: read ingestion chunk: %w", err)
+	}
+	return c, nil
+}
+
+// LockRun reads a run and locks it until the transaction ends, so that one
+// chunk of a run commits at a time.
+func (w *Writer) LockRun(ctx context.Context, entityID, runID string) (*Run, error) {
+	r, err := scanRun(w.tx.QueryRow(ctx, `SELECT `+runColumns+` FROM registrum.ingestion_runs WHERE run_id = $1 AND entity_id = $2 FOR UPDATE`, runID, entityID))
+	if err != nil && !errors.Is(err, ErrRunNotFound) {
+		return nil, fmt.Errorf("store: lock ingestion run: %w", err)
+	}
+	return r, err
+}
+
+// Chunk reads a committed chunk inside the transaction.
+func (w *Writer) Chunk(ctx context.Context, runID string, index int64) (*Chunk, error) {
+	return readChunk(ctx, w.tx, runID, index, false)
+}
+
+// CommitChunk stores a chunk's receipt and advances the run's checkpoint in
+// the transaction that wrote the chunk's records; complete marks the run
+// complete. An audit entry records the commit.
+func (w *Writer) CommitChunk(ctx context.Context, r *Run, c Chunk, complete bool, principalReference, traceID string) error {
+	if _, err := w.tx.Exec(ctx, `INSERT INTO registrum.ingestion_run_chunks
+    (run_id, chunk_index, chunk_digest, prefix_digest, item_count, end_item, commit_id, receipt, created_at)
+    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+		r.RunID, c.Index, c.Digest, c.PrefixDigest, c.ItemCount, c.EndItem, w.commitID, c.Receipt, w.now); err != nil {
+		return fmt.Errorf("store: store ingestion chunk: %w", err)
+	}
+	status := "open"
+	if complete {
+		status = "complete"
+	}
+	tag, err := w.tx.Exec(ctx, `UPDATE registrum.ingestion_runs SET next_chunk_index = $2 + 1, committed_items = $3,
+    committed_prefix_digest = $4, status = $5, last_attempt_outcome = 'committed', last_attempt_chunk_index = $2, updated_at = $6
+    WHERE run_id = $1 AND next_chunk_index = $2 AND status = 'open'`,
+		r.RunID, c.Index, c.EndItem, c.PrefixDigest, status, w.now)
+	if err != nil {
+		return fmt.Errorf("store: advance ingestion run: %w", err)
+	}
+	if tag.RowsAffected() != 1 {
+		return fmt.Errorf("store: advance ingestion run %s: the checkpoint moved", r.RunID)
+	}
+	if _, err := w.tx.Exec(ctx, `INSERT INTO registrum.audit (operation, outcome, entity_id, record_reference, revision, principal_reference, trace_id)
+    VALUES ('ingestion_chunk', 'succeeded', $1, NULL, NULL, nullif($2, ''), $3)`, r.EntityID, principalReference, traceID); err != nil {
+		return fmt.Errorf("store: append audit entry: %w", err)
+	}
+	return nil
+}
