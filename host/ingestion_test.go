@@ -498,3 +498,59 @@ func TestIngestionRunListFiltersAndPages(t *testing.T) {
 		wantProblem(t, "list "+q, 400, b, "query.invalid")
 	}
 }
+
+func TestIngestionConcurrentSubmissionsOfOneChunkCommitOnce(t *testing.T) {
+	env := startIngestion(t)
+	input := jsonl("P", 2)
+	chunks := plan(t, input, 2, 4096)
+	run := env.open(t, env.owner, input, 1)
+	path := "/v1/records/items/ingestion-runs/" + run.RunID
+	const n = 6
+	bodies := make(chan []byte, n)
+	statuses := make(chan int, n)
+	for range n {
+		go func() {
+			req, _ := http.NewRequest("POST", env.owner.srv.URL+path+"/chunks", strings.NewReader(chunks[0].body(0)))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Authorization", "Bearer "+env.owner.token)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				statuses <- 0
+				bodies <- nil
+				return
+			}
+			defer resp.Body.Close()
+			var buf bytes.Buffer
+			buf.ReadFrom(resp.Body)
+			statuses <- resp.StatusCode
+			bodies <- buf.Bytes()
+		}()
+	}
+	var first []byte
+	for range n {
+		st, b := <-statuses, <-bodies
+		if st != 200 {
+			t.Errorf("concurrent submission: %d %s", st, b)
+			continue
+		}
+		if first == nil {
+			first = b
+		} else if !bytes.Equal(first, b) {
+			t.Errorf("answers differ:\n%s\n%s", first, b)
+		}
+	}
+	if got := env.written(t); !strings.HasPrefix(got, "records 2 revisions 2") || !strings.HasSuffix(got, "chunks 1") {
+		t.Errorf("rows: %s", got)
+	}
+	if d := env.read(t, env.owner, run.RunID); !d.Complete {
+		t.Errorf("run %+v", d)
+	}
+	// After erasure of the history a receipt covers: 410 on read and replay.
+	if _, err := env.pool.Exec(context.Background(), "UPDATE registrum.ingestion_run_chunks SET receipt = NULL, erased_at = now() WHERE run_id = $1", run.RunID); err != nil {
+		t.Fatal(err)
+	}
+	_, b := env.owner.do(t, "GET", path+"/chunks/0/receipt", "", "")
+	wantProblem(t, "erased receipt", 410, b, "ingestion.receipt_erased")
+	_, b = env.owner.do(t, "POST", path+"/chunks", "application/json", chunks[0].body(0))
+	wantProblem(t, "replay of an erased chunk", 410, b, "ingestion.receipt_erased")
+}
