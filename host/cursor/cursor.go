@@ -73,6 +73,10 @@ type Caller struct {
 	Profile string
 	// PackageRevision is the active package revision ("sha256:<hex>").
 	PackageRevision string
+	// Read names the kind of collection read when it is not the plain
+	// list (":current", ":as-of <instant>"); a cursor of one read kind is
+	// refused by another.
+	Read string
 }
 
 // Sealer seals and opens cursors with AES-256-GCM under a key derived from
@@ -126,6 +130,7 @@ type binding struct {
 	Principal       string `json:"principal"`
 	PackageRevision string `json:"packageRevision"`
 	Query           string `json:"query"`
+	Read            string `json:"read,omitempty"`
 }
 
 // position is a keyset position: the record id and one value per sort key
@@ -151,7 +156,7 @@ func (s *Sealer) principal(p string) string {
 
 func (s *Sealer) bind(q *query.Query, c Caller) binding {
 	return binding{Entity: q.Entity.ID, Route: q.Entity.Route, Profile: c.Profile,
-		Principal: s.principal(c.Principal), PackageRevision: c.PackageRevision, Query: q.Digest()}
+		Principal: s.principal(c.Principal), PackageRevision: c.PackageRevision, Query: q.Digest(), Read: c.Read}
 }
 
 // Seal returns the cursor of the page after last, for the same query and
@@ -286,7 +291,7 @@ func (s *Sealer) Open(token string, e *model.Entity, a query.Allowed, c Caller, 
 		return nil, cursorInvalid(errNotACursor, fmt.Errorf("payload: %v", err))
 	}
 	b := p.Binding
-	if b.Entity != e.ID || b.Route != e.Route || b.Profile != c.Profile || b.PackageRevision != c.PackageRevision ||
+	if b.Entity != e.ID || b.Route != e.Route || b.Profile != c.Profile || b.PackageRevision != c.PackageRevision || b.Read != c.Read ||
 		subtle.ConstantTimeCompare([]byte(b.Principal), []byte(s.principal(c.Principal))) != 1 {
 		return nil, cursorInvalid("The cursor was issued to another caller, access profile, route or package revision.", nil)
 	}

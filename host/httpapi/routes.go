@@ -23,6 +23,8 @@ import (
 func (a *API) recordRoutes(r chi.Router) {
 	requests, _ := generate.CapabilityByID(generate.CapChangeRequests)
 	ingestion, _ := generate.CapabilityByID(generate.CapIngestionRuns)
+	revisions, _ := generate.CapabilityByID(generate.CapRevisions)
+	temporal, _ := generate.CapabilityByID(generate.CapTemporalReads)
 	for _, e := range a.pkg.Entities {
 		if e.IsRequestEntity() && !requests.Served {
 			continue
@@ -32,6 +34,14 @@ func (a *API) recordRoutes(r chi.Router) {
 		a.entityRoute(r, http.MethodGet, base, e, a.listRecords)
 		a.entityRoute(r, http.MethodPost, base, e, a.createRecord)
 		a.entityRoute(r, http.MethodGet, item, e, a.getRecord)
+		if revisions.Served {
+			a.entityRoute(r, http.MethodGet, item+"/revisions", e, a.listRevisions)
+			a.entityRoute(r, http.MethodGet, item+"/revisions/{revision}", e, a.readRevision)
+		}
+		if e.Temporal != nil && temporal.Served {
+			a.entityRoute(r, http.MethodGet, base+":current", e, a.temporalRead(true))
+			a.entityRoute(r, http.MethodGet, base+":as-of", e, a.temporalRead(false))
+		}
 		if e.MutationMode == model.Mutable {
 			a.entityRoute(r, http.MethodPatch, item, e, a.patchRecord)
 		}

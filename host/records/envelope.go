@@ -37,6 +37,9 @@ type EnvelopeData struct {
 	Tombstoned bool `json:"tombstoned,omitempty"`
 	// Request is data.request on change request records.
 	Request json.RawMessage `json:"request,omitempty"`
+	// ChangeContext is the correction context of a revision's batch, on
+	// revision reads whose grant lists provenanceFields (docs/history.md).
+	ChangeContext json.RawMessage `json:"changeContext,omitempty"`
 	// RequestPresence lists the pending change requests that target the
 	// record, when the grant declares requestPresence.
 	RequestPresence json.RawMessage `json:"requestPresence,omitempty"`

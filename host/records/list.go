@@ -2,6 +2,7 @@ package records
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -15,6 +16,7 @@ import (
 	"github.com/registrum/registrum/model/query"
 	"github.com/registrum/registrum/model/values"
 	"github.com/registrum/registrum/store"
+	"github.com/registrum/registrum/store/querysql"
 )
 
 // Collection is a page of a collection read.
@@ -32,6 +34,9 @@ type CollectionItem struct {
 	RecordIdentifier   string         `json:"recordIdentifier"`
 	RevisionIdentifier string         `json:"revisionIdentifier"`
 	DomainData         map[string]any `json:"domainData"`
+	// Tombstoned and ChangeContext are set on revision reads only.
+	Tombstoned    bool            `json:"tombstoned,omitempty"`
+	ChangeContext json.RawMessage `json:"changeContext,omitempty"`
 }
 
 // PageInfo says where the next page starts.
@@ -42,6 +47,13 @@ type PageInfo struct {
 
 // List reads one page of the live records of e that the caller may see.
 func (s *Service) List(ctx context.Context, c Call, e *model.Entity, opts query.RawOptions) (*Result, error) {
+	return s.list(ctx, c, e, opts, "", nil)
+}
+
+// list reads one page of a collection read: read names a read other than
+// the plain list (its cursors are bound to it), and narrow, when set, adds
+// its condition to the scope.
+func (s *Service) list(ctx context.Context, c Call, e *model.Entity, opts query.RawOptions, read string, narrow func(querysql.Fragment) querysql.Fragment) (*Result, error) {
 	grant, err := s.decide(ctx, c, model.OpList, e)
 	if err != nil {
 		return nil, err
@@ -53,7 +65,7 @@ func (s *Service) List(ctx context.Context, c Call, e *model.Entity, opts query.
 		AllowCount: grant.AllowCount,
 	}
 	requestPseudo(e, grant, &allowed)
-	caller := cursor.Caller{Principal: grant.PrincipalReference, Profile: grant.Profile, PackageRevision: s.pkg.Revision}
+	caller := cursor.Caller{Principal: grant.PrincipalReference, Profile: grant.Profile, PackageRevision: s.pkg.Revision, Read: read}
 	now := time.Now()
 	q, err := s.sealer.Parse(e, allowed, opts, caller, now)
 	if err != nil {
@@ -65,6 +77,9 @@ func (s *Service) List(ctx context.Context, c Call, e *model.Entity, opts query.
 	}
 	if ownRequestsOnly(e, grant) {
 		scope = store.OwnedRequests(e, scope, grant.PrincipalReference)
+	}
+	if narrow != nil {
+		scope = narrow(scope)
 	}
 	recs, err := s.store.Page(ctx, q, scope)
 	if err != nil {

@@ -45,6 +45,10 @@ func (e *Envelope) AppendJSON(b []byte) ([]byte, error) {
 		b = append(b, `,"request":`...)
 		b = append(b, e.Data.Request...)
 	}
+	if len(e.Data.ChangeContext) > 0 {
+		b = append(b, `,"changeContext":`...)
+		b = append(b, e.Data.ChangeContext...)
+	}
 	if len(e.Data.RequestPresence) > 0 {
 		b = append(b, `,"requestPresence":`...)
 		b = append(b, e.Data.RequestPresence...)
@@ -83,6 +87,13 @@ func (c *Collection) AppendJSON(b []byte) ([]byte, error) {
 			var err error
 			if b, err = appendDomainData(b, it.DomainData); err != nil {
 				return nil, err
+			}
+			if it.Tombstoned {
+				b = append(b, `,"tombstoned":true`...)
+			}
+			if len(it.ChangeContext) > 0 {
+				b = append(b, `,"changeContext":`...)
+				b = append(b, it.ChangeContext...)
 			}
 			b = append(b, '}')
 		}

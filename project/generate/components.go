@@ -405,6 +405,12 @@ func requestActionResponseSchema() obj {
 	}
 }
 
+// revisionChangeContext is the correction context on revision reads: the
+// members of the batch's change context that the revisions grant lists in
+// provenanceFields, when every revision of the batch is visible.
+var revisionChangeContext = obj{"type": "object", "description": "On revision reads: the correction context of the revision's batch (the provenanceFields of the revisions grant).",
+	"properties": obj{"kind": obj{"type": "string"}, "reasonCode": obj{"type": "string"}, "reasonText": obj{"type": "string"}, "sourceReferences": obj{"type": "array"}}}
+
 // entityComponents adds the component schemas of one entity.
 func entityComponents(p *model.Package, e *model.Entity, schemas obj) error {
 	full, err := domainDataSchema(e, dataWrite)
@@ -422,6 +428,8 @@ func entityComponents(p *model.Package, e *model.Entity, schemas obj) error {
 		"revisionIdentifier": obj{"type": "string", "pattern": RevisionPattern},
 		"domainData":         schemaRef(cReadData(e)),
 		"snapshot":           obj{"type": "string", "maxLength": 4096},
+		"tombstoned":         obj{"type": "boolean", "description": "The final revision of a tombstoned record."},
+		"changeContext":      revisionChangeContext,
 	}
 	if e.IsRequestEntity() {
 		data["request"] = schemaRef("ChangeRequest")
@@ -450,6 +458,8 @@ func entityComponents(p *model.Package, e *model.Entity, schemas obj) error {
 					"recordIdentifier":   obj{"type": "string", "format": "uuid", "pattern": UUIDPattern},
 					"revisionIdentifier": obj{"type": "string", "pattern": RevisionPattern},
 					"domainData":         schemaRef(cReadData(e)),
+					"tombstoned":         obj{"type": "boolean", "description": "On revision reads: the final revision of a tombstoned record."},
+					"changeContext":      revisionChangeContext,
 				},
 			}},
 			"pageInfo": schemaRef("PageInfo"),

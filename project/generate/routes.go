@@ -45,9 +45,9 @@ func entityOperations(p *model.Package, e *model.Entity) []operation {
 	ops = tagged(ops, records, e.ID, "")
 	ops = append(ops, tagged([]operation{
 		{method: "get", path: item + "/revisions", id: e.ID + ".revisions.list", tag: tag, summary: "List the revisions of a " + e.ID + " record (at most 100 per read).",
-			params: []any{paramRef("recordId"), ap, paramRef("top"), paramRef("skiptoken")}, responses: withProblems(obj{"200": list}, 400, 401, 404)},
+			params: []any{paramRef("recordId"), ap, paramRef("select"), paramRef("top"), paramRef("skiptoken")}, responses: withProblems(obj{"200": list}, 400, 401, 404, 503)},
 		{method: "get", path: item + "/revisions/{revision}", id: e.ID + ".revisions.read", tag: tag, summary: "Read one revision of a " + e.ID + " record.",
-			params: []any{paramRef("recordId"), paramRef("revision"), ap}, responses: withProblems(obj{"200": envelope}, 400, 401, 404)},
+			params: []any{paramRef("recordId"), paramRef("revision"), ap, paramRef("select")}, responses: withProblems(obj{"200": envelope}, 400, 401, 404, 503)},
 	}, CapRevisions, e.ID, "")...)
 	if e.MutationMode == model.Mutable {
 		ops = append(ops, tagged1(operation{method: "patch", path: item, id: e.ID + ".patch", tag: tag, summary: "Patch a " + e.ID + " record with JSON Patch.",
@@ -71,9 +71,9 @@ func entityOperations(p *model.Package, e *model.Entity) []operation {
 	if e.Temporal != nil {
 		ops = append(ops, tagged([]operation{
 			{method: "get", path: base + ":current", id: e.ID + ".current", tag: tag, summary: "List the " + e.ID + " records whose interval contains now.",
-				params: collection, responses: withProblems(obj{"200": list}, 400, 401, 404)},
+				params: collection, responses: withProblems(obj{"200": list}, 400, 401, 404, 503)},
 			{method: "get", path: base + ":as-of", id: e.ID + ".asOf", tag: tag, summary: "List the " + e.ID + " records whose interval contains asOf.",
-				params: append([]any{paramRef("asOf")}, collection...), responses: withProblems(obj{"200": list}, 400, 401, 404)},
+				params: append([]any{paramRef("asOf")}, collection...), responses: withProblems(obj{"200": list}, 400, 401, 404, 503)},
 		}, CapTemporalReads, e.ID, "")...)
 	}
 	if grantsOperation(p, e.ID, model.OpSnapshot) {

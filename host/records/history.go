@@ -1,0 +1,446 @@
+package records
+
+import (
+	"context"
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/hkdf"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/registrum/registrum/host/access"
+	"github.com/registrum/registrum/host/cursor"
+	"github.com/registrum/registrum/host/problem"
+	"github.com/registrum/registrum/internal/canonjson"
+	"github.com/registrum/registrum/model"
+	"github.com/registrum/registrum/model/query"
+	"github.com/registrum/registrum/model/values"
+	"github.com/registrum/registrum/store"
+	"github.com/registrum/registrum/store/layout"
+	"github.com/registrum/registrum/store/querysql"
+)
+
+// History reads (docs/history.md): the revisions of one record, and the
+// :current and :as-of reads of temporal entities.
+
+// MaxRevisionsPerPage bounds one read of a record's revisions.
+const MaxRevisionsPerPage = 100
+
+// historyGrant decides the revisions grant of e and narrows its readable
+// fields to $select; the other options of fields are left to the caller.
+func (s *Service) historyGrant(ctx context.Context, c Call, e *model.Entity, id string, opts query.RawOptions) (*access.Grant, []*model.Field, *store.Record, error) {
+	grant, err := s.decide(ctx, c, model.OpRevisions, e)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	fields, err := query.ParseRecord(e, query.Allowed{Readable: grant.Readable.IDs()}, opts)
+	if err != nil {
+		return nil, nil, nil, queryProblem(err)
+	}
+	if !values.IsUUID(id) {
+		return nil, nil, nil, problem.NotFound()
+	}
+	// The caller's current row boundary holds on the record's current
+	// state, live or tombstoned.
+	cur, err := s.store.Get(ctx, e, id)
+	if errors.Is(err, store.ErrNotFound) || (err == nil && !grant.Admits(cur.Values)) {
+		return nil, nil, nil, problem.NotFound()
+	}
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if e.IsRequestEntity() {
+		// The revisions of a change request follow its visibility (the
+		// owner only, where the grant says so).
+		req, err := s.store.Request(ctx, e, id)
+		if errors.Is(err, store.ErrNotFound) || (err == nil && !requestVisible(grant, req)) {
+			return nil, nil, nil, problem.NotFound()
+		}
+		if err != nil {
+			return nil, nil, nil, err
+		}
+	}
+	return grant, fields, cur, nil
+}
+
+// Revision reads one revision of a record.
+func (s *Service) Revision(ctx context.Context, c Call, e *model.Entity, id, revision string, opts query.RawOptions) (*Result, error) {
+	grant, fields, _, err := s.historyGrant(ctx, c, e, id, opts)
+	if err != nil {
+		return nil, err
+	}
+	n, err := strconv.ParseInt(revision, 10, 64)
+	if err != nil || n < 1 || strconv.FormatInt(n, 10) != revision {
+		return nil, problem.NotFound()
+	}
+	rev, err := s.store.RevisionOf(ctx, e, id, n)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, problem.NotFound()
+	}
+	if err != nil {
+		return nil, err
+	}
+	dd, err := revisionData(fields, rev)
+	if err != nil {
+		return nil, err
+	}
+	env := Envelope{Data: EnvelopeData{RecordIdentifier: id, RevisionIdentifier: revision, DomainData: dd,
+		Tombstoned: rev.Lifecycle == layout.LifecycleTombstoned}, Meta: MetaOf(s.pkg, e)}
+	if env.Data.ChangeContext, err = s.changeContext(ctx, c, grant, rev); err != nil {
+		return nil, err
+	}
+	if c.Representation == JSONLD {
+		env.Context = s.pkg.Registry.URLs.Context
+	}
+	body, err := env.AppendJSON(nil)
+	if err != nil {
+		return nil, fmt.Errorf("records: render revision: %w", err)
+	}
+	return &Result{Status: http.StatusOK, Body: body}, nil
+}
+
+// Revisions reads one page of a record's revisions, oldest first: $top (at
+// most MaxRevisionsPerPage, the default) and $select, or a $skiptoken alone
+// that continues a read.
+func (s *Service) Revisions(ctx context.Context, c Call, e *model.Entity, id string, opts query.RawOptions) (*Result, error) {
+	opts = cloneOptions(opts)
+	top, token, err := takePaging(opts)
+	if err != nil {
+		return nil, err
+	}
+	grant, fields, _, err := s.historyGrant(ctx, c, e, id, opts)
+	if err != nil {
+		return nil, err
+	}
+	now := time.Now()
+	var after int64
+	if token != "" {
+		if _, ap := opts[query.OptAccessProfile]; len(opts) > 1 || (len(opts) == 1 && !ap) {
+			return nil, problem.New(problem.QueryInvalid, "a cursor is sent alone, with accessProfile only")
+		}
+		pos, err := s.openRevisionCursor(token, e, id, grant, now)
+		if err != nil {
+			return nil, err
+		}
+		after, top = pos.After, pos.Top
+		if fields, err = query.ParseRecord(e, query.Allowed{Readable: grant.Readable.IDs()}, query.RawOptions{query.OptSelect: {strings.Join(pos.Select, ",")}}); err != nil {
+			return nil, &problem.Error{Code: problem.QueryCursorInvalid, Detail: "The cursor's selection is no longer allowed for this access profile.", Cause: err}
+		}
+	}
+	revs, err := s.store.Revisions(ctx, e, id, after, top+1)
+	if err != nil {
+		return nil, err
+	}
+	page := Collection{Items: make([]CollectionItem, 0, len(revs)), Meta: MetaOf(s.pkg, e)}
+	if len(revs) > top {
+		revs = revs[:top]
+		sel := make([]string, len(fields))
+		for i, f := range fields {
+			sel[i] = f.APIName
+		}
+		next, err := s.sealRevisionCursor(revisionPosition{Entity: e.ID, Route: e.Route, Record: id, Profile: grant.Profile,
+			Principal:       hex.EncodeToString(keyed(s.keys.reference, "engine-revisions-cursor-principal-v1", grant.PrincipalReference)),
+			PackageRevision: s.pkg.Revision, Top: top, Select: sel, After: revs[len(revs)-1].Revision}, e, now)
+		if err != nil {
+			return nil, err
+		}
+		page.PageInfo.NextCursor = &next
+	}
+	contexts := map[string]json.RawMessage{}
+	for _, rev := range revs {
+		dd, err := revisionData(fields, rev)
+		if err != nil {
+			return nil, err
+		}
+		cc, ok := contexts[rev.CommitID]
+		if !ok {
+			if cc, err = s.changeContext(ctx, c, grant, rev); err != nil {
+				return nil, err
+			}
+			contexts[rev.CommitID] = cc
+		}
+		page.Items = append(page.Items, CollectionItem{RecordIdentifier: id, RevisionIdentifier: strconv.FormatInt(rev.Revision, 10),
+			DomainData: dd, Tombstoned: rev.Lifecycle == layout.LifecycleTombstoned, ChangeContext: cc})
+	}
+	if c.Representation == JSONLD {
+		page.Context = s.pkg.Registry.URLs.Context
+	}
+	body, err := page.AppendJSON(make([]byte, 0, 256+256*len(page.Items)))
+	if err != nil {
+		return nil, fmt.Errorf("records: render revisions: %w", err)
+	}
+	return &Result{Status: http.StatusOK, Body: body}, nil
+}
+
+// revisionData returns the stored values of a revision by apiName, narrowed
+// to fields; a field the revision does not hold is null.
+func revisionData(fields []*model.Field, rev *store.Revision) (map[string]any, error) {
+	var stored map[string]json.RawMessage
+	if err := json.Unmarshal(rev.Data, &stored); err != nil {
+		return nil, fmt.Errorf("records: revision data: %w", err)
+	}
+	dd := make(map[string]any, len(fields))
+	for _, f := range fields {
+		if v, ok := stored[f.ID]; ok && string(v) != "null" {
+			dd[f.APIName] = v
+		} else {
+			dd[f.APIName] = nil
+		}
+	}
+	return dd, nil
+}
+
+// changeContext returns the correction context of a revision's batch, with
+// the members the revisions grant lists in provenanceFields, when every
+// revision of the batch (the same commit) is visible to the caller: its
+// entity grants revisions to the selected profile and the record's current
+// state lies inside that grant's row boundaries. Otherwise nil.
+func (s *Service) changeContext(ctx context.Context, c Call, grant *access.Grant, rev *store.Revision) (json.RawMessage, error) {
+	if len(rev.ChangeContext) == 0 || grant.Source == nil || len(grant.Source.ProvenanceFields) == 0 {
+		return nil, nil
+	}
+	var full map[string]json.RawMessage
+	if err := json.Unmarshal(rev.ChangeContext, &full); err != nil {
+		return nil, fmt.Errorf("records: change context: %w", err)
+	}
+	shown := map[string]json.RawMessage{}
+	for _, name := range grant.Source.ProvenanceFields {
+		if v, ok := full[name]; ok {
+			shown[name] = v
+		}
+	}
+	if len(shown) == 0 {
+		return nil, nil
+	}
+	members, err := s.store.CommitMembers(ctx, rev.CommitID)
+	if err != nil {
+		return nil, err
+	}
+	grants := map[string]*access.Grant{}
+	for _, m := range members {
+		e := s.pkg.EntityByID(m.EntityID)
+		if e == nil {
+			return nil, nil
+		}
+		g, ok := grants[e.ID]
+		if !ok {
+			g, err = s.decide(ctx, c, model.OpRevisions, e)
+			if err != nil {
+				var p *problem.Error
+				if errors.As(err, &p) {
+					return nil, nil // a record of the batch the caller may not see
+				}
+				return nil, err
+			}
+			grants[e.ID] = g
+		}
+		cur, err := s.store.Get(ctx, e, m.RecordID)
+		if errors.Is(err, store.ErrNotFound) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		if !g.Admits(cur.Values) {
+			return nil, nil
+		}
+	}
+	out, err := canonjson.Marshal(shown)
+	if err != nil {
+		return nil, fmt.Errorf("records: change context: %w", err)
+	}
+	return out, nil
+}
+
+// cloneOptions copies the options, which the history reads take apart.
+func cloneOptions(opts query.RawOptions) query.RawOptions {
+	out := make(query.RawOptions, len(opts))
+	for k, v := range opts {
+		out[k] = v
+	}
+	return out
+}
+
+// takePaging removes $top and $skiptoken from opts.
+func takePaging(opts query.RawOptions) (int, string, error) {
+	top := MaxRevisionsPerPage
+	if v, ok := opts[query.OptTop]; ok {
+		delete(opts, query.OptTop)
+		n, err := strconv.Atoi(v[0])
+		if len(v) != 1 || err != nil || n < 1 || n > MaxRevisionsPerPage || strconv.Itoa(n) != v[0] {
+			return 0, "", problem.New(problem.QueryInvalid, "$top must be an integer from 1 to %d", MaxRevisionsPerPage)
+		}
+		top = n
+	}
+	var token string
+	if v, ok := opts[query.OptSkipToken]; ok {
+		delete(opts, query.OptSkipToken)
+		if len(v) != 1 || v[0] == "" {
+			return 0, "", problem.New(problem.QueryInvalid, "$skiptoken must be given exactly once")
+		}
+		token = v[0]
+	}
+	if _, hasTop := opts[query.OptTop]; hasTop {
+		return 0, "", problem.New(problem.QueryInvalid, "$top must be given exactly once")
+	}
+	return top, token, nil
+}
+
+// revisionPosition is the sealed content of a revisions cursor: its
+// binding (entity, route, record, profile, keyed principal, package
+// revision), the read ($top, $select by apiName) and the last revision read.
+type revisionPosition struct {
+	Version         int      `json:"v"`
+	IssuedAt        int64    `json:"iat"`
+	ExpiresAt       int64    `json:"exp"`
+	Entity          string   `json:"entity"`
+	Route           string   `json:"route"`
+	Record          string   `json:"record"`
+	Profile         string   `json:"profile"`
+	Principal       string   `json:"principal"`
+	PackageRevision string   `json:"packageRevision"`
+	Top             int      `json:"top"`
+	Select          []string `json:"select"`
+	After           int64    `json:"after"`
+}
+
+const revisionCursorAAD = "registrum-revisions-cursor-v1"
+
+func (s *Service) revisionAEAD() (cipher.AEAD, error) {
+	key, err := hkdf.Key(sha256.New, s.keys.cursor, nil, "registrum revisions cursor v1", 32)
+	if err != nil {
+		return nil, err
+	}
+	block, err := aes.NewCipher(key)
+	if err != nil {
+		return nil, err
+	}
+	return cipher.NewGCM(block)
+}
+
+func cursorAge(e *model.Entity) int64 {
+	if e.Cursor.MaxAgeSeconds > 0 {
+		return int64(e.Cursor.MaxAgeSeconds)
+	}
+	return cursor.DefaultCursorMaxAge
+}
+
+// sealRevisionCursor seals p with AES-256-GCM under a key of its own,
+// derived from the cursor key, as collection cursors are sealed.
+func (s *Service) sealRevisionCursor(p revisionPosition, e *model.Entity, now time.Time) (string, error) {
+	aead, err := s.revisionAEAD()
+	if err != nil {
+		return "", fmt.Errorf("records: revisions cursor: %w", err)
+	}
+	p.Version, p.IssuedAt = 1, now.Unix()
+	p.ExpiresAt = p.IssuedAt + cursorAge(e)
+	plain, err := json.Marshal(p)
+	if err != nil {
+		return "", fmt.Errorf("records: revisions cursor: %w", err)
+	}
+	out := make([]byte, 1+aead.NonceSize(), 1+aead.NonceSize()+len(plain)+aead.Overhead())
+	out[0] = 1
+	if _, err := rand.Read(out[1:]); err != nil {
+		return "", fmt.Errorf("records: revisions cursor: %w", err)
+	}
+	out = aead.Seal(out, out[1:1+aead.NonceSize()], plain, []byte(revisionCursorAAD))
+	return base64.RawURLEncoding.EncodeToString(out), nil
+}
+
+// openRevisionCursor opens a revisions cursor presented for record id of e
+// under grant; any failure is query.cursor_invalid.
+func (s *Service) openRevisionCursor(token string, e *model.Entity, id string, grant *access.Grant, now time.Time) (*revisionPosition, error) {
+	bad := func(detail string) error { return problem.New(problem.QueryCursorInvalid, "%s", detail) }
+	if len(token) > cursor.MaxCursorBytes {
+		return nil, bad("The cursor is not a valid cursor of this service.")
+	}
+	aead, err := s.revisionAEAD()
+	if err != nil {
+		return nil, fmt.Errorf("records: revisions cursor: %w", err)
+	}
+	raw, err := base64.RawURLEncoding.Strict().DecodeString(token)
+	if err != nil || len(raw) < 1+aead.NonceSize()+aead.Overhead() || raw[0] != 1 {
+		return nil, bad("The cursor is not a valid cursor of this service.")
+	}
+	plain, err := aead.Open(nil, raw[1:1+aead.NonceSize()], raw[1+aead.NonceSize():], []byte(revisionCursorAAD))
+	if err != nil {
+		return nil, bad("The cursor is not a valid cursor of this service.")
+	}
+	var p revisionPosition
+	if err := json.Unmarshal(plain, &p); err != nil || p.Version != 1 {
+		return nil, bad("The cursor is not a valid cursor of this service.")
+	}
+	principal := hex.EncodeToString(keyed(s.keys.reference, "engine-revisions-cursor-principal-v1", grant.PrincipalReference))
+	if p.Entity != e.ID || p.Route != e.Route || p.Record != id || p.Profile != grant.Profile || p.Principal != principal || p.PackageRevision != s.pkg.Revision {
+		return nil, bad("The cursor was issued to another caller, access profile, record or package revision.")
+	}
+	t := now.Unix()
+	if p.IssuedAt > now.Add(cursor.CursorClockSkew).Unix() || t >= p.ExpiresAt || t-p.IssuedAt >= cursorAge(e) {
+		return nil, bad(fmt.Sprintf("The cursor has expired: cursors are valid for %d seconds.", cursorAge(e)))
+	}
+	if p.Top < 1 || p.Top > MaxRevisionsPerPage || p.After < 1 {
+		return nil, bad("The cursor is not a valid cursor of this service.")
+	}
+	return &p, nil
+}
+
+// Temporal reads one page of the live records of temporal entity e whose
+// validity interval contains asOf (now when asOf is ""), as a collection
+// read under the list operation. asOf is a UTC RFC 3339 timestamp; each
+// page of :current is evaluated at its own time, a cursor of :as-of is
+// bound to its asOf (sent again with it).
+func (s *Service) Temporal(ctx context.Context, c Call, e *model.Entity, current bool, asOf string, opts query.RawOptions) (*Result, error) {
+	if e.Temporal == nil {
+		return nil, problem.NotFound()
+	}
+	at := time.Now().UTC()
+	read := ":current"
+	if !current {
+		t, err := parseAsOf(asOf)
+		if err != nil {
+			// The grant is decided first, so that a caller without one
+			// learns nothing of the options.
+			if _, derr := s.decide(ctx, c, model.OpList, e); derr != nil {
+				return nil, derr
+			}
+			return nil, err
+		}
+		at, read = t, ":as-of "+t.Format(time.RFC3339Nano)
+	}
+	var narrowErr error
+	res, err := s.list(ctx, c, e, opts, read, func(scope querysql.Fragment) querysql.Fragment {
+		out, err := store.ValidAt(e, scope, at)
+		if err != nil {
+			narrowErr = err
+			return scope
+		}
+		return out
+	})
+	if narrowErr != nil {
+		return nil, narrowErr
+	}
+	return res, err
+}
+
+// parseAsOf reads asOf: a UTC RFC 3339 timestamp (Z, or an offset of
+// +00:00), whatever the type of the interval fields.
+func parseAsOf(v string) (time.Time, error) {
+	refuse := problem.New(problem.QueryInvalid, "asOf must be a UTC RFC 3339 timestamp, such as 2025-01-31T00:00:00Z")
+	if v == "" {
+		return time.Time{}, refuse
+	}
+	t, err := time.Parse(time.RFC3339Nano, v)
+	if err != nil || !(strings.HasSuffix(v, "Z") || strings.HasSuffix(v, "+00:00")) || strings.ContainsAny(v[:10], "tz ") {
+		return time.Time{}, refuse
+	}
+	return t.UTC(), nil
+}
