@@ -56,25 +56,20 @@ func scanRevision(row pgx.Row) (*Revision, error) {
 func (s *Store) Revisions(ctx context.Context, e *model.Entity, id string, after int64, limit int) ([]*Revision, error) {
 	rows, err := s.pool.Query(ctx, `SELECT `+revisionColumns+` FROM registrum.revisions
 WHERE entity_id = $1 AND record_id = $2::uuid AND revision > $3 ORDER BY revision LIMIT $4`, e.ID, id, after, limit)
-	return collectRevisions(rows, err, "revisions of "+e.ID)
-}
-
-// collectRevisions scans the revisions a query returned.
-func collectRevisions(rows pgx.Rows, err error, what string) ([]*Revision, error) {
 	if err != nil {
-		return nil, fmt.Errorf("store: read %s: %w", what, err)
+		return nil, fmt.Errorf("store: read revisions of %s: %w", e.ID, err)
 	}
 	defer rows.Close()
 	var out []*Revision
 	for rows.Next() {
 		r, err := scanRevision(rows)
 		if err != nil {
-			return nil, fmt.Errorf("store: scan %s: %w", what, err)
+			return nil, fmt.Errorf("store: scan revision of %s: %w", e.ID, err)
 		}
 		out = append(out, r)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("store: read %s: %w", what, err)
+		return nil, fmt.Errorf("store: read revisions of %s: %w", e.ID, err)
 	}
 	return out, nil
 }
@@ -138,59 +133,4 @@ func ValidAt(e *model.Entity, scope querysql.Fragment, at time.Time) (querysql.F
 		cond = "(" + scope.SQL + ") AND " + cond
 	}
 	return querysql.Fragment{SQL: cond, Args: args}, nil
-}
-
-// ErrNoSnapshot means a snapshot's commit is not in the commit order: it is
-// unknown, or not retained.
-var ErrNoSnapshot = errors.New("store: the snapshot's commit is not known")
-
-// SnapshotHead returns the latest committed commit and its position; the
-// nil commit at position 0 when nothing was ever written.
-func (s *Store) SnapshotHead(ctx context.Context) (string, int64, error) {
-	var id string
-	var pos int64
-	err := s.pool.QueryRow(ctx, `SELECT commit_id::text, position FROM registrum.commits ORDER BY position DESC LIMIT 1`).Scan(&id, &pos)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return NilCommit, 0, nil
-	}
-	if err != nil {
-		return "", 0, fmt.Errorf("store: read the latest commit: %w", err)
-	}
-	return id, pos, nil
-}
-
-// NilCommit names the state before any write (position 0).
-const NilCommit = "00000000-0000-0000-0000-000000000000"
-
-// CommitPosition returns the position of commit id, or ErrNoSnapshot.
-func (s *Store) CommitPosition(ctx context.Context, id string) (int64, error) {
-	if id == NilCommit {
-		return 0, nil
-	}
-	var pos int64
-	err := s.pool.QueryRow(ctx, `SELECT position FROM registrum.commits WHERE commit_id = $1::uuid`, id).Scan(&pos)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return 0, ErrNoSnapshot
-	}
-	if err != nil {
-		return 0, fmt.Errorf("store: read commit position: %w", err)
-	}
-	return pos, nil
-}
-
-// SnapshotRevisions returns, in record id order after record id after ("" for
-// the start), at most limit records of e that are live as of commit position
-// pos: each record's latest revision whose commit has a position at or below
-// pos, when that revision is not a tombstone.
-func (s *Store) SnapshotRevisions(ctx context.Context, e *model.Entity, pos int64, after string, limit int) ([]*Revision, error) {
-	if after == "" {
-		after = NilCommit
-	}
-	rows, err := s.pool.Query(ctx, `SELECT `+revisionColumns+` FROM (
-  SELECT DISTINCT ON (r.record_id) r.*
-  FROM registrum.revisions r JOIN registrum.commits c ON c.commit_id = r.commit_id
-  WHERE r.entity_id = $1 AND c.position <= $2 AND r.record_id > $3::uuid
-  ORDER BY r.record_id, r.revision DESC
-) s WHERE lifecycle = 'active' ORDER BY record_id LIMIT $4`, e.ID, pos, after, limit)
-	return collectRevisions(rows, err, "snapshot of "+e.ID)
 }

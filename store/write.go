@@ -51,9 +51,6 @@ type Writer struct {
 	tx       pgx.Tx
 	commitID string
 	now      time.Time
-	// journaled is set once a revision is appended: the commit then takes
-	// a position (registrum.commits) as its last step.
-	journaled bool
 }
 
 // CommitID returns the commit id shared by the transaction's revisions.
@@ -103,11 +100,6 @@ func (s *Store) Write(ctx context.Context, idem *Idempotency, fn func(w *Writer)
 				return err
 			}
 			if _, err := tx.Exec(ctx, `UPDATE registrum.idempotency SET outcome = $2 WHERE key_reference = $1`, idem.KeyReference, b); err != nil {
-				return err
-			}
-		}
-		if w.journaled {
-			if err := w.position(ctx); err != nil {
 				return err
 			}
 		}
@@ -216,31 +208,6 @@ func (w *Writer) journal(ctx context.Context, operation string, rec *Record, j J
     VALUES ($1, 'succeeded', $2, $3, $4, nullif($5, ''), $6)`,
 		operation, rec.Entity.ID, j.RecordReference, rec.Revision, j.PrincipalReference, j.TraceID); err != nil {
 		return fmt.Errorf("store: append audit entry: %w", err)
-	}
-	w.journaled = true
-	return nil
-}
-
-// commitOrderLock is the advisory lock key that orders commit positions.
-const commitOrderLock = 0x7265676973747231 // "registr1"
-
-// position gives the commit the next commit position, as the last step of
-// its transaction: under a transaction-scoped advisory lock, held until the
-// commit is visible, so that positions become visible in their order and a
-// reader that sees position P sees every position below it
-// (docs/decisions/snapshot-reads.md). The deferred constraints are checked
-// first, so that the lock is never held while a commit-time check waits
-// for another writer (which may be waiting for the lock).
-func (w *Writer) position(ctx context.Context) error {
-	if _, err := w.tx.Exec(ctx, `SET CONSTRAINTS ALL IMMEDIATE`); err != nil {
-		return w.s.writeError(nil, err)
-	}
-	if _, err := w.tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, int64(commitOrderLock)); err != nil {
-		return fmt.Errorf("store: order commit: %w", err)
-	}
-	if _, err := w.tx.Exec(ctx, `INSERT INTO registrum.commits (position, commit_id)
-SELECT coalesce(max(position), 0) + 1, $1::uuid FROM registrum.commits`, w.commitID); err != nil {
-		return fmt.Errorf("store: order commit: %w", err)
 	}
 	return nil
 }

@@ -25,7 +25,6 @@ func (a *API) recordRoutes(r chi.Router) {
 	ingestion, _ := generate.CapabilityByID(generate.CapIngestionRuns)
 	revisions, _ := generate.CapabilityByID(generate.CapRevisions)
 	temporal, _ := generate.CapabilityByID(generate.CapTemporalReads)
-	snapshot, _ := generate.CapabilityByID(generate.CapSnapshot)
 	for _, e := range a.pkg.Entities {
 		if e.IsRequestEntity() && !requests.Served {
 			continue
@@ -42,9 +41,6 @@ func (a *API) recordRoutes(r chi.Router) {
 		if e.Temporal != nil && temporal.Served {
 			a.entityRoute(r, http.MethodGet, base+":current", e, a.temporalRead(true))
 			a.entityRoute(r, http.MethodGet, base+":as-of", e, a.temporalRead(false))
-		}
-		if snapshot.Served && a.snapshotGranted(e) {
-			a.entityRoute(r, http.MethodGet, base+":snapshot", e, a.snapshotRead)
 		}
 		if e.MutationMode == model.Mutable {
 			a.entityRoute(r, http.MethodPatch, item, e, a.patchRecord)
