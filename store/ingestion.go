@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // ErrRunNotFound means no ingestion run has the given id.
@@ -205,7 +206,7 @@ func readChunk(ctx context.Context, q querier, runID string, index int64, lock b
 // LockRun reads a run and locks it until the transaction ends, so that one
 // chunk of a run commits at a time.
 func (w *Writer) LockRun(ctx context.Context, entityID, runID string) (*Run, error) {
-	r, err := scanRun(w.tx.QueryRow(ctx, `SELECT `+runColumns+` FROM registrum.ingestion_runs WHERE run_id = $1 AND entity_id = $2 FOR UPDATE`, runID, entityID))
+	r, err := scanRun(w.queryRow(ctx, `SELECT `+runColumns+` FROM registrum.ingestion_runs WHERE run_id = $1 AND entity_id = $2 FOR UPDATE`, runID, entityID))
 	if err != nil && !errors.Is(err, ErrRunNotFound) {
 		return nil, fmt.Errorf("store: lock ingestion run: %w", err)
 	}
@@ -214,36 +215,33 @@ func (w *Writer) LockRun(ctx context.Context, entityID, runID string) (*Run, err
 
 // Chunk reads a committed chunk inside the transaction.
 func (w *Writer) Chunk(ctx context.Context, runID string, index int64) (*Chunk, error) {
-	return readChunk(ctx, w.tx, runID, index, false)
+	return readChunk(ctx, w.db(), runID, index, false)
 }
 
 // CommitChunk stores a chunk's receipt and advances the run's checkpoint in
 // the transaction that wrote the chunk's records; complete marks the run
 // complete. An audit entry records the commit.
 func (w *Writer) CommitChunk(ctx context.Context, r *Run, c Chunk, complete bool, principalReference, traceID string) error {
-	if _, err := w.tx.Exec(ctx, `INSERT INTO registrum.ingestion_run_chunks
+	w.send(nil, func(err error) error { return fmt.Errorf("store: store ingestion chunk: %w", err) }, `INSERT INTO registrum.ingestion_run_chunks
     (run_id, chunk_index, chunk_digest, prefix_digest, item_count, end_item, commit_id, receipt, created_at)
     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
-		r.RunID, c.Index, c.Digest, c.PrefixDigest, c.ItemCount, c.EndItem, w.commitID, c.Receipt, w.now); err != nil {
-		return fmt.Errorf("store: store ingestion chunk: %w", err)
-	}
+		r.RunID, c.Index, c.Digest, c.PrefixDigest, c.ItemCount, c.EndItem, w.commitID, c.Receipt, w.now)
 	status := "open"
 	if complete {
 		status = "complete"
 	}
-	tag, err := w.tx.Exec(ctx, `UPDATE registrum.ingestion_runs SET next_chunk_index = $2 + 1, committed_items = $3,
+	w.send(func(tag pgconn.CommandTag) error {
+		if tag.RowsAffected() != 1 {
+			return fmt.Errorf("store: advance ingestion run %s: the checkpoint moved", r.RunID)
+		}
+		return nil
+	}, func(err error) error { return fmt.Errorf("store: advance ingestion run: %w", err) },
+		`UPDATE registrum.ingestion_runs SET next_chunk_index = $2 + 1, committed_items = $3,
     committed_prefix_digest = $4, status = $5, last_attempt_outcome = 'committed', last_attempt_chunk_index = $2, updated_at = $6
     WHERE run_id = $1 AND next_chunk_index = $2 AND status = 'open'`,
 		r.RunID, c.Index, c.EndItem, c.PrefixDigest, status, w.now)
-	if err != nil {
-		return fmt.Errorf("store: advance ingestion run: %w", err)
-	}
-	if tag.RowsAffected() != 1 {
-		return fmt.Errorf("store: advance ingestion run %s: the checkpoint moved", r.RunID)
-	}
-	if _, err := w.tx.Exec(ctx, `INSERT INTO registrum.audit (operation, outcome, entity_id, record_reference, revision, principal_reference, trace_id)
-    VALUES ('ingestion_chunk', 'succeeded', $1, NULL, NULL, nullif($2, ''), $3)`, r.EntityID, principalReference, traceID); err != nil {
-		return fmt.Errorf("store: append audit entry: %w", err)
-	}
+	w.send(nil, func(err error) error { return fmt.Errorf("store: append audit entry: %w", err) },
+		`INSERT INTO registrum.audit (operation, outcome, entity_id, record_reference, revision, principal_reference, trace_id)
+    VALUES ('ingestion_chunk', 'succeeded', $1, NULL, NULL, nullif($2, ''), $3)`, r.EntityID, principalReference, traceID)
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/registrum/registrum/model"
 	"github.com/registrum/registrum/store/layout"
@@ -137,47 +138,43 @@ func (s *Store) Request(ctx context.Context, e *model.Entity, id string) (*Reque
 // LockRequest reads the workflow state of a request record and locks it
 // until the transaction ends.
 func (w *Writer) LockRequest(ctx context.Context, e *model.Entity, id string) (*Request, error) {
-	r, err := scanRequest(w.tx.QueryRow(ctx, "SELECT "+requestColumns+" FOR UPDATE OF r", e.ID, id))
+	r, err := scanRequest(w.queryRow(ctx, "SELECT "+requestColumns+" FOR UPDATE OF r", e.ID, id))
 	if err != nil {
 		return nil, err
 	}
-	return r, w.s.review(ctx, w.tx, e, r)
+	return r, w.s.review(ctx, w.db(), e, r)
 }
 
 // CreateRequest starts the workflow of a new request record as a draft of
 // proposal version 1 owned by owner.
 func (w *Writer) CreateRequest(ctx context.Context, e *model.Entity, id, owner string) error {
-	_, err := w.tx.Exec(ctx, `INSERT INTO registrum.requests (entity_id, record_id, owner_reference, state, proposal_version, updated_at)
+	w.send(nil, func(err error) error { return fmt.Errorf("store: create request: %w", err) },
+		`INSERT INTO registrum.requests (entity_id, record_id, owner_reference, state, proposal_version, updated_at)
     VALUES ($1, $2, $3, 'draft', 1, $4)`, e.ID, id, owner, w.now)
-	if err != nil {
-		return fmt.Errorf("store: create request: %w", err)
-	}
 	return nil
 }
 
 // SubmitRequest freezes p as the request's current proposal and moves the
 // request to submitted.
 func (w *Writer) SubmitRequest(ctx context.Context, e *model.Entity, id string, p *Proposal) error {
-	if _, err := w.tx.Exec(ctx, `INSERT INTO registrum.request_proposals
+	w.send(nil, func(err error) error { return fmt.Errorf("store: freeze proposal: %w", err) }, `INSERT INTO registrum.request_proposals
     (entity_id, record_id, proposal_version, record_revision, planner, module_digest, effect_digest, plan, submitter_reference, submitter_actor, submitted_at)
     VALUES ($1, $2, $3, $4, $5, nullif($6, ''), $7, $8, $9, $10, $11)`,
-		e.ID, id, p.Version, p.RecordRevision, p.Planner, p.ModuleDigest, p.EffectDigest, string(p.Plan), p.SubmitterReference, p.SubmitterActor, w.now); err != nil {
-		return fmt.Errorf("store: freeze proposal: %w", err)
-	}
+		e.ID, id, p.Version, p.RecordRevision, p.Planner, p.ModuleDigest, p.EffectDigest, string(p.Plan), p.SubmitterReference, p.SubmitterActor, w.now)
 	p.SubmittedAt = w.now
 	return w.SetRequestState(ctx, e, id, RequestSubmitted, p.Version)
 }
 
 // SetRequestState moves a request to state at proposal version.
 func (w *Writer) SetRequestState(ctx context.Context, e *model.Entity, id, state string, proposalVersion int64) error {
-	tag, err := w.tx.Exec(ctx, `UPDATE registrum.requests SET state = $3, proposal_version = $4, updated_at = $5 WHERE entity_id = $1 AND record_id = $2`,
+	w.send(func(tag pgconn.CommandTag) error {
+		if tag.RowsAffected() != 1 {
+			return ErrNotFound
+		}
+		return nil
+	}, func(err error) error { return fmt.Errorf("store: set request state: %w", err) },
+		`UPDATE registrum.requests SET state = $3, proposal_version = $4, updated_at = $5 WHERE entity_id = $1 AND record_id = $2`,
 		e.ID, id, state, proposalVersion, w.now)
-	if err != nil {
-		return fmt.Errorf("store: set request state: %w", err)
-	}
-	if tag.RowsAffected() != 1 {
-		return ErrNotFound
-	}
 	return nil
 }
 
@@ -185,12 +182,10 @@ func (w *Writer) SetRequestState(ctx context.Context, e *model.Entity, id, state
 // applied. It must run in the transaction that wrote the effects.
 func (w *Writer) ApplyRequest(ctx context.Context, e *model.Entity, id string, a *Application) error {
 	a.AppliedAt = w.now
-	if _, err := w.tx.Exec(ctx, `INSERT INTO registrum.request_applications
+	w.send(nil, func(err error) error { return fmt.Errorf("store: write application receipt: %w", err) }, `INSERT INTO registrum.request_applications
     (application_id, entity_id, record_id, proposal_version, effect_digest, applier_reference, applier_actor, reason, reason_present, results, applied_at)
     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
-		a.ID, e.ID, id, a.ProposalVersion, a.EffectDigest, a.ApplierReference, a.ApplierActor, a.Reason, a.ReasonPresent, string(a.Results), w.now); err != nil {
-		return fmt.Errorf("store: write application receipt: %w", err)
-	}
+		a.ID, e.ID, id, a.ProposalVersion, a.EffectDigest, a.ApplierReference, a.ApplierActor, a.Reason, a.ReasonPresent, string(a.Results), w.now)
 	return w.SetRequestState(ctx, e, id, RequestApplied, a.ProposalVersion)
 }
 
@@ -200,14 +195,15 @@ func (w *Writer) ApplyRequest(ctx context.Context, e *model.Entity, id string, a
 func (w *Writer) Touch(ctx context.Context, e *model.Entity, rec *Record, expected int64, operation string, j Journal) (*Record, error) {
 	q := "UPDATE " + layout.Table(e) + " SET " + layout.ColRevision + " = " + layout.ColRevision + " + 1, " +
 		layout.ColUpdatedAt + " = $3, " + layout.ColPackageRevision + " = $4 WHERE " + layout.ColRecordID + " = $1 AND " +
-		layout.ColRevision + " = $2 AND " + layout.ColLifecycle + " = '" + layout.LifecycleActive + "' RETURNING " + layout.ColRevision
+		layout.ColRevision + " = $2 AND " + layout.ColLifecycle + " = '" + layout.LifecycleActive + "'"
 	next := *rec
-	if err := w.tx.QueryRow(ctx, q, rec.ID, expected, w.now, w.s.pkg.Revision).Scan(&next.Revision); err != nil {
-		if errors.Is(err, pgx.ErrNoRows) {
-			return nil, ErrStale
+	w.send(func(tag pgconn.CommandTag) error {
+		if tag.RowsAffected() != 1 {
+			return ErrStale
 		}
-		return nil, w.s.writeError(e, err)
-	}
+		return nil
+	}, func(err error) error { return w.s.writeError(e, err) }, q, rec.ID, expected, w.now, w.s.pkg.Revision)
+	next.Revision = expected + 1
 	next.UpdatedAt = w.now
 	if err := w.journal(ctx, operation, &next, j); err != nil {
 		return nil, err

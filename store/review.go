@@ -59,13 +59,10 @@ type ReviewResult struct {
 
 // InsertSubmission records a submission to send, in the submit transaction.
 func (w *Writer) InsertSubmission(ctx context.Context, s *Submission) error {
-	_, err := w.tx.Exec(ctx, `INSERT INTO registrum.review_submissions
+	w.send(nil, func(err error) error { return fmt.Errorf("store: record submission: %w", err) }, `INSERT INTO registrum.review_submissions
     (entity_id, record_id, proposal_version, authority, policy_id, state, body, submission_digest, recovery_deadline, created_at, updated_at)
     VALUES ($1, $2, $3, $4, $5, 'pending', $6, $7, $8, $9, $9)`,
 		s.Entity, s.RecordID, s.ProposalVersion, s.Authority, s.PolicyID, string(s.Body), s.SubmissionDigest, s.RecoveryDeadline, w.now)
-	if err != nil {
-		return fmt.Errorf("store: record submission: %w", err)
-	}
 	return nil
 }
 

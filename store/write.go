@@ -47,10 +47,13 @@ type Outcome struct {
 // Writer performs the writes of one transaction. All revisions it appends
 // share one commit id.
 type Writer struct {
-	s        *Store
-	tx       pgx.Tx
+	s *Store
+	// sqlTx is used through send, queryRow and db only (pipeline.go): a
+	// statement sent on it directly would overtake the queued ones.
+	sqlTx    pgx.Tx
 	commitID string
 	now      time.Time
+	pending  []pendingStatement
 }
 
 // CommitID returns the commit id shared by the transaction's revisions.
@@ -66,6 +69,7 @@ var errReplayed = errors.New("replayed")
 // violated at commit is returned as a *ConstraintError.
 func (s *Store) Write(ctx context.Context, idem *Idempotency, fn func(w *Writer) (*Outcome, error)) (out *Outcome, replayed bool, err error) {
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		w := &Writer{s: s, sqlTx: tx, commitID: uuid.NewString(), now: time.Now().UTC().Truncate(time.Microsecond)}
 		if idem != nil {
 			tag, err := tx.Exec(ctx, `INSERT INTO registrum.idempotency (key_reference, request_digest) VALUES ($1, $2) ON CONFLICT DO NOTHING`,
 				idem.KeyReference, idem.RequestDigest)
@@ -73,23 +77,11 @@ func (s *Store) Write(ctx context.Context, idem *Idempotency, fn func(w *Writer)
 				return err
 			}
 			if tag.RowsAffected() == 0 {
-				var digest string
-				var stored []byte
-				if err := tx.QueryRow(ctx, `SELECT request_digest, outcome FROM registrum.idempotency WHERE key_reference = $1`, idem.KeyReference).Scan(&digest, &stored); err != nil {
-					return err
-				}
-				if digest != idem.RequestDigest {
-					return ErrIdempotencyConflict
-				}
-				out = &Outcome{}
-				if err := json.Unmarshal(stored, out); err != nil {
-					return fmt.Errorf("stored outcome: %w", err)
-				}
-				replayed = true
+				// Taking the key waited for the write that holds it to
+				// end, so its outcome is committed.
 				return errReplayed
 			}
 		}
-		w := &Writer{s: s, tx: tx, commitID: uuid.NewString(), now: time.Now().UTC().Truncate(time.Microsecond)}
 		o, err := fn(w)
 		if err != nil {
 			return err
@@ -99,20 +91,42 @@ func (s *Store) Write(ctx context.Context, idem *Idempotency, fn func(w *Writer)
 			if err != nil {
 				return err
 			}
-			if _, err := tx.Exec(ctx, `UPDATE registrum.idempotency SET outcome = $2 WHERE key_reference = $1`, idem.KeyReference, b); err != nil {
-				return err
-			}
+			w.send(nil, nil, `UPDATE registrum.idempotency SET outcome = $2 WHERE key_reference = $1`, idem.KeyReference, b)
+		}
+		if err := w.flush(ctx); err != nil {
+			return err
 		}
 		out = o
 		return nil
 	})
 	if errors.Is(err, errReplayed) {
+		out, err = s.replay(ctx, idem)
+		if err != nil {
+			return nil, false, err
+		}
 		return out, true, nil
 	}
 	if err != nil {
 		return nil, false, s.writeError(nil, err)
 	}
 	return out, false, nil
+}
+
+// replay reads the outcome stored under a key that a write found taken.
+func (s *Store) replay(ctx context.Context, idem *Idempotency) (*Outcome, error) {
+	var digest string
+	var stored []byte
+	if err := s.pool.QueryRow(ctx, `SELECT request_digest, outcome FROM registrum.idempotency WHERE key_reference = $1`, idem.KeyReference).Scan(&digest, &stored); err != nil {
+		return nil, fmt.Errorf("store: read idempotency key: %w", err)
+	}
+	if digest != idem.RequestDigest {
+		return nil, ErrIdempotencyConflict
+	}
+	out := &Outcome{}
+	if err := json.Unmarshal(stored, out); err != nil {
+		return nil, fmt.Errorf("store: stored outcome: %w", err)
+	}
+	return out, nil
 }
 
 // Create inserts a new record at revision 1.
@@ -130,9 +144,7 @@ func (w *Writer) Create(ctx context.Context, e *model.Entity, id string, values 
 		ph = append(ph, "$"+strconv.Itoa(len(args)))
 	}
 	insert := "INSERT INTO " + layout.Table(e) + " (" + strings.Join(cols, ", ") + ") VALUES (" + strings.Join(ph, ", ") + ")"
-	if _, err := w.tx.Exec(ctx, insert, args...); err != nil {
-		return nil, w.s.writeError(e, err)
-	}
+	w.send(nil, func(err error) error { return w.s.writeError(e, err) }, insert, args...)
 	rec := &Record{Entity: e, ID: id, Revision: 1, Lifecycle: layout.LifecycleActive, CreatedAt: w.now, UpdatedAt: w.now, Values: values}
 	if err := w.journal(ctx, "create", rec, j); err != nil {
 		return nil, err
@@ -142,7 +154,7 @@ func (w *Writer) Create(ctx context.Context, e *model.Entity, id string, values 
 
 // Lock reads a record's current state and locks it until the transaction ends.
 func (w *Writer) Lock(ctx context.Context, e *model.Entity, id string) (*Record, error) {
-	return w.s.get(ctx, w.tx, e, id, true)
+	return w.s.get(ctx, w.db(), e, id, true)
 }
 
 // Update writes the full new state of a live record as its next revision.
@@ -158,7 +170,7 @@ func (w *Writer) Update(ctx context.Context, e *model.Entity, id string, expecte
 		" WHERE " + layout.ColRecordID + " = $1 AND " + layout.ColRevision + " = $2 AND " + layout.ColLifecycle + " = '" + layout.LifecycleActive + "'" +
 		" RETURNING " + layout.ColRevision + ", " + layout.ColCreatedAt
 	rec := &Record{Entity: e, ID: id, Lifecycle: layout.LifecycleActive, UpdatedAt: w.now, Values: values}
-	if err := w.tx.QueryRow(ctx, q, args...).Scan(&rec.Revision, &rec.CreatedAt); err != nil {
+	if err := w.queryRow(ctx, q, args...).Scan(&rec.Revision, &rec.CreatedAt); err != nil {
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil, ErrStale
 		}
@@ -183,10 +195,9 @@ func (w *Writer) Tombstone(ctx context.Context, e *model.Entity, id string, expe
 	}
 	q := "UPDATE " + layout.Table(e) + " SET " + layout.ColRevision + " = " + layout.ColRevision + " + 1, " +
 		layout.ColLifecycle + " = '" + layout.LifecycleTombstoned + "', " + layout.ColUpdatedAt + " = $2, " + layout.ColPackageRevision + " = $3" +
-		" WHERE " + layout.ColRecordID + " = $1 RETURNING " + layout.ColRevision
-	if err := w.tx.QueryRow(ctx, q, id, w.now, w.s.pkg.Revision).Scan(&current.Revision); err != nil {
-		return nil, w.s.writeError(e, err)
-	}
+		" WHERE " + layout.ColRecordID + " = $1"
+	w.send(nil, func(err error) error { return w.s.writeError(e, err) }, q, id, w.now, w.s.pkg.Revision)
+	current.Revision++
 	current.Lifecycle = layout.LifecycleTombstoned
 	current.UpdatedAt = w.now
 	if err := w.journal(ctx, "tombstone", current, j); err != nil {
@@ -197,18 +208,14 @@ func (w *Writer) Tombstone(ctx context.Context, e *model.Entity, id string, expe
 
 // journal appends the revision and the audit entry of a write.
 func (w *Writer) journal(ctx context.Context, operation string, rec *Record, j Journal) error {
-	if _, err := w.tx.Exec(ctx, `INSERT INTO registrum.revisions
+	w.send(nil, func(err error) error { return fmt.Errorf("store: append revision: %w", err) }, `INSERT INTO registrum.revisions
     (entity_id, record_id, revision, lifecycle, data, package_revision, operation_id, commit_id, created_at, change_context)
     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
-		rec.Entity.ID, rec.ID, rec.Revision, rec.Lifecycle, string(j.Data), w.s.pkg.Revision, j.OperationID, w.commitID, w.now, nullableJSON(j.ChangeContext)); err != nil {
-		return fmt.Errorf("store: append revision: %w", err)
-	}
-	if _, err := w.tx.Exec(ctx, `INSERT INTO registrum.audit
+		rec.Entity.ID, rec.ID, rec.Revision, rec.Lifecycle, string(j.Data), w.s.pkg.Revision, j.OperationID, w.commitID, w.now, nullableJSON(j.ChangeContext))
+	w.send(nil, func(err error) error { return fmt.Errorf("store: append audit entry: %w", err) }, `INSERT INTO registrum.audit
     (operation, outcome, entity_id, record_reference, revision, principal_reference, trace_id)
     VALUES ($1, 'succeeded', $2, $3, $4, nullif($5, ''), $6)`,
-		operation, rec.Entity.ID, j.RecordReference, rec.Revision, j.PrincipalReference, j.TraceID); err != nil {
-		return fmt.Errorf("store: append audit entry: %w", err)
-	}
+		operation, rec.Entity.ID, j.RecordReference, rec.Revision, j.PrincipalReference, j.TraceID)
 	return nil
 }
 

@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 
@@ -145,5 +146,60 @@ func TestIdempotentWritesReplayConflictAndResolveConcurrency(t *testing.T) {
 	}
 	if after := count(t, pool, "select count(*) from registrum_data.e_household"); after != before+1 {
 		t.Fatalf("concurrent duplicates wrote %d records", after-before)
+	}
+}
+
+// TestPipelinedStatementsKeepTheirOrder checks the Writer's pipeline: a
+// statement queued for a later round trip is visible to the next read of
+// the transaction, and a queued statement that fails fails the write and
+// leaves nothing behind.
+func TestPipelinedStatementsKeepTheirOrder(t *testing.T) {
+	ctx := context.Background()
+	s, pool := openStore(t)
+	hh := s.Package().EntityByID("household")
+	id := uuid.NewString()
+	_, _, err := s.Write(ctx, nil, func(w *store.Writer) (*store.Outcome, error) {
+		if _, err := w.Create(ctx, hh, id, map[string]any{"name": "a"}, journal()); err != nil {
+			return nil, err
+		}
+		// The create is still queued; the lock travels with it and sees it.
+		rec, err := w.Lock(ctx, hh, id)
+		if err != nil {
+			return nil, fmt.Errorf("read after a queued create: %w", err)
+		}
+		if rec.Revision != 1 || rec.Values["name"] != "a" {
+			return nil, fmt.Errorf("read after a queued create: %+v", rec)
+		}
+		if _, err := w.Update(ctx, hh, id, 1, map[string]any{"name": "b"}, journal()); err != nil {
+			return nil, err
+		}
+		return &store.Outcome{Status: 200}, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := count(t, pool, "select count(*) from registrum.revisions where record_id = '"+id+"'"); n != 2 {
+		t.Fatalf("revisions = %d, want 2", n)
+	}
+
+	// A queued statement that fails (a check constraint on the value) is
+	// reported by the round trip that carries it, and rolls everything back.
+	other := uuid.NewString()
+	_, _, err = s.Write(ctx, nil, func(w *store.Writer) (*store.Outcome, error) {
+		if _, err := w.Create(ctx, hh, other, map[string]any{"name": "ok"}, journal()); err != nil {
+			return nil, err
+		}
+		if _, err := w.Create(ctx, hh, uuid.NewString(), map[string]any{"name": "elevenchars"}, journal()); err != nil {
+			return nil, err
+		}
+		_, err := w.Lock(ctx, hh, other)
+		return nil, err
+	})
+	var ce *store.ConstraintError
+	if !errors.As(err, &ce) {
+		t.Fatalf("queued refused create: err = %v, want a ConstraintError", err)
+	}
+	if n := count(t, pool, "select count(*) from registrum.revisions where record_id = '"+other+"'"); n != 0 {
+		t.Fatalf("a failed write left %d revisions", n)
 	}
 }
