@@ -39,7 +39,8 @@ func testPackage(t *testing.T) *model.Package {
 				{ID: "seen", APIName: "seen", Type: model.TypeTimestamp},
 				{ID: "active", APIName: "active", Type: model.TypeBoolean},
 				{ID: "where", APIName: "where", Type: model.TypeCRS84Point},
-			}, Constraints: []*model.Constraint{{ID: "unique-nid", Kind: model.ConstraintUnique, Fields: []string{"national-id"}}}},
+			}, Constraints: []*model.Constraint{{ID: "unique-nid", Kind: model.ConstraintUnique, Fields: []string{"national-id"}}},
+				GeoJSON: &model.GeoJSON{GeometryField: "where"}},
 			{ID: "placement", Route: "placements", MutationMode: model.Mutable,
 				Temporal: &model.Temporal{StartField: "from", EndField: "to", Type: model.TypeDate},
 				Fields: []*model.Field{

@@ -79,6 +79,7 @@ func New(o Options) *API {
 		r.Get("/v1/registry", a.registry)
 	}
 	a.recordRoutes(r)
+	a.gisRoutes(r)
 	a.router = r
 	a.handler = a.observe(r)
 	return a

@@ -71,30 +71,12 @@ func (s *Service) list(ctx context.Context, c Call, e *model.Entity, opts query.
 	if err != nil {
 		return nil, queryProblem(err)
 	}
-	scope, err := store.Scope(e, storeBoundaries(grant))
-	if err != nil {
-		return nil, err
-	}
-	if ownRequestsOnly(e, grant) {
-		scope = store.OwnedRequests(e, scope, grant.PrincipalReference)
-	}
-	if narrow != nil {
-		scope = narrow(scope)
-	}
-	recs, err := s.store.Page(ctx, q, scope)
+	recs, next, err := s.page(ctx, e, grant, q, caller, now, narrow)
 	if err != nil {
 		return nil, err
 	}
 	page := Collection{Items: make([]CollectionItem, 0, len(recs)), Meta: MetaOf(s.pkg, e)}
-	if len(recs) > q.Top {
-		recs = recs[:q.Top]
-		last := recs[len(recs)-1]
-		next, err := s.sealer.Seal(q, caller, query.Row{ID: last.ID, Values: last.Values}, now)
-		if err != nil {
-			return nil, fmt.Errorf("records: seal cursor: %w", err)
-		}
-		page.PageInfo.NextCursor = &next
-	}
+	page.PageInfo.NextCursor = next
 	for _, rec := range recs {
 		dd := make(map[string]any, len(q.Select))
 		for _, f := range q.Select {
@@ -107,6 +89,10 @@ func (s *Service) list(ctx context.Context, c Call, e *model.Entity, opts query.
 		})
 	}
 	if q.Count {
+		scope, err := s.scope(e, grant, narrow)
+		if err != nil {
+			return nil, err
+		}
 		n, err := s.store.Count(ctx, q, scope)
 		if err != nil {
 			return nil, err
@@ -121,6 +107,49 @@ func (s *Service) list(ctx context.Context, c Call, e *model.Entity, opts query.
 		return nil, fmt.Errorf("records: render page: %w", err)
 	}
 	return &Result{Status: http.StatusOK, Body: body}, nil
+}
+
+// scope returns the condition every record a collection read of e by the
+// grant's caller may see meets: live, inside the row boundaries, the
+// caller's own requests under requestVisibility owner, and narrow's
+// condition when set.
+func (s *Service) scope(e *model.Entity, grant *access.Grant, narrow func(querysql.Fragment) querysql.Fragment) (querysql.Fragment, error) {
+	scope, err := store.Scope(e, storeBoundaries(grant))
+	if err != nil {
+		return querysql.Fragment{}, err
+	}
+	if ownRequestsOnly(e, grant) {
+		scope = store.OwnedRequests(e, scope, grant.PrincipalReference)
+	}
+	if narrow != nil {
+		scope = narrow(scope)
+	}
+	return scope, nil
+}
+
+// page reads the records of one page of q in the grant's scope, at most
+// q.Top, and seals the cursor of the next page when there is one (nil on
+// the last page).
+func (s *Service) page(ctx context.Context, e *model.Entity, grant *access.Grant, q *query.Query, caller cursor.Caller, now time.Time,
+	narrow func(querysql.Fragment) querysql.Fragment) ([]*store.Record, *string, error) {
+	scope, err := s.scope(e, grant, narrow)
+	if err != nil {
+		return nil, nil, err
+	}
+	recs, err := s.store.Page(ctx, q, scope)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(recs) <= q.Top {
+		return recs, nil, nil
+	}
+	recs = recs[:q.Top]
+	last := recs[len(recs)-1]
+	next, err := s.sealer.Seal(q, caller, query.Row{ID: last.ID, Values: last.Values}, now)
+	if err != nil {
+		return nil, nil, fmt.Errorf("records: seal cursor: %w", err)
+	}
+	return recs, &next, nil
 }
 
 // queryProblem answers a refusal of the query layer (a *query.Error) with

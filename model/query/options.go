@@ -47,6 +47,9 @@ type Allowed struct {
 	Filterable []string
 	Sortable   []string
 	AllowCount bool
+	// MaxTop is the largest page size of the read; 0 means MaxTop (the
+	// spatial adapter allows larger pages).
+	MaxTop int
 	// Pseudo are filter names that are not entity fields, such as
 	// reviewOutcome on the request lists of a profile disclosing
 	// review_state. Absent, the name is refused like any unknown field.
@@ -114,6 +117,9 @@ type Query struct {
 	Cursor string
 	// Expr is the parsed $filter; nil when there is none.
 	Expr *Node
+	// BBox is the bounding box the entity's geometry field must lie in;
+	// nil when there is none.
+	BBox *BBox
 
 	// canon holds the canonical option texts carried inside cursors.
 	canon Canonical
@@ -137,6 +143,7 @@ type Canonical struct {
 	OrderBy string `json:"orderby,omitempty"`
 	Count   bool   `json:"count,omitempty"`
 	Top     int    `json:"top"`
+	BBox    string `json:"bbox,omitempty"`
 }
 
 // Filter returns the canonical text of the filter ("" when there is none):
@@ -157,10 +164,14 @@ func (q *Query) Digest() string {
 	for i, f := range q.Select {
 		sel[i] = f.APIName
 	}
-	d, err := canonjson.Digest(map[string]any{
+	m := map[string]any{
 		"entity": q.Entity.ID, "select": sel, "filter": q.Filter(),
 		"orderby": q.canon.OrderBy, "count": q.Count, "top": q.Top,
-	})
+	}
+	if q.canon.BBox != "" {
+		m["bbox"] = q.canon.BBox
+	}
+	d, err := canonjson.Digest(m)
 	if err != nil { // strings, bools and ints always encode
 		panic(err)
 	}
@@ -194,6 +205,10 @@ func Parse(e *model.Entity, a Allowed, opts RawOptions) (*Query, error) {
 	for _, name := range names {
 		switch name {
 		case OptAccessProfile, OptSelect, OptFilter, OptOrderBy, OptCount, OptTop, OptSkipToken:
+		case OptBBox:
+			if !bboxAllowed(e, a) {
+				return nil, invalid("%s is not a query option of this read for this access profile: the entity has no readable geometry field.", OptBBox)
+			}
 		default:
 			return nil, invalid("%s is not a query option of this read.", echo(name))
 		}
@@ -214,7 +229,7 @@ func Parse(e *model.Entity, a Allowed, opts RawOptions) (*Query, error) {
 	}
 	raw := Canonical{Top: DefaultTop}
 	if v, ok := opts[OptTop]; ok {
-		n, err := parseTop(v[0])
+		n, err := parseTop(v[0], a.maxTop())
 		if err != nil {
 			return nil, err
 		}
@@ -247,6 +262,12 @@ func Parse(e *model.Entity, a Allowed, opts RawOptions) (*Query, error) {
 			return nil, invalid("%s is empty.", OptOrderBy)
 		}
 	}
+	if v, ok := opts[OptBBox]; ok {
+		if v[0] == "" {
+			return nil, invalid("%s is empty.", OptBBox)
+		}
+		raw.BBox = v[0]
+	}
 	if _, ok := opts[OptSelect]; ok && raw.Select == "" {
 		return nil, invalid("%s is empty.", OptSelect)
 	}
@@ -258,8 +279,8 @@ func Parse(e *model.Entity, a Allowed, opts RawOptions) (*Query, error) {
 // same refusals as Parse.
 func Build(e *model.Entity, a Allowed, raw Canonical) (*Query, error) {
 	q := &Query{Entity: e, Count: raw.Count, Top: raw.Top}
-	if raw.Top < 1 || raw.Top > MaxTop {
-		return nil, invalid("%s must be an integer from 1 to %d.", OptTop, MaxTop)
+	if raw.Top < 1 || raw.Top > a.maxTop() {
+		return nil, invalid("%s must be an integer from 1 to %d.", OptTop, a.maxTop())
 	}
 	if raw.Count && !a.AllowCount {
 		return nil, invalid("%s is not allowed for this access profile.", OptCount)
@@ -276,23 +297,37 @@ func Build(e *model.Entity, a Allowed, raw Canonical) (*Query, error) {
 			return nil, err
 		}
 	}
+	if q.BBox, raw.BBox, err = parseBBoxOption(e, a, raw.BBox); err != nil {
+		return nil, err
+	}
 	q.canon = raw
 	return q, nil
 }
 
-func parseTop(s string) (int, error) {
+func (a Allowed) maxTop() int {
+	if a.MaxTop > 0 {
+		return a.MaxTop
+	}
+	return MaxTop
+}
+
+// ParseTop parses a page size from 1 to max: digits without a leading zero.
+// The refusal names the option opt.
+func ParseTop(opt, s string, max int) (int, error) {
 	n := 0
-	ok := s != "" && len(s) <= 3 && s[0] != '0'
+	ok := s != "" && len(s) <= len(strconv.Itoa(max)) && s[0] != '0'
 	for i := 0; ok && i < len(s); i++ {
 		c := s[i]
 		ok = c >= '0' && c <= '9'
 		n = n*10 + int(c-'0')
 	}
-	if !ok || n > MaxTop {
-		return 0, invalid("%s must be an integer from 1 to %d.", OptTop, MaxTop)
+	if !ok || n > max {
+		return 0, invalid("%s must be an integer from 1 to %d.", opt, max)
 	}
 	return n, nil
 }
+
+func parseTop(s string, max int) (int, error) { return ParseTop(OptTop, s, max) }
 
 // splitList splits a comma list, refusing empty members and overlong text.
 func splitList(opt, s string) ([]string, error) {

@@ -66,7 +66,7 @@ var capabilities = []Capability{
 	{ID: CapChangeRequests, Title: "change request records and actions", Served: true, Declared: "changeRequest"},
 	{ID: CapAttachments, Title: "attachments", Served: false, Declared: "attachments"},
 	{ID: CapImmediateActions, Title: "immediate actions", Served: false, Declared: "actions"},
-	{ID: CapGIS, Title: "spatial adapter (GeoJSON)", Served: false, Declared: "geojson"},
+	{ID: CapGIS, Title: "spatial adapter (GeoJSON)", Served: true, Declared: "geojson"},
 }
 
 // Capabilities returns the table of capabilities, in a fixed order.

@@ -338,7 +338,12 @@ func commonSchemas(p *model.Package) obj {
 						"properties": obj{"type": "object"},
 					},
 				}},
-				"links": obj{"type": "array", "items": obj{"type": "object"}},
+				"numberReturned": obj{"type": "integer", "minimum": 0},
+				"links": obj{"type": "array", "items": obj{
+					"type":       "object",
+					"required":   []any{"rel", "href"},
+					"properties": obj{"rel": str, "href": str, "type": str},
+				}},
 			},
 		},
 	}

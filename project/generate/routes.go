@@ -223,14 +223,15 @@ func gisOperations(p *model.Package) []operation {
 	}
 	doc := func(d string) obj { return response(d, obj{"type": "object"}, false, nil) }
 	ops := []operation{
-		{method: "get", path: "/v1/gis", id: "gis.landing", tag: "gis", summary: "Spatial adapter landing document.",
-			responses: withProblems(obj{"200": doc("The landing document.")}, 401, 404)},
-		{method: "get", path: "/v1/gis/api", id: "gis.api", tag: "gis", summary: "Spatial adapter API description.",
-			responses: withProblems(obj{"200": doc("The API description.")}, 401, 404)},
-		{method: "get", path: "/v1/gis/conformance", id: "gis.conformance", tag: "gis", summary: "Declared spatial adapter profile.",
-			responses: withProblems(obj{"200": response("The declared profile.", schemaRef("GisConformance"), false, nil)}, 401, 404)},
-		{method: "get", path: "/v1/gis/collections", id: "gis.collections", tag: "gis", summary: "Spatial collections.",
-			params: []any{accessProfileParam(nil)}, responses: withProblems(obj{"200": doc("The collections the profile may read.")}, 400, 401, 404)},
+		{method: "get", path: "/v1/gis", id: "gis.landing", tag: "gis", summary: "Spatial adapter landing document (public).", noAuth: true,
+			responses: withProblems(obj{"200": doc("The landing document: links to the API description, the conformance document and the collections.")}, 404)},
+		{method: "get", path: "/v1/gis/api", id: "gis.api", tag: "gis", summary: "Spatial adapter API description: this OpenAPI document (public).", noAuth: true,
+			responses: withProblems(obj{"200": obj{"description": "The OpenAPI document of the compiled package.",
+				"content": obj{"application/vnd.oai.openapi+json": obj{"schema": obj{"type": "object"}}}}}, 404)},
+		{method: "get", path: "/v1/gis/conformance", id: "gis.conformance", tag: "gis", summary: "Declared spatial adapter profile (public).", noAuth: true,
+			responses: withProblems(obj{"200": response("The declared profile.", schemaRef("GisConformance"), false, nil)}, 404)},
+		{method: "get", path: "/v1/gis/collections", id: "gis.collections", tag: "gis", summary: "Spatial collections the caller's profile may list.",
+			params: []any{accessProfileParam(nil)}, responses: withProblems(obj{"200": doc("The collections the profile may read.")}, 401, 404)},
 	}
 	ops = tagged(ops, CapGIS, "", "")
 	for _, e := range geo {
@@ -242,7 +243,7 @@ func gisOperations(p *model.Package) []operation {
 			{method: "get", path: c + "/items", id: "gis." + e.ID + ".items", tag: "gis", summary: "GeoJSON features of " + e.ID + " records.",
 				params: []any{ap, paramRef("bbox"), paramRef("gisLimit"), paramRef("gisCursor")},
 				responses: withProblems(obj{"200": obj{"description": "A GeoJSON feature collection.",
-					"content": obj{"application/geo+json": obj{"schema": schemaRef("FeatureCollection")}}}}, 400, 401, 404)},
+					"content": obj{"application/geo+json": obj{"schema": schemaRef("FeatureCollection")}}}}, 400, 401, 404, 503)},
 		}, CapGIS, e.ID, "")...)
 	}
 	return ops

@@ -219,6 +219,14 @@ func entityDDL(p *model.Package, e *model.Entity) (create, deferred []string, er
 				" FOREIGN KEY ("+Column(f)+") REFERENCES "+Table(target)+" ("+ColRecordID+") DEFERRABLE INITIALLY DEFERRED")
 		create = append(create, "CREATE INDEX "+pgx.Identifier{name("i_", tname, f.ID)}.Sanitize()+" ON "+table+" ("+Column(f)+")")
 	}
+	if e.GeoJSON != nil {
+		f := e.Field(e.GeoJSON.GeometryField)
+		if f == nil || f.Type != model.TypeCRS84Point {
+			return nil, nil, fmt.Errorf("layout: entity %s geojson.geometryField %q is not a crs84-point field", e.ID, e.GeoJSON.GeometryField)
+		}
+		create = append(create, "CREATE INDEX "+pgx.Identifier{name("g_", tname, f.ID)}.Sanitize()+" ON "+table+
+			" USING gist ("+PointExpr(f)+") WHERE "+live)
+	}
 	for _, ix := range e.Indexes {
 		parts, err := columns(e, ix.Fields)
 		if err != nil {
@@ -227,6 +235,16 @@ func entityDDL(p *model.Package, e *model.Entity) (create, deferred []string, er
 		create = append(create, "CREATE INDEX "+pgx.Identifier{name("x_", tname, ix.ID)}.Sanitize()+" ON "+table+" ("+strings.Join(parts, ", ")+", "+ColRecordID+")")
 	}
 	return create, deferred, nil
+}
+
+// PointExpr returns the SQL expression of a crs84-point field as a
+// PostgreSQL point (x = longitude, y = latitude), NULL when the field is.
+// The spatial index of an entity served on the spatial adapter is a GiST
+// index on exactly this expression, so bounding box reads (querysql) that
+// compare it with a box use the index; no PostGIS is needed.
+func PointExpr(f *model.Field) string {
+	col := Column(f)
+	return "point(((" + col + " -> 'coordinates') ->> 0)::float8, ((" + col + " -> 'coordinates') ->> 1)::float8)"
 }
 
 func columns(e *model.Entity, ids []string) ([]string, error) {

@@ -268,6 +268,11 @@ func (c Compiler) conjoin(q *query.Query, scope Fragment, withKeyset bool) Fragm
 		parts = append(parts, "("+w.SQL+")")
 		args = append(args, w.Args...)
 	}
+	if q.BBox != nil {
+		bb := c.BBox(q, len(args))
+		parts = append(parts, bb.SQL)
+		args = append(args, bb.Args...)
+	}
 	if withKeyset && q.Position != nil {
 		k := c.After(q, *q.Position, len(args))
 		parts = append(parts, k.SQL)
@@ -296,4 +301,25 @@ func (c Compiler) CountStatement(q *query.Query, scope Fragment) Fragment {
 	w := c.conjoin(q, scope, false)
 	w.SQL = "SELECT count(*) FROM " + layout.Table(q.Entity) + " WHERE " + w.SQL
 	return w
+}
+
+// BBox returns the bounding box predicate of the query over its entity's
+// geometry field, placeholders numbered from argOffset+1: the field's point
+// (layout.PointExpr, the expression of the entity's GiST index) lies in
+// the box, edges included. A box crossing the antimeridian is two boxes,
+// west to 180 and -180 to east. A null point never matches.
+func (Compiler) BBox(q *query.Query, argOffset int) Fragment {
+	f := q.Entity.Field(q.Entity.GeoJSON.GeometryField)
+	pt := layout.PointExpr(f)
+	a := &argBuilder{offset: argOffset}
+	box := func(w, s, e, n float64) string {
+		return pt + " <@ box(point(" + a.add(w, "float8") + ", " + a.add(s, "float8") + "), point(" +
+			a.add(e, "float8") + ", " + a.add(n, "float8") + "))"
+	}
+	b := q.BBox
+	if !b.CrossesAntimeridian() {
+		return Fragment{SQL: "(" + box(b.West, b.South, b.East, b.North) + ")", Args: a.args}
+	}
+	sql := "((" + box(b.West, b.South, 180, b.North) + ") OR (" + box(-180, b.South, b.East, b.North) + "))"
+	return Fragment{SQL: sql, Args: a.args}
 }

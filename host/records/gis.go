@@ -1,0 +1,312 @@
+package records
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"slices"
+	"time"
+
+	"github.com/registrum/registrum/host/access"
+	"github.com/registrum/registrum/host/cursor"
+	"github.com/registrum/registrum/host/problem"
+	"github.com/registrum/registrum/model"
+	"github.com/registrum/registrum/model/query"
+	"github.com/registrum/registrum/model/values"
+)
+
+// The spatial adapter serves the records of entities with a geojson
+// geometry field as GeoJSON feature collections under /v1/gis, with the
+// profile, grant and row-boundary rules of the record list: the list
+// operation, its readable fields and its boundaries. A profile that cannot
+// read an entity's geometry field does not see its collection. The adapter
+// declares its own profile and no OGC API Features conformance, and has no
+// query engine beyond bbox.
+const (
+	// GISConformanceProfile is the one profile /v1/gis/conformance declares.
+	GISConformanceProfile = "engine-gis-bounded-crs84-point-bbox-v1"
+	// GISDefaultLimit is the page size of an items read without limit.
+	GISDefaultLimit = 100
+	// GISMaxLimit is the largest limit.
+	GISMaxLimit = 10000
+	// GISMediaType is the content type of a feature collection.
+	GISMediaType = "application/geo+json"
+
+	gisRead     = "gis"
+	gisLimit    = "limit"
+	gisCursor   = "cursor"
+	gisBase     = "/v1/gis"
+	gisPrefix   = gisBase + "/collections/"
+	openAPIType = "application/vnd.oai.openapi+json"
+)
+
+// gisLink is one link of a spatial adapter document.
+type gisLink struct {
+	Rel   string `json:"rel"`
+	Href  string `json:"href"`
+	Type  string `json:"type,omitempty"`
+	Title string `json:"title,omitempty"`
+}
+
+// GISLanding is GET /v1/gis: the adapter's links. It is public, like the
+// OpenAPI document it points at.
+func (s *Service) GISLanding() ([]byte, error) {
+	return json.Marshal(struct {
+		Title       string    `json:"title"`
+		Description string    `json:"description"`
+		Links       []gisLink `json:"links"`
+	}{
+		Title:       "Spatial adapter of registry " + s.pkg.Registry.ID,
+		Description: "GeoJSON feature collections of the registry's point entities, read under the access profiles of /v1/records; declares " + GISConformanceProfile + " only.",
+		Links: []gisLink{
+			{Rel: "self", Href: gisBase, Type: "application/json"},
+			{Rel: "service-desc", Href: gisBase + "/api", Type: openAPIType},
+			{Rel: "conformance", Href: gisBase + "/conformance", Type: "application/json"},
+			{Rel: "data", Href: gisBase + "/collections", Type: "application/json"},
+		},
+	})
+}
+
+// GISConformance is GET /v1/gis/conformance: the declared profile only.
+func GISConformance() []byte {
+	return []byte(`{"conformsTo":["` + GISConformanceProfile + `"]}`)
+}
+
+// gisCollection is the description of one spatial collection: no extent,
+// no CRS list (CRS84 is the only one), no queryables.
+type gisCollection struct {
+	ID          string    `json:"id"`
+	Title       string    `json:"title"`
+	Description string    `json:"description"`
+	ItemType    string    `json:"itemType"`
+	Links       []gisLink `json:"links"`
+}
+
+func (s *Service) gisCollection(e *model.Entity, profile string) gisCollection {
+	items := gisPrefix + e.Route + "/items" + profileQuery(profile, "?")
+	return gisCollection{
+		ID: e.Route, Title: e.ID, ItemType: "feature",
+		Description: "Records of " + e.ID + " as GeoJSON points of field " + e.Field(e.GeoJSON.GeometryField).APIName + ".",
+		Links: []gisLink{
+			{Rel: "self", Href: gisPrefix + e.Route + profileQuery(profile, "?"), Type: "application/json"},
+			{Rel: "items", Href: items, Type: GISMediaType},
+		},
+	}
+}
+
+// profileQuery returns the accessProfile parameter to carry in links, "" when
+// the caller used the route's default.
+func profileQuery(profile, sep string) string {
+	if profile == "" {
+		return ""
+	}
+	return sep + "accessProfile=" + url.QueryEscape(profile)
+}
+
+// GISEntity returns the entity whose spatial collection is served at
+// route, or the concealed not-found.
+func (s *Service) GISEntity(route string) (*model.Entity, error) {
+	e := s.pkg.EntityByRoute(route)
+	if e == nil || e.GeoJSON == nil {
+		return nil, problem.NotFound()
+	}
+	return e, nil
+}
+
+// gisGrant decides the list operation on e and requires its geometry field
+// to be readable; otherwise the collection is concealed.
+func (s *Service) gisGrant(ctx context.Context, c Call, e *model.Entity) (*access.Grant, error) {
+	grant, err := s.decide(ctx, c, model.OpList, e)
+	if err != nil {
+		return nil, err
+	}
+	if !grant.Readable.Has(e.GeoJSON.GeometryField) {
+		return nil, problem.NotFound()
+	}
+	return grant, nil
+}
+
+// GISCollections is GET /v1/gis/collections: the spatial collections the
+// caller's profile may list (an empty list when none); a presented token
+// that is rejected is refused.
+func (s *Service) GISCollections(ctx context.Context, c Call) ([]byte, error) {
+	out := struct {
+		Collections []gisCollection `json:"collections"`
+		Links       []gisLink       `json:"links"`
+	}{Collections: []gisCollection{}, Links: []gisLink{{Rel: "self", Href: gisBase + "/collections" + profileQuery(c.Profile, "?"), Type: "application/json"}}}
+	for _, e := range s.pkg.Entities {
+		if e.GeoJSON == nil {
+			continue
+		}
+		if _, err := s.gisGrant(ctx, c, e); err != nil {
+			var pe *problem.Error
+			if errors.As(err, &pe) && pe.Code == problem.ResourceNotFound {
+				continue
+			}
+			return nil, err
+		}
+		out.Collections = append(out.Collections, s.gisCollection(e, c.Profile))
+	}
+	return json.Marshal(out)
+}
+
+// GISCollectionDocument is GET /v1/gis/collections/{collection}.
+func (s *Service) GISCollectionDocument(ctx context.Context, c Call, e *model.Entity) ([]byte, error) {
+	if _, err := s.gisGrant(ctx, c, e); err != nil {
+		return nil, err
+	}
+	return json.Marshal(s.gisCollection(e, c.Profile))
+}
+
+// gisQuery turns the options of an items read (bbox, limit, cursor; the
+// edge removes accessProfile) into the raw options of the query layer,
+// refusing anything else. A cursor comes alone.
+func gisQuery(opts query.RawOptions) (query.Canonical, string, error) {
+	names := make([]string, 0, len(opts))
+	for n := range opts {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	for _, n := range names {
+		switch n {
+		case query.OptBBox, gisLimit, gisCursor:
+		default:
+			return query.Canonical{}, "", query.Errorf(query.Invalid, "%q is not a query option of this read: bbox, limit and cursor are.", shorten(n))
+		}
+		if len(opts[n]) != 1 {
+			return query.Canonical{}, "", query.Errorf(query.Invalid, "%s must be given exactly once.", n)
+		}
+	}
+	if tok, ok := opts[gisCursor]; ok {
+		if len(opts) > 1 {
+			return query.Canonical{}, "", query.Errorf(query.Invalid, "cursor cannot be combined with bbox or limit: a cursor carries the whole query and is sent alone, with only accessProfile.")
+		}
+		if tok[0] == "" {
+			return query.Canonical{}, "", query.Errorf(query.CursorInvalid, "The cursor is empty.")
+		}
+		return query.Canonical{}, tok[0], nil
+	}
+	raw := query.Canonical{Top: GISDefaultLimit}
+	if v, ok := opts[gisLimit]; ok {
+		n, err := query.ParseTop(gisLimit, v[0], GISMaxLimit)
+		if err != nil {
+			return query.Canonical{}, "", err
+		}
+		raw.Top = n
+	}
+	if v, ok := opts[query.OptBBox]; ok {
+		if v[0] == "" {
+			return query.Canonical{}, "", query.Errorf(query.Invalid, "bbox is empty.")
+		}
+		raw.BBox = v[0]
+	}
+	return raw, "", nil
+}
+
+func shorten(s string) string {
+	if len(s) > query.MaxNameEcho {
+		return s[:query.MaxNameEcho] + "…"
+	}
+	return s
+}
+
+// GISItems is GET /v1/gis/collections/{collection}/items: one page of the
+// records of e the caller may list, as a GeoJSON feature collection in
+// record id order, with a next link carrying a sealed cursor bound to this
+// read, the caller, the profile and the package revision. Features carry
+// the record id, the point (null when the record has none; never with a
+// bbox) and the other readable fields as properties.
+func (s *Service) GISItems(ctx context.Context, c Call, e *model.Entity, opts query.RawOptions) ([]byte, error) {
+	grant, err := s.gisGrant(ctx, c, e)
+	if err != nil {
+		return nil, err
+	}
+	allowed := query.Allowed{Readable: grant.Readable.IDs(), MaxTop: GISMaxLimit}
+	caller := cursor.Caller{Principal: grant.PrincipalReference, Profile: grant.Profile, PackageRevision: s.pkg.Revision, Read: gisRead}
+	now := time.Now()
+	raw, tok, err := gisQuery(opts)
+	if err != nil {
+		return nil, queryProblem(err)
+	}
+	var q *query.Query
+	if tok != "" {
+		q, err = s.sealer.Open(tok, e, allowed, caller, now)
+	} else {
+		q, err = query.Build(e, allowed, raw)
+	}
+	if err != nil {
+		return nil, queryProblem(err)
+	}
+	recs, next, err := s.page(ctx, e, grant, q, caller, now, nil)
+	if err != nil {
+		return nil, err
+	}
+	geom := e.Field(e.GeoJSON.GeometryField)
+	b := make([]byte, 0, 256+200*len(recs))
+	b = append(b, `{"type":"FeatureCollection","features":[`...)
+	var compact bytes.Buffer
+	for i, rec := range recs {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"type":"Feature","id":`...)
+		b = appendString(b, rec.ID)
+		b = append(b, `,"geometry":`...)
+		raw, _ := rec.Values[geom.ID].(json.RawMessage)
+		if raw == nil {
+			b = append(b, "null"...)
+		} else {
+			compact.Reset()
+			if err := json.Compact(&compact, raw); err != nil {
+				return nil, fmt.Errorf("records: geometry of %s %s: %w", e.ID, rec.ID, err)
+			}
+			b = append(b, compact.Bytes()...)
+		}
+		props := make(map[string]any, len(q.Select))
+		for _, f := range q.Select {
+			if f != geom {
+				props[f.APIName] = values.Encode(f, rec.Values[f.ID])
+			}
+		}
+		b = append(b, `,"properties":`...)
+		if b, err = appendDomainData(b, props); err != nil {
+			return nil, fmt.Errorf("records: render feature: %w", err)
+		}
+		b = append(b, '}')
+	}
+	b = append(b, `],"numberReturned":`...)
+	b = fmt.Appendf(b, "%d", len(recs))
+	b = append(b, `,"links":[`...)
+	items := gisPrefix + e.Route + "/items"
+	self := items
+	if enc := encodeGISOptions(opts); enc != "" {
+		self += "?" + enc
+	}
+	if self == items {
+		self += profileQuery(c.Profile, "?")
+	} else {
+		self += profileQuery(c.Profile, "&")
+	}
+	b = appendLink(b, "self", self)
+	if next != nil {
+		b = append(b, ',')
+		b = appendLink(b, "next", items+"?cursor="+url.QueryEscape(*next)+profileQuery(c.Profile, "&"))
+	}
+	b = append(b, "]}"...)
+	return b, nil
+}
+
+// encodeGISOptions re-encodes the options of a read for its self link.
+func encodeGISOptions(opts query.RawOptions) string { return url.Values(opts).Encode() }
+
+func appendLink(b []byte, rel, href string) []byte {
+	b = append(b, `{"rel":`...)
+	b = appendString(b, rel)
+	b = append(b, `,"href":`...)
+	b = appendString(b, href)
+	b = append(b, `,"type":"`+GISMediaType+`"}`...)
+	return b
+}
