@@ -238,8 +238,8 @@ func TestDevServesTheExampleKeepsRecordsAndLeavesNoPostgres(t *testing.T) {
 	subst := map[string]string{"$TOKEN": printedToken(t, run, out)}
 
 	curls := printed(out, "curl ")
-	if len(curls) < 4+5 {
-		t.Fatalf("want 4 curl lines (create, patch, list, next page), then the change-request journey, got:\n%s", out)
+	if len(curls) < 4+5+3 {
+		t.Fatalf("want 4 curl lines (create, patch, list, next page), then the change-request journey, then the spatial adapter step, got:\n%s", out)
 	}
 	// Create, twice.
 	var location, etag string
@@ -272,7 +272,8 @@ func TestDevServesTheExampleKeepsRecordsAndLeavesNoPostgres(t *testing.T) {
 	if resp.StatusCode != 200 || len(page.Items) != 1 {
 		t.Fatalf("the printed next page answered %d %s", resp.StatusCode, b)
 	}
-	runJourney(t, curls[4:], subst)
+	runJourney(t, curls[4:len(curls)-3], subst)
+	runGIS(t, curls[len(curls)-3:], subst)
 	run.stop(t, data, syscall.SIGTERM)
 
 	// A second start finds the record created before.
@@ -425,5 +426,33 @@ func runJourney(t *testing.T, lines []string, subst map[string]string) {
 	guardian := do("read of the guardian", fmt.Sprintf(`curl -sS '%s/v1/records/guardians/%s%s' -H "Authorization: Bearer $TOKEN"`, base, child["guardianId"], profileQuery(readChanged)), http.StatusOK)
 	if guardian.Data.DomainData["name"] != "example" {
 		t.Fatalf("the guardian the request created: %v", guardian.Data.DomainData)
+	}
+}
+
+// runGIS runs the printed spatial adapter step: the create of a record with
+// a point, the collections and the features in the box, read without a
+// token; the feature created is in the box.
+func runGIS(t *testing.T, lines []string, subst map[string]string) {
+	t.Helper()
+	create, collections, items := lines[0], lines[1], lines[2]
+	if !strings.Contains(collections, "/v1/gis/collections") || !strings.Contains(items, "/v1/gis/collections/") || strings.Contains(items, "TOKEN") {
+		t.Fatalf("the spatial step is not last, or reads with a token:\n%s", strings.Join(lines, "\n"))
+	}
+	resp, b := runCurl(t, create, subst)
+	var rec struct {
+		Data struct {
+			RecordIdentifier string `json:"recordIdentifier"`
+		} `json:"data"`
+	}
+	if json.Unmarshal(b, &rec); resp.StatusCode != http.StatusCreated {
+		t.Fatalf("the printed create of a point answered %d %s", resp.StatusCode, b)
+	}
+	if resp, b := runCurl(t, collections, subst); resp.StatusCode != http.StatusOK || !strings.Contains(string(b), `"itemType":"feature"`) {
+		t.Fatalf("the printed collections read answered %d %s", resp.StatusCode, b)
+	}
+	resp, b = runCurl(t, items, subst)
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "application/geo+json" ||
+		!strings.Contains(string(b), `"id":"`+rec.Data.RecordIdentifier+`"`) {
+		t.Fatalf("the printed items read answered %d %s", resp.StatusCode, b)
 	}
 }

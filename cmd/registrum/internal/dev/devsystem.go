@@ -128,6 +128,7 @@ func Run(ctx context.Context, o Options) error {
 	walk := planWalkthrough(res.Package)
 	demo := planDemoClients(res.Package, walk)
 	journey := planRequestJourney(res.Package, demo.Profiles[issuer.DevStandardClientID], demo.Claims)
+	gis := planGIS(res.Package, demo.Profiles[issuer.DevStandardClientID], demo.Claims)
 	devOpts := issuer.DevOptions{Port: issuerPort, Scopes: requiredScopes(res.Package), Claims: demo.Claims}
 	setup, err := issuer.WriteDevSetup(filepath.Join(data, "issuer"), devOpts)
 	if err != nil {
@@ -172,7 +173,7 @@ func Run(ctx context.Context, o Options) error {
 
 	go func() { errs <- h.Serve(ctx, hostLn, nil) }()
 
-	printNextSteps(o, dd, hostLn.Addr().String(), setup, walk, journey, demo)
+	printNextSteps(o, dd, hostLn.Addr().String(), setup, walk, journey, gis, demo)
 
 	// Serve until the context ends, a service fails, or PostgreSQL dies: a
 	// host without its database would only answer errors.
@@ -331,7 +332,7 @@ hostKeyRef: secret:file/host-key
 	return path, nil
 }
 
-func printNextSteps(o Options, dd *dataDir, hostAddr string, setup *issuer.DevSetup, walk *Walkthrough, journey *RequestJourney, demo *demoClients) {
+func printNextSteps(o Options, dd *dataDir, hostAddr string, setup *issuer.DevSetup, walk *Walkthrough, journey *RequestJourney, gis *GISStep, demo *demoClients) {
 	base := "http://" + hostAddr
 	w := o.Out
 	fmt.Fprintf(w, "Registrum dev is running (data in %s).\n", dd.path)
@@ -352,7 +353,7 @@ func printNextSteps(o Options, dd *dataDir, hostAddr string, setup *issuer.DevSe
 	fmt.Fprintln(w)
 	demo.print(w, setup)
 	auth := `-H "Authorization: Bearer $TOKEN"`
-	if walk != nil || journey != nil {
+	if walk != nil || journey != nil || gis != nil {
 		fmt.Fprintf(w, "Every command below uses a token of the standard demo client:\n")
 		fmt.Fprintf(w, "  export TOKEN=$(%s token --token-url %s --client-id %s --key %s)\n\n", o.Command, setup.TokenURL, standard.ID, standard.KeyFile)
 	}
@@ -370,6 +371,9 @@ func printNextSteps(o Options, dd *dataDir, hostAddr string, setup *issuer.DevSe
 	}
 	if journey != nil {
 		journey.print(w, base, auth)
+	}
+	if gis != nil {
+		gis.print(w, base, auth)
 	}
 	fmt.Fprintln(w, "Press Ctrl-C to stop; the data folder keeps everything for the next start.")
 }

@@ -91,3 +91,27 @@ func TestRequestJourneyOfTheExample(t *testing.T) {
 		t.Error("a journey without a usable profile")
 	}
 }
+
+func TestGISStepOfTheExample(t *testing.T) {
+	res, err := project.Compile("../../../../examples/childsupport", project.Options{Fingerprint: layout.Fingerprint})
+	if err != nil {
+		t.Fatal(err)
+	}
+	demo := planDemoClients(res.Package, planWalkthrough(res.Package))
+	g := planGIS(res.Package, demo.Profiles["demo-standard"], demo.Claims)
+	if g == nil {
+		t.Fatal("no spatial adapter step for the example")
+	}
+	if g.Entity.ID != "service-office" || g.Reader != "public-read" || !g.Anonymous || !g.ReaderDefault || g.BBox != "23.94,59.17,25.94,61.17" ||
+		g.Create == nil || g.Create.Profile != "caseworker" || !strings.Contains(g.Create.Body, `"location":{"coordinates":[24.94,60.17],"type":"Point"}`) {
+		t.Fatalf("step %+v, create %+v", g, g.Create)
+	}
+	var out strings.Builder
+	g.print(&out, "http://127.0.0.1:1", `-H "Authorization: Bearer $TOKEN"`)
+	if !strings.Contains(out.String(), "curl -sS -G 'http://127.0.0.1:1/v1/gis/collections/service-offices/items' --data-urlencode 'bbox=23.94,59.17,25.94,61.17' --data-urlencode 'limit=100'\n") {
+		t.Errorf("printed:\n%s", out.String())
+	}
+	if planGIS(res.Package, nil, demo.Claims) != nil {
+		t.Error("a spatial step without a usable profile to create a record")
+	}
+}

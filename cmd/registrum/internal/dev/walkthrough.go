@@ -398,3 +398,106 @@ func (j *RequestJourney) print(w io.Writer, base, auth string) {
 		fmt.Fprintf(w, "  curl -sS '%s/v1/records/%s/%s%s' %s\n\n", base, rec.Entity.Route, rec.Placeholder, profileQuery(rec.Profile, rec.Default), auth)
 	}
 }
+
+// GISStep is the spatial adapter part of the walkthrough: a record with a
+// point, created through a profile the standard demo client satisfies, then
+// read back as GeoJSON inside a bounding box around the point, through an
+// anonymous profile when one may list the entity's points.
+type GISStep struct {
+	Entity *model.Entity
+	// Create is the record created first.
+	Create *SetupRecord
+	// Reader is the profile of the GeoJSON reads; ReaderDefault when it is
+	// the route's default; Anonymous when it needs no token.
+	Reader        string
+	ReaderDefault bool
+	Anonymous     bool
+	// BBox is west,south,east,north around the sample point.
+	BBox string
+}
+
+// planGIS picks the first entity served on the spatial adapter whose record
+// the standard demo client can create (usable profiles, its claims) and
+// whose points some profile may list: an anonymous one first, else one the
+// demo client satisfies.
+func planGIS(p *model.Package, usable []string, claims map[string]string) *GISStep {
+	for _, e := range p.Entities {
+		if e.GeoJSON == nil || e.IsRequestEntity() {
+			continue
+		}
+		step := &GISStep{Entity: e}
+		for _, anonymous := range []bool{true, false} {
+			for _, pr := range p.Profiles {
+				g := pr.Grant(e.ID)
+				if step.Reader != "" || pr.Anonymous != anonymous || g == nil || !g.Allows(model.OpList) || !g.CanRead(e.GeoJSON.GeometryField) {
+					continue
+				}
+				if !anonymous && (!slices.Contains(usable, pr.ID) || !g.RowBoundaries.Unrestricted) {
+					continue
+				}
+				step.Reader, step.ReaderDefault, step.Anonymous = pr.ID, pr.Default && onlyDefault(p, e.ID, pr.ID), anonymous
+			}
+		}
+		if step.Reader == "" {
+			continue
+		}
+		jp := &journeyPlanner{p: p, usable: usable, claims: claims, made: map[string]*SetupRecord{}}
+		rec := jp.record(e.ID, 0)
+		if rec == nil || len(jp.setup) != 1 {
+			continue // a record that needs others first is left to the journey
+		}
+		var body struct {
+			Data map[string]any `json:"data"`
+		}
+		if json.Unmarshal([]byte(rec.Body), &body) != nil {
+			continue
+		}
+		pt, ok := body.Data[e.Field(e.GeoJSON.GeometryField).APIName].(map[string]any)
+		if !ok {
+			continue
+		}
+		c, _ := pt["coordinates"].([]any)
+		if len(c) != 2 {
+			continue
+		}
+		lon, _ := c[0].(float64)
+		lat, _ := c[1].(float64)
+		step.Create = rec
+		step.BBox = fmt.Sprintf("%g,%g,%g,%g", max(lon-1, -180), max(lat-1, -90), min(lon+1, 180), min(lat+1, 90))
+		return step
+	}
+	return nil
+}
+
+// onlyDefault reports whether profile id is the one default profile of the
+// entity's routes.
+func onlyDefault(p *model.Package, entity, id string) bool {
+	for _, pr := range p.Profiles {
+		if pr.ID != id && pr.Default && pr.Grant(entity) != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// print writes the spatial adapter commands: the create, the collections
+// the reader may list, and the features inside the bounding box.
+func (s *GISStep) print(w io.Writer, base, auth string) {
+	e, rec := s.Entity, s.Create
+	readAuth := auth
+	who := "with the token"
+	if s.Anonymous {
+		readAuth, who = "", "without a token"
+	}
+	q := profileQuery(s.Reader, s.ReaderDefault)
+	fmt.Fprintf(w, "See %s records on a map: the spatial adapter (/v1/gis) serves them as GeoJSON (profile %s, %s).\n", e.ID, s.Reader, who)
+	fmt.Fprintf(w, "Create one with a point (%s is a GeoJSON Point, longitude then latitude):\n", e.Field(e.GeoJSON.GeometryField).APIName)
+	fmt.Fprintf(w, "  curl -sS -X POST '%s/v1/records/%s%s' %s -H 'Content-Type: application/json' -d '%s'\n", base, e.Route, profileQuery(rec.Profile, rec.Default), auth, rec.Body)
+	if len(rec.Unique) > 0 {
+		fmt.Fprintf(w, "  (%s is unique: change it to run this again)\n", strings.Join(rec.Unique, ", "))
+	}
+	fmt.Fprintf(w, "\nList the spatial collections the profile may read:\n")
+	fmt.Fprintf(w, "  %s\n\n", strings.TrimRight(fmt.Sprintf("curl -sS '%s/v1/gis/collections%s' %s", base, q, readAuth), " "))
+	fmt.Fprintf(w, "Read the features inside a bounding box (west,south,east,north in CRS84 degrees; west above east crosses the antimeridian), as application/geo+json; follow the next link for more:\n")
+	fmt.Fprintf(w, "  %s\n\n", strings.TrimRight(fmt.Sprintf("curl -sS -G '%s/v1/gis/collections/%s/items%s' --data-urlencode 'bbox=%s' --data-urlencode 'limit=100' %s", base, e.Route, q, s.BBox, readAuth), " "))
+}
