@@ -28,11 +28,20 @@ type pendingStatement struct {
 	check func(pgconn.CommandTag) error
 	// wrap gives a failed statement's error its context.
 	wrap func(error) error
+	// row, when set, reads the statement's row instead of its tag.
+	row func(pgx.Row) error
 }
 
 // send queues a statement whose result the caller does not read now.
 func (w *Writer) send(check func(pgconn.CommandTag) error, wrap func(error) error, sql string, args ...any) {
 	w.pending = append(w.pending, pendingStatement{sql: sql, args: args, check: check, wrap: wrap})
+}
+
+// sendRow queues a statement whose row read reads when the statement's
+// round trip is made: its results are ready after the next queryRow or
+// flush.
+func (w *Writer) sendRow(read func(pgx.Row) error, sql string, args ...any) {
+	w.pending = append(w.pending, pendingStatement{sql: sql, args: args, row: read})
 }
 
 // flush sends the queued statements in one round trip and reports the
@@ -64,6 +73,12 @@ func (w *Writer) readPending(br pgx.BatchResults) error {
 	pending := w.pending
 	w.pending = w.pending[:0]
 	for _, p := range pending {
+		if p.row != nil {
+			if err := p.row(br.QueryRow()); err != nil {
+				return err
+			}
+			continue
+		}
 		tag, err := br.Exec()
 		if err != nil {
 			if p.wrap != nil {

@@ -89,14 +89,18 @@ type querier interface {
 }
 
 func (s *Store) get(ctx context.Context, db querier, e *model.Entity, id string, forUpdate bool) (*Record, error) {
-	q := s.readSQL(e, forUpdate)
+	return s.scanRecord(db.QueryRow(ctx, s.readSQL(e, forUpdate), id), e, id)
+}
+
+// scanRecord reads a row of readSQL.
+func (s *Store) scanRecord(row pgx.Row, e *model.Entity, id string) (*Record, error) {
 	rec := &Record{Entity: e, ID: id, Values: make(map[string]any, len(e.Fields))}
 	raw := make([]any, len(e.Fields))
 	dest := []any{&rec.Revision, &rec.Lifecycle, &rec.CreatedAt, &rec.UpdatedAt}
 	for i := range raw {
 		dest = append(dest, &raw[i])
 	}
-	if err := db.QueryRow(ctx, q, id).Scan(dest...); err != nil {
+	if err := row.Scan(dest...); err != nil {
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil, ErrNotFound
 		}

@@ -145,6 +145,61 @@ func (w *Writer) LockRequest(ctx context.Context, e *model.Entity, id string) (*
 	return r, w.s.review(ctx, w.db(), e, r)
 }
 
+// LockWithRequest locks a request record and its workflow state in one
+// round trip: the record's error (ErrNotFound) comes first.
+func (w *Writer) LockWithRequest(ctx context.Context, e *model.Entity, id string) (*Record, *Request, error) {
+	var rec *Record
+	var recErr error
+	w.sendRow(func(row pgx.Row) error {
+		rec, recErr = w.s.scanRecord(row, e, id)
+		return nil
+	}, w.s.readSQL(e, true), id)
+	r, err := scanRequest(w.queryRow(ctx, "SELECT "+requestColumns+" FOR UPDATE OF r", e.ID, id))
+	if recErr != nil {
+		return nil, nil, recErr
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	return rec, r, w.s.review(ctx, w.db(), e, r)
+}
+
+// ActionInputs reads, in one round trip, what a request action checks
+// before its transaction: the outcome stored under its idempotency key
+// (see Stored), the request's workflow state, and, with withRecord, the
+// request record. A missing record or request is ErrNotFound, returned
+// after the stored outcome (a replay is answered first).
+func (s *Store) ActionInputs(ctx context.Context, idem *Idempotency, e *model.Entity, id string, withRecord bool) (*Outcome, *Record, *Request, error) {
+	b := &pgx.Batch{}
+	b.Queue(`SELECT request_digest, outcome FROM registrum.idempotency WHERE key_reference = $1`, idem.KeyReference)
+	b.Queue("SELECT "+requestColumns, e.ID, id)
+	if withRecord {
+		b.Queue(s.readSQL(e, false), id)
+	}
+	br := s.pool.SendBatch(ctx, b)
+	defer br.Close()
+	stored, err := storedOutcome(br.QueryRow(), idem)
+	if err != nil || stored != nil {
+		return stored, nil, nil, err
+	}
+	req, reqErr := scanRequest(br.QueryRow())
+	var rec *Record
+	var recErr error
+	if withRecord {
+		rec, recErr = s.scanRecord(br.QueryRow(), e, id)
+	}
+	if err := br.Close(); err != nil {
+		return nil, nil, nil, fmt.Errorf("store: read request action inputs: %w", err)
+	}
+	switch {
+	case recErr != nil:
+		return nil, nil, nil, recErr
+	case reqErr != nil:
+		return nil, nil, nil, reqErr
+	}
+	return nil, rec, req, s.review(ctx, s.pool, e, req)
+}
+
 // CreateRequest starts the workflow of a new request record as a draft of
 // proposal version 1 owned by owner.
 func (w *Writer) CreateRequest(ctx context.Context, e *model.Entity, id, owner string) error {
@@ -220,9 +275,14 @@ func (w *Writer) Now() time.Time { return w.now }
 // caller answer a replay before doing work the write would need (a
 // planner's run, say); the write itself checks again.
 func (s *Store) Stored(ctx context.Context, idem *Idempotency) (*Outcome, error) {
+	return storedOutcome(s.pool.QueryRow(ctx, `SELECT request_digest, outcome FROM registrum.idempotency WHERE key_reference = $1`, idem.KeyReference), idem)
+}
+
+// storedOutcome reads the row of an idempotency key (see Stored).
+func storedOutcome(row pgx.Row, idem *Idempotency) (*Outcome, error) {
 	var digest string
 	var stored []byte
-	err := s.pool.QueryRow(ctx, `SELECT request_digest, outcome FROM registrum.idempotency WHERE key_reference = $1`, idem.KeyReference).Scan(&digest, &stored)
+	err := row.Scan(&digest, &stored)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		return nil, nil

@@ -348,13 +348,21 @@ func (s *Service) lockCurrent(ctx context.Context, w *store.Writer, e *model.Ent
 	if err != nil {
 		return nil, err
 	}
-	if cur.Lifecycle != layout.LifecycleActive || !grant.Admits(cur.Values) {
-		return nil, store.ErrNotFound
-	}
-	if !s.matches(ifMatch, cur) {
-		return nil, store.ErrStale
+	if err := s.checkLocked(cur, grant, ifMatch); err != nil {
+		return nil, err
 	}
 	return cur, nil
+}
+
+// checkLocked checks a locked record as lockCurrent does.
+func (s *Service) checkLocked(cur *store.Record, grant *access.Grant, ifMatch string) error {
+	if cur.Lifecycle != layout.LifecycleActive || !grant.Admits(cur.Values) {
+		return store.ErrNotFound
+	}
+	if !s.matches(ifMatch, cur) {
+		return store.ErrStale
+	}
+	return nil
 }
 
 // matches reports whether an If-Match value names the record's current

@@ -188,33 +188,28 @@ func (s *Service) Act(ctx context.Context, c Call, e *model.Entity, id, action, 
 		return nil, err
 	}
 	// A replay is answered before work the first call did outside its
-	// transaction (a planner's run, the authority's result) is done again.
-	stored, err := s.store.Stored(ctx, idem)
-	if errors.Is(err, store.ErrIdempotencyConflict) {
+	// transaction (a planner's run, the authority's result) is done again;
+	// the reads the action checks first come in the same round trip.
+	stored, rec, req, err := s.store.ActionInputs(ctx, idem, e, id, action == ActionSubmit)
+	switch {
+	case errors.Is(err, store.ErrIdempotencyConflict):
 		return nil, problem.New(problem.IdempotencyConflict, "the Idempotency-Key was used before with a different request")
-	}
-	if err != nil {
+	case err != nil && stored == nil && errors.Is(err, store.ErrNotFound):
+		return nil, problem.NotFound()
+	case err != nil:
 		return nil, err
-	}
-	if stored != nil {
+	case stored != nil:
 		return &Result{Status: stored.Status, ETag: stored.ETag, Body: stored.Body, Replayed: true}, nil
 	}
 	var plan *planners.Plan
 	if action == ActionSubmit {
-		if plan, err = s.plan(ctx, grant, e, id, ifMatch); err != nil {
+		if plan, err = s.plan(ctx, grant, e, rec, req, ifMatch); err != nil {
 			return nil, err
 		}
 	}
 	if action == ActionApply {
 		// The authority's result is fetched before the transaction (a
 		// network call); the transaction then checks nothing moved.
-		req, err := s.store.Request(ctx, e, id)
-		if errors.Is(err, store.ErrNotFound) {
-			return nil, problem.NotFound()
-		}
-		if err != nil {
-			return nil, err
-		}
 		if why := s.applyRefusal(e, req, grant, c.Executor); why != "" {
 			return nil, problem.New(problem.PreconditionFailed, "apply is not offered: %s", why)
 		}
@@ -223,12 +218,11 @@ func (s *Service) Act(ctx context.Context, c Call, e *model.Entity, id, action, 
 		}
 	}
 	return s.write(ctx, e, idem, func(w *store.Writer) (*store.Outcome, error) {
-		cur, err := s.lockCurrent(ctx, w, e, grant, id, ifMatch)
+		cur, req, err := w.LockWithRequest(ctx, e, id)
 		if err != nil {
 			return nil, err
 		}
-		req, err := w.LockRequest(ctx, e, id)
-		if err != nil {
+		if err := s.checkLocked(cur, grant, ifMatch); err != nil {
 			return nil, err
 		}
 		if ownerAction(action) && req.OwnerReference != grant.PrincipalReference {
@@ -267,20 +261,12 @@ func (s *Service) Act(ctx context.Context, c Call, e *model.Entity, id, action, 
 // plan runs the planner of a draft on the request record as it is now read,
 // outside any transaction; the submit transaction then checks that nothing
 // moved since.
-func (s *Service) plan(ctx context.Context, grant *access.Grant, e *model.Entity, id, ifMatch string) (*planners.Plan, error) {
-	rec, err := s.store.Get(ctx, e, id)
-	if errors.Is(err, store.ErrNotFound) || (err == nil && (rec.Lifecycle != "active" || !grant.Admits(rec.Values))) {
+func (s *Service) plan(ctx context.Context, grant *access.Grant, e *model.Entity, rec *store.Record, req *store.Request, ifMatch string) (*planners.Plan, error) {
+	if rec.Lifecycle != "active" || !grant.Admits(rec.Values) {
 		return nil, problem.NotFound()
-	}
-	if err != nil {
-		return nil, err
 	}
 	if !s.matches(ifMatch, rec) {
 		return nil, problem.New(problem.PreconditionFailed, "the request changed since the If-Match validator was read")
-	}
-	req, err := s.store.Request(ctx, e, id)
-	if err != nil {
-		return nil, err
 	}
 	if req.OwnerReference != grant.PrincipalReference {
 		return nil, problem.New(problem.PreconditionFailed, "only the principal that owns the request may submit it")
@@ -302,7 +288,7 @@ func (s *Service) plan(ctx context.Context, grant *access.Grant, e *model.Entity
 			fields[f.ID] = values.Encode(f, v)
 		}
 	}
-	p, err := s.planners.For(e).Plan(ctx, planners.Input{RequestID: id, ProposalVersion: req.ProposalVersion, Fields: fields})
+	p, err := s.planners.For(e).Plan(ctx, planners.Input{RequestID: rec.ID, ProposalVersion: req.ProposalVersion, Fields: fields})
 	var refusal *planners.Refusal
 	switch {
 	case errors.As(err, &refusal):
