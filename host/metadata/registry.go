@@ -39,9 +39,18 @@ type EntityEntry struct {
 	MutationMode model.MutationMode `json:"mutationMode"`
 	Tombstone    bool               `json:"tombstone"`
 	// Fields maps readable authored field ids to their wire names and types.
-	Fields        []FieldEntry      `json:"fields"`
-	Operations    []OperationEntry  `json:"operations"`
+	Fields     []FieldEntry     `json:"fields"`
+	Operations []OperationEntry `json:"operations"`
+	// Batch holds the compiled batch bounds, present when the caller may
+	// batch: what an ingestion client plans its chunks with.
+	Batch         *BatchBounds      `json:"batch,omitempty"`
 	ChangeRequest *ChangeCapability `json:"changeRequest,omitempty"`
+}
+
+// BatchBounds are an entity's compiled batch bounds.
+type BatchBounds struct {
+	MaximumItems int   `json:"maximumItems"`
+	MaximumBytes int64 `json:"maximumBytes"`
 }
 
 // FieldEntry maps a field id to its apiName.
@@ -220,6 +229,9 @@ func Registry(ctx context.Context, p *model.Package, d access.Decider, caller ac
 				readable[id] = true
 			}
 			entry.Operations = append(entry.Operations, oe)
+			if op == model.OpBatch && e.Batch != nil {
+				entry.Batch = &BatchBounds{MaximumItems: e.Batch.MaximumItems, MaximumBytes: e.Batch.MaximumBytes}
+			}
 		}
 		if len(entry.Operations) == 0 {
 			continue

@@ -2,8 +2,6 @@ package records
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,7 +15,7 @@ import (
 
 	"github.com/registrum/registrum/host/access"
 	"github.com/registrum/registrum/host/problem"
-	"github.com/registrum/registrum/internal/canonjson"
+	"github.com/registrum/registrum/internal/chunking"
 	"github.com/registrum/registrum/internal/strictjson"
 	"github.com/registrum/registrum/model"
 	"github.com/registrum/registrum/store"
@@ -29,12 +27,12 @@ import (
 // run's checkpoint in one transaction.
 
 // ChunkAlgorithmVersion is the only chunking contract a run accepts.
-const ChunkAlgorithmVersion = "greedy-canonical-http-batch-v1"
+const ChunkAlgorithmVersion = chunking.Version
 
 // Ingestion bounds of the chunking contract.
 const (
-	MaxIngestionItems       = 1_000_000
-	MaxIngestionInputLength = 256 << 20
+	MaxIngestionItems       = chunking.MaxItems
+	MaxIngestionInputLength = chunking.MaxInputLength
 	// DefaultRunListLimit and MaxRunListLimit bound a page of runs.
 	DefaultRunListLimit = 25
 	MaxRunListLimit     = 100
@@ -53,7 +51,7 @@ const (
 )
 
 // emptyDigest is the SHA-256 of no bytes: the committed prefix of a new run.
-const emptyDigest = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+const emptyDigest = chunking.EmptyDigest
 
 var (
 	hexDigestRE    = regexp.MustCompile(`^[0-9a-f]{64}$`)
@@ -472,7 +470,7 @@ func ParseChunk(body []byte) (*ChunkBody, error) {
 	if !hexDigestRE.MatchString(prefix) {
 		return nil, problem.At(problem.RequestInvalid, "/prefixDigest", "prefixDigest is 64 lowercase hex")
 	}
-	canonical, err := canonjson.Marshal(map[string]any{"items": items})
+	canonical, err := chunking.Body(items)
 	if err != nil {
 		return nil, problem.At(problem.RequestInvalid, "/items", "the items have no canonical form (numbers must fit binary64)")
 	}
@@ -481,8 +479,7 @@ func ParseChunk(body []byte) (*ChunkBody, error) {
 
 // CanonicalDigest is the lowercase hex SHA-256 of the canonical batch body.
 func (b *ChunkBody) CanonicalDigest() string {
-	sum := sha256.Sum256(b.Canonical)
-	return hex.EncodeToString(sum[:])
+	return chunking.Digest(b.Canonical)
 }
 
 // chunkRefusal is a refusal of a chunk attempt with the outcome it records.

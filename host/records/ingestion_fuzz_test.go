@@ -43,6 +43,12 @@ func FuzzChunkBody(f *testing.F) {
 		if err != nil || !bytes.Equal(again, cb.Canonical) {
 			t.Fatalf("canonical body %q is not canonical (%v)", cb.Canonical, err)
 		}
+		// The shared chunking definition writes what the general
+		// canonical writer writes for the same items.
+		general, err := canonjson.Marshal(map[string]any{"items": cb.Items})
+		if err != nil || !bytes.Equal(general, cb.Canonical) {
+			t.Fatalf("canonical body %q, the general writer %q (%v)", cb.Canonical, general, err)
+		}
 		sum := sha256.Sum256(cb.Canonical)
 		if cb.CanonicalDigest() != hex.EncodeToString(sum[:]) {
 			t.Fatal("digest is not the SHA-256 of the canonical body")

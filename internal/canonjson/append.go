@@ -1,7 +1,9 @@
 package canonjson
 
 import (
+	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"slices"
 	"strconv"
@@ -167,4 +169,49 @@ func AppendObject[V any](buf []byte, m map[string]V, value func(buf []byte, v V)
 		}
 	}
 	return append(buf, '}'), nil
+}
+
+// AppendValue appends a decoded JSON value (what strictjson.Decode returns:
+// map[string]any, []any, string, json.Number, bool or nil; float64 and the
+// other Go numbers as well) in its RFC 8785 form, the bytes Marshal writes
+// for the same value, without reflection or a second parse.
+func AppendValue(buf []byte, v any) ([]byte, error) {
+	switch x := v.(type) {
+	case nil:
+		return append(buf, "null"...), nil
+	case bool:
+		if x {
+			return append(buf, "true"...), nil
+		}
+		return append(buf, "false"...), nil
+	case string:
+		return AppendString(buf, x), nil
+	case json.Number:
+		f, err := strconv.ParseFloat(string(x), 64)
+		if err != nil {
+			return nil, fmt.Errorf("canonjson: number %s: %w", x, err)
+		}
+		return AppendNumber(buf, f)
+	case float64:
+		return AppendNumber(buf, x)
+	case int:
+		return AppendNumber(buf, float64(x))
+	case int64:
+		return AppendNumber(buf, float64(x))
+	case map[string]any:
+		return AppendObject(buf, x, AppendValue)
+	case []any:
+		buf = append(buf, '[')
+		for i, e := range x {
+			if i > 0 {
+				buf = append(buf, ',')
+			}
+			var err error
+			if buf, err = AppendValue(buf, e); err != nil {
+				return nil, err
+			}
+		}
+		return append(buf, ']'), nil
+	}
+	return nil, fmt.Errorf("canonjson: %T is not a decoded JSON value", v)
 }

@@ -2,8 +2,10 @@ package canonjson
 
 import (
 	"bytes"
+	"encoding/json"
 	"math"
 	"math/rand/v2"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -91,4 +93,51 @@ func invalidNames(m map[string]string) bool {
 		}
 	}
 	return false
+}
+
+// randomValue draws a decoded JSON document of bounded depth.
+func randomValue(r *rand.Rand, depth int) any {
+	switch k := r.IntN(8); {
+	case depth > 3 || k == 0:
+		return randomString(r)
+	case k == 1:
+		return json.Number(strconv.FormatFloat(float64(r.Int64N(1<<40))*math.Pow10(r.IntN(20)-10), 'g', -1, 64))
+	case k == 2:
+		return r.IntN(2) == 0
+	case k == 3:
+		return nil
+	case k < 6:
+		m := map[string]any{}
+		for range r.IntN(5) {
+			m[randomString(r)] = randomValue(r, depth+1)
+		}
+		return m
+	default:
+		a := []any{}
+		for range r.IntN(5) {
+			a = append(a, randomValue(r, depth+1))
+		}
+		return a
+	}
+}
+
+func TestAppendValueMatchesMarshal(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for range 3000 {
+		v := randomValue(r, 0)
+		want, err := Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := AppendValue(nil, v)
+		if err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("AppendValue = %s (%v), Marshal %s", got, err, want)
+		}
+	}
+	if _, err := AppendValue(nil, json.Number("1e400")); err == nil {
+		t.Fatal("a number beyond binary64 has no canonical form")
+	}
+	if _, err := AppendValue(nil, struct{}{}); err == nil {
+		t.Fatal("a struct is not a decoded JSON value")
+	}
 }
