@@ -93,3 +93,31 @@ func TestIngestionAcceptsEveryPlannedChunk(t *testing.T) {
 		t.Fatalf("%d notes written, %d planned", notes, total)
 	}
 }
+
+// TestIngestionChunkNamesTheItemThatViolatesAConstraint: a uniqueness
+// violation found only at commit (deferred constraints) is refused naming
+// the item that causes it, and nothing is written.
+func TestIngestionChunkNamesTheItemThatViolatesAConstraint(t *testing.T) {
+	env := startIngestion(t)
+	first := jsonl("U", 2)
+	chunks := plan(t, first, 2, 4096)
+	run := env.open(t, env.owner, first, len(chunks))
+	if resp, b := env.owner.do(t, "POST", "/v1/records/items/ingestion-runs/"+run.RunID+"/chunks", "application/json", chunks[0].body(0)); resp.StatusCode != 200 {
+		t.Fatalf("first run: %d %s", resp.StatusCode, b)
+	}
+	before := env.written(t)
+	// A new item, then one whose code the first run wrote.
+	second := `{"operation":"create","data":{"code":"V-0","qty":1}}` + "\n" + `{"operation":"create","data":{"code":"U-1","qty":1}}` + "\n"
+	chunks = plan(t, second, 2, 4096)
+	run = env.open(t, env.owner, second, len(chunks))
+	resp, b := env.owner.do(t, "POST", "/v1/records/items/ingestion-runs/"+run.RunID+"/chunks", "application/json", chunks[0].body(0))
+	if resp.StatusCode != 400 || !strings.Contains(string(b), `"fieldPath":"/items/1/data/code"`) || !strings.Contains(string(b), "unique constraint code-unique") {
+		t.Fatalf("duplicate in a chunk: %d %s", resp.StatusCode, b)
+	}
+	if after := env.written(t); after != before {
+		t.Fatalf("the refused chunk wrote: %s, before %s", after, before)
+	}
+	if got := env.read(t, env.owner, run.RunID); got.NextChunkIndex != 0 || got.LastAttempt == nil || got.LastAttempt.Outcome != "refused" {
+		t.Fatalf("run after the refusal %+v", got)
+	}
+}

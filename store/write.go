@@ -245,3 +245,13 @@ func nullableJSON(b []byte) any {
 	}
 	return string(b)
 }
+
+// ConstraintsImmediately makes the transaction check its deferred
+// constraints at the end of each statement from now on, so that a
+// violation is reported by the write that causes it.
+func (w *Writer) ConstraintsImmediately(ctx context.Context) error {
+	if _, err := w.tx.Exec(ctx, "SET CONSTRAINTS ALL IMMEDIATE"); err != nil {
+		return fmt.Errorf("store: constraints immediately: %w", err)
+	}
+	return nil
+}

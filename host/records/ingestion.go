@@ -524,6 +524,8 @@ func (s *Service) Chunk(ctx context.Context, c Call, e *model.Entity, runID stri
 		}
 		return nil, s.attempt(ctx, r, outcome, r.NextChunkIndex, err)
 	}
+	var items []batchItem
+	var cc []byte
 	out, _, err := s.store.Write(ctx, nil, func(w *store.Writer) (*store.Outcome, error) {
 		run, err := w.LockRun(ctx, e.ID, r.RunID)
 		if err != nil {
@@ -573,7 +575,7 @@ func (s *Service) Chunk(ctx context.Context, c Call, e *model.Entity, runID stri
 				return nil, refuse(OutcomeInvalidItem, problem.RequestInvalid, "/items/"+strconv.Itoa(i)+"/operation", "every item of this run is a %s", run.Operation)
 			}
 		}
-		items, cc, err := s.parseBatch(ctx, c, e, grant, cb.Canonical)
+		items, cc, err = s.parseBatch(ctx, c, e, grant, cb.Canonical)
 		if err != nil {
 			return nil, &chunkRefusal{OutcomeInvalidItem, err}
 		}
@@ -600,6 +602,13 @@ func (s *Service) Chunk(ctx context.Context, c Call, e *model.Entity, runID stri
 	case err != nil && store.Unavailable(err):
 		return nil, s.attempt(ctx, r, OutcomeUnavailable, cb.Index, err)
 	case err != nil:
+		var ce *store.ConstraintError
+		if errors.As(err, &ce) && items != nil {
+			// A deferred constraint failed at commit: name the item.
+			if i, ierr := s.locateViolation(ctx, c, e, grant, items, cc); i >= 0 {
+				err = inItem(s.writeRefusal(e, ierr), i)
+			}
+		}
 		err = chunkWriteError(e, s, err)
 		var pe *problem.Error
 		if errors.As(err, &pe) {
@@ -608,6 +617,33 @@ func (s *Service) Chunk(ctx context.Context, c Call, e *model.Entity, runID stri
 		return nil, err
 	}
 	return &Result{Status: out.Status, Body: out.Body}, nil
+}
+
+// errDiagnosis unwinds the transaction of locateViolation.
+var errDiagnosis = errors.New("records: diagnosis only")
+
+// locateViolation finds the first item of a refused chunk whose write
+// violates a constraint that was only checked at commit: it writes the
+// items again with every constraint checked at each statement, in a
+// transaction it rolls back. It returns -1 when no item alone violates one.
+func (s *Service) locateViolation(ctx context.Context, c Call, e *model.Entity, grant *access.Grant, items []batchItem, cc []byte) (int, error) {
+	at, cause := -1, error(nil)
+	_, _, _ = s.store.Write(ctx, nil, func(w *store.Writer) (*store.Outcome, error) {
+		if err := w.ConstraintsImmediately(ctx); err != nil {
+			return nil, err
+		}
+		for i, it := range items {
+			if _, err := s.batchItem(ctx, w, c, e, grant, it, cc); err != nil {
+				var ce *store.ConstraintError
+				if errors.As(err, &ce) {
+					at, cause = i, err
+				}
+				return nil, errDiagnosis
+			}
+		}
+		return nil, errDiagnosis
+	})
+	return at, cause
 }
 
 // chunkWriteError turns a store refusal of a chunk's writes into a problem,
