@@ -1,0 +1,338 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/registrum/registrum/host/auth/authtest"
+	"github.com/registrum/registrum/issuer/issuertest"
+	"github.com/registrum/registrum/store/storetest"
+)
+
+// faultProxy is a TCP proxy between the importer and the host: the host
+// behind it can be killed and restarted on another port while the
+// importer keeps one URL, and it can lose the next answer the host sends
+// (the connection closes without it), as a broken network does.
+type faultProxy struct {
+	ln      net.Listener
+	mu      sync.Mutex
+	backend string
+	dropped chan struct{} // armed when non-nil; closed once an answer was lost
+}
+
+func newFaultProxy(t *testing.T) *faultProxy {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &faultProxy{ln: ln}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go p.serve(c)
+		}
+	}()
+	return p
+}
+
+func (p *faultProxy) url() string { return "http://" + p.ln.Addr().String() }
+
+func (p *faultProxy) setBackend(addr string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.backend = addr
+}
+
+// loseNextAnswer arms the proxy to drop the next bytes a host sends and
+// close that connection; the channel closes when it did.
+func (p *faultProxy) loseNextAnswer() chan struct{} {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.dropped = make(chan struct{})
+	return p.dropped
+}
+
+func (p *faultProxy) serve(client net.Conn) {
+	defer client.Close()
+	p.mu.Lock()
+	addr := p.backend
+	p.mu.Unlock()
+	host, err := net.Dial("tcp", addr)
+	if err != nil {
+		return // the host is down: the importer sees the connection close
+	}
+	defer host.Close()
+	go func() { io.Copy(host, client); host.Close() }()
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := host.Read(buf)
+		if n > 0 {
+			p.mu.Lock()
+			drop := p.dropped
+			if drop != nil {
+				p.dropped = nil
+			}
+			p.mu.Unlock()
+			if drop != nil {
+				close(drop)
+				return // the answer is lost
+			}
+			if _, werr := client.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// chunkGate holds the host's chunk commits: a transaction of the test
+// holds an EXCLUSIVE lock on the chunk table, so a chunk's transaction
+// writes its records and then waits to insert its receipt.
+type chunkGate struct {
+	t    *testing.T
+	conn *pgx.Conn
+	tx   pgx.Tx
+}
+
+func (g *chunkGate) close() {
+	g.tx, _ = g.conn.Begin(context.Background())
+	if _, err := g.tx.Exec(context.Background(), "LOCK TABLE registrum.ingestion_run_chunks IN EXCLUSIVE MODE"); err != nil {
+		g.t.Fatal(err)
+	}
+}
+
+func (g *chunkGate) open() {
+	if err := g.tx.Rollback(context.Background()); err != nil {
+		g.t.Fatal(err)
+	}
+}
+
+// waitCommitHeld waits until a host's chunk transaction waits on the gate.
+func (g *chunkGate) waitCommitHeld(db *pgx.Conn) {
+	g.t.Helper()
+	waitFor(g.t, "a chunk commit held at the gate", 30*time.Second, func() bool {
+		var n int
+		db.QueryRow(context.Background(), `SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query ILIKE '%ingestion_run_chunks%'`).Scan(&n)
+		return n > 0
+	})
+}
+
+type ingestRun struct {
+	RunID          string `json:"runId"`
+	Status         string `json:"status"`
+	NextChunkIndex int    `json:"nextChunkIndex"`
+	CommittedItems int    `json:"committedItems"`
+	ItemCount      int    `json:"itemCount"`
+	ChunkCount     int    `json:"chunkCount"`
+	Complete       bool   `json:"complete"`
+	LastAttempt    *struct {
+		Outcome string `json:"outcome"`
+	} `json:"lastAttempt"`
+}
+
+// TestIngestResumesAfterKill9 imports a file with `registrum ingest`
+// while the host is killed (SIGKILL) during a chunk commit and between two
+// chunks, an answer is lost on the way, and the importer itself is killed;
+// resumed, the import ends with exactly itemCount records and one receipt
+// per chunk. A second import of the same file in a new run is refused by
+// the uniqueness constraint, naming the line and the successor-run remedy.
+func TestIngestResumesAfterKill9(t *testing.T) {
+	dir := t.TempDir()
+	pkg := filepath.Join(dir, "package")
+	if out, err := exec.Command(binary, "compile", "../../host/testdata/ingestion", "--out", pkg).CombinedOutput(); err != nil {
+		t.Fatalf("compile: %v\n%s", err, out)
+	}
+	dsn := storetest.NewDatabase(t)
+	is := authtest.StartIssuer(t, issuertest.DevOptions{Scopes: []string{"stock:write"}}, nil)
+	token := is.Token(t, issuertest.StandardClientID)
+	tokenFile := filepath.Join(dir, "token")
+	os.WriteFile(tokenFile, []byte(token+"\n"), 0o600)
+	os.MkdirAll(filepath.Join(dir, "secrets"), 0o700)
+	os.WriteFile(filepath.Join(dir, "secrets", "host-key"), bytes.Repeat([]byte{9}, 32), 0o600)
+	cfg := fmt.Sprintf("version: 1\ndatabase: {url: %q}\npackage: %s\nsecrets: {root: secrets}\nhostKeyRef: secret:file/host-key\n%s",
+		dsn, pkg, is.HostAuthentication())
+
+	const items = 600 // 300 chunks of two items
+	var src strings.Builder
+	for i := range items {
+		fmt.Fprintf(&src, `{"operation":"create","data":{"code":"K-%d","qty":%d}}`+"\n", i, i)
+	}
+	file := filepath.Join(dir, "items.jsonl")
+	os.WriteFile(file, []byte(src.String()), 0o600)
+
+	db, err := pgx.Connect(context.Background(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close(context.Background())
+	lockConn, err := pgx.Connect(context.Background(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lockConn.Close(context.Background())
+	gate := &chunkGate{t: t, conn: lockConn}
+	count := func(q string) int {
+		var n int
+		if err := db.QueryRow(context.Background(), q).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	run := func() ingestRun {
+		var r ingestRun
+		var doc []byte
+		if err := db.QueryRow(context.Background(), `SELECT json_build_object('runId', run_id, 'nextChunkIndex', next_chunk_index, 'committedItems', committed_items)::text::bytea FROM registrum.ingestion_runs`).Scan(&doc); err != nil {
+			t.Fatal(err)
+		}
+		json.Unmarshal(doc, &r)
+		return r
+	}
+
+	host, base := startHost(t, cfg, dir)
+	proxy := newFaultProxy(t)
+	proxy.setBackend(strings.TrimPrefix(base, "http://"))
+	args := []string{"ingest", "--url", proxy.url(), "--route", "items", "--profile", "clerk", "--token-file", tokenFile, file}
+
+	// 1. The host is killed while a chunk commits: its records are
+	// written, its receipt waits at the gate.
+	gate.close()
+	importer := exec.Command(binary, args...)
+	var out syncBuffer
+	importer.Stdout, importer.Stderr = &out, &out
+	if err := importer.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { importer.Process.Kill(); importer.Wait() })
+	gate.waitCommitHeld(db)
+	kill9(t, host)
+	gate.open()
+	if n := count("SELECT count(*) FROM registrum_data.e_item"); n != 0 {
+		t.Fatalf("the killed chunk commit left %d records", n)
+	}
+	host, base = startHost(t, cfg, dir)
+	proxy.setBackend(strings.TrimPrefix(base, "http://"))
+	waitFor(t, "the importer going on after the restart", 60*time.Second, func() bool { return run().NextChunkIndex >= 3 })
+
+	// 2. The answer of a committed chunk is lost: the importer resubmits
+	// the same chunk and the host answers its stored receipt.
+	gate.close()
+	gate.waitCommitHeld(db)
+	lost := proxy.loseNextAnswer()
+	gate.open()
+	select {
+	case <-lost:
+	case <-time.After(30 * time.Second):
+		t.Fatal("no answer was lost")
+	}
+	waitFor(t, "the importer going on after the lost answer", 60*time.Second, func() bool {
+		return strings.Contains(out.String(), "had been committed already: the host answered its stored receipt")
+	})
+
+	// 3. The host is killed between two chunks: the importer is stopped
+	// while a chunk commits, the chunk commits and answers, the host dies,
+	// and the importer, continued, meets a dead host and then a new one.
+	gate.close()
+	gate.waitCommitHeld(db)
+	importer.Process.Signal(syscall.SIGSTOP)
+	before := run().NextChunkIndex
+	gate.open()
+	waitFor(t, "the held chunk committed", 30*time.Second, func() bool { return run().NextChunkIndex == before+1 })
+	kill9(t, host)
+	importer.Process.Signal(syscall.SIGCONT)
+	time.Sleep(300 * time.Millisecond) // the importer meets no host
+	host, base = startHost(t, cfg, dir)
+	proxy.setBackend(strings.TrimPrefix(base, "http://"))
+	waitFor(t, "the importer going on after the second restart", 60*time.Second, func() bool { return run().NextChunkIndex >= before+4 })
+
+	// 4. The importer itself dies (kill -9) while its chunk commits; the
+	// chunk commits with nobody to hear it.
+	gate.close()
+	gate.waitCommitHeld(db)
+	kill9(t, importer)
+	gate.open()
+	at := run()
+	if !strings.Contains(out.String(), "retrying in") {
+		t.Fatalf("the importer never retried:\n%s", out.String())
+	}
+	t.Logf("importer before its death:\n%s", out.String())
+
+	// Resumed with --run, the token minted with the client's key.
+	resume := []string{"ingest", "--url", proxy.url(), "--route", "items", "--profile", "clerk", "--run", at.RunID,
+		"--client-id", issuertest.StandardClientID, "--key", is.Setup.Clients[0].KeyFile, "--token-url", is.Setup.TokenURL, file}
+	res, err := exec.Command(binary, resume...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("resume: %v\n%s", err, res)
+	}
+	if !strings.Contains(string(res), fmt.Sprintf("run %s resumed at chunk", at.RunID)) || !strings.Contains(string(res), "complete: 600 items in 300 chunks") {
+		t.Fatalf("resume output:\n%s", res)
+	}
+	if r, c, rev := count("SELECT count(*) FROM registrum_data.e_item"), count("SELECT count(*) FROM registrum.ingestion_run_chunks"),
+		count("SELECT count(*) FROM registrum.revisions"); r != items || c != items/2 || rev != items {
+		t.Fatalf("after the resumed import: %d records, %d receipts, %d revisions (want %d, %d, %d)", r, c, rev, items, items/2, items)
+	}
+	if n := count("SELECT count(DISTINCT chunk_index) FROM registrum.ingestion_run_chunks"); n != items/2 {
+		t.Fatalf("%d distinct chunk receipts", n)
+	}
+	var doc ingestRun
+	s, _, b := callWith(t, token, "GET", base+"/v1/records/items/ingestion-runs/"+at.RunID)
+	json.Unmarshal([]byte(b), &doc)
+	if s != 200 || !doc.Complete || doc.CommittedItems != items || doc.NextChunkIndex != items/2 {
+		t.Fatalf("run after the import: %d %s", s, b)
+	}
+
+	// 5. The same file again, in a new run (token from REGISTRUM_TOKEN):
+	// refused by uniqueness at its first line, nothing duplicated.
+	again := exec.Command(binary, "ingest", "--url", base, "--route", "items", "--profile", "clerk", file)
+	again.Env = append(os.Environ(), "REGISTRUM_TOKEN="+token)
+	res, err = again.CombinedOutput()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 {
+		t.Fatalf("second import: %v\n%s", err, res)
+	}
+	msg := string(res)
+	if !strings.Contains(msg, "refused line 1 of "+file) || !strings.Contains(msg, "successor run") || !strings.Contains(msg, "rows are never skipped") {
+		t.Fatalf("second import's message:\n%s", msg)
+	}
+	if strings.Contains(msg, token) {
+		t.Fatal("the token is in the importer's output")
+	}
+	if r := count("SELECT count(*) FROM registrum_data.e_item"); r != items {
+		t.Fatalf("the second import left %d records", r)
+	}
+	t.Logf("second import:\n%s", msg)
+}
+
+// callWith sends a request with a bearer token and returns the status,
+// headers and body.
+func callWith(t *testing.T, token, method, u string) (int, http.Header, string) {
+	t.Helper()
+	req, _ := http.NewRequest(method, u, nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, resp.Header, string(b)
+}
