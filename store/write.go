@@ -248,10 +248,13 @@ func nullableJSON(b []byte) any {
 
 // ConstraintsImmediately makes the transaction check its deferred
 // constraints at the end of each statement from now on, so that a
-// violation is reported by the write that causes it.
-func (w *Writer) ConstraintsImmediately(ctx context.Context) error {
-	if _, err := w.tx.Exec(ctx, "SET CONSTRAINTS ALL IMMEDIATE"); err != nil {
-		return fmt.Errorf("store: constraints immediately: %w", err)
-	}
-	return nil
+// violation is reported by the write that causes it (with Flush).
+func (w *Writer) ConstraintsImmediately() {
+	w.send(nil, func(err error) error { return fmt.Errorf("store: constraints immediately: %w", err) }, "SET CONSTRAINTS ALL IMMEDIATE")
+}
+
+// Flush sends the statements queued so far and reports the first failure,
+// as a ConstraintError when one violates a constraint.
+func (w *Writer) Flush(ctx context.Context) error {
+	return w.flush(ctx)
 }

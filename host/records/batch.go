@@ -3,7 +3,6 @@ package records
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -88,12 +87,6 @@ func (s *Service) batchWrites(ctx context.Context, w *store.Writer, c Call, e *m
 	for i, it := range items {
 		rec, err := s.batchItem(ctx, w, c, e, grant, it, changeContext)
 		if err != nil {
-			// A violated constraint names the field of the item that
-			// violates it, as a value refusal does.
-			var ce *store.ConstraintError
-			if errors.As(err, &ce) {
-				err = s.writeRefusal(e, err)
-			}
 			return nil, inItem(err, i)
 		}
 		rev := strconv.FormatInt(rec.Revision, 10)

@@ -598,18 +598,11 @@ func (s *Service) Chunk(ctx context.Context, c Call, e *model.Entity, runID stri
 		}
 		return &Result{Status: http.StatusOK, Body: replay.receipt, Replayed: true}, nil
 	case errors.As(err, &refusal):
-		return nil, s.attempt(ctx, r, refusal.outcome, cb.Index, chunkWriteError(e, s, refusal.err))
+		return nil, s.attempt(ctx, r, refusal.outcome, cb.Index, chunkWriteError(e, s, s.nameItem(ctx, c, e, grant, items, cc, refusal.err)))
 	case err != nil && store.Unavailable(err):
 		return nil, s.attempt(ctx, r, OutcomeUnavailable, cb.Index, err)
 	case err != nil:
-		var ce *store.ConstraintError
-		if errors.As(err, &ce) && items != nil {
-			// A deferred constraint failed at commit: name the item.
-			if i, ierr := s.locateViolation(ctx, c, e, grant, items, cc); i >= 0 {
-				err = inItem(s.writeRefusal(e, ierr), i)
-			}
-		}
-		err = chunkWriteError(e, s, err)
+		err = chunkWriteError(e, s, s.nameItem(ctx, c, e, grant, items, cc, err))
 		var pe *problem.Error
 		if errors.As(err, &pe) {
 			return nil, s.attempt(ctx, r, OutcomeRefused, cb.Index, err)
@@ -617,6 +610,21 @@ func (s *Service) Chunk(ctx context.Context, c Call, e *model.Entity, runID stri
 		return nil, err
 	}
 	return &Result{Status: out.Status, Body: out.Body}, nil
+}
+
+// nameItem turns a violated constraint of a chunk's writes into the
+// refusal of the item that violates it. Writes are pipelined and some
+// constraints are checked only at commit, so the failing statement does
+// not tell the item: locateViolation finds it.
+func (s *Service) nameItem(ctx context.Context, c Call, e *model.Entity, grant *access.Grant, items []batchItem, cc []byte, err error) error {
+	var ce *store.ConstraintError
+	if !errors.As(err, &ce) || items == nil {
+		return err
+	}
+	if i, ierr := s.locateViolation(ctx, c, e, grant, items, cc); i >= 0 {
+		return inItem(s.writeRefusal(e, ierr), i)
+	}
+	return err
 }
 
 // errDiagnosis unwinds the transaction of locateViolation.
@@ -629,11 +637,13 @@ var errDiagnosis = errors.New("records: diagnosis only")
 func (s *Service) locateViolation(ctx context.Context, c Call, e *model.Entity, grant *access.Grant, items []batchItem, cc []byte) (int, error) {
 	at, cause := -1, error(nil)
 	_, _, _ = s.store.Write(ctx, nil, func(w *store.Writer) (*store.Outcome, error) {
-		if err := w.ConstraintsImmediately(ctx); err != nil {
-			return nil, err
-		}
+		w.ConstraintsImmediately()
 		for i, it := range items {
-			if _, err := s.batchItem(ctx, w, c, e, grant, it, cc); err != nil {
+			_, err := s.batchItem(ctx, w, c, e, grant, it, cc)
+			if err == nil {
+				err = w.Flush(ctx)
+			}
+			if err != nil {
 				var ce *store.ConstraintError
 				if errors.As(err, &ce) {
 					at, cause = i, err
