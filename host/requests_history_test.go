@@ -162,6 +162,23 @@ func TestRequestHistoryPages(t *testing.T) {
 	if err := json.Unmarshal(it.Writes, &writes); err != nil || len(writes) != 1 || writes[0]["id"] != "annotate" {
 		t.Fatalf("history item writes: %s", it.Writes)
 	}
+	// Writes are narrowed to what the selected profile may read: plain
+	// reads children's names only, notes-only no children at all.
+	if set, _ := writes[0]["set"].(map[string]any); set["case_notes"] == nil {
+		t.Fatalf("family history writes lack case_notes: %s", it.Writes)
+	}
+	hp := owner.history(t, loc+"?accessProfile=plain")
+	var narrowed []map[string]any
+	if err := json.Unmarshal(hp.Items[49].Writes, &narrowed); err != nil || len(narrowed) != 1 || narrowed[0]["id"] != "annotate" {
+		t.Fatalf("plain history writes: %s", hp.Items[49].Writes)
+	}
+	if set, _ := narrowed[0]["set"].(map[string]any); len(set) != 0 {
+		t.Fatalf("plain history writes show fields it cannot read: %s", hp.Items[49].Writes)
+	}
+	hn := owner.history(t, loc+"?accessProfile=notes-only")
+	if string(hn.Items[49].Writes) != "[]" {
+		t.Fatalf("notes-only history writes: %s, want []", hn.Items[49].Writes)
+	}
 	current, _ := owner.read(t, loc)
 	if it.EffectDigest != current.Data.Request.EffectDigest {
 		t.Fatalf("the last item's digest %s is not the current one %s", it.EffectDigest, current.Data.Request.EffectDigest)

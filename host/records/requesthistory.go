@@ -1,8 +1,10 @@
 package records
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"slices"
 	"strconv"
 	"time"
 
@@ -65,7 +67,8 @@ func (s *Service) loadHistory(ctx context.Context, e *model.Entity, req *store.R
 // with its version, effect digest, planner, submission time and frozen
 // writes (unless erased), and its review outcome where the grant discloses
 // review_state; nextAfterProposalVersion continues it, null on the last page.
-func historyView(req *store.Request, grant *access.Grant) map[string]any {
+// Writes are narrowed to what the caller may read (see readableWrites).
+func (s *Service) historyView(req *store.Request, grant *access.Grant) map[string]any {
 	items := []map[string]any{}
 	var next any
 	disclose := grant.Source != nil && slicesContains(grant.Source.ReadableRequestFields, model.RequestFieldReviewState)
@@ -82,7 +85,7 @@ func historyView(req *store.Request, grant *access.Grant) map[string]any {
 				item["moduleDigest"] = it.ModuleDigest
 			}
 			if !it.DetailErased && it.Writes != nil {
-				item["writes"] = json.RawMessage(it.Writes)
+				item["writes"] = s.readableWrites(it.Writes, grant)
 			}
 			if disclose && it.Outcome != "" {
 				item["outcome"] = it.Outcome
@@ -109,4 +112,49 @@ func requestPseudo(e *model.Entity, grant *access.Grant, allowed *query.Allowed)
 // caller's own requests (requestVisibility owner).
 func ownRequestsOnly(e *model.Entity, grant *access.Grant) bool {
 	return e.IsRequestEntity() && grant.Source != nil && grant.Source.RequestVisibility == "owner"
+}
+
+// readableWrites narrows a proposal's frozen writes (JSON text as stored)
+// to what the caller may read under the selected profile: a write whose
+// target entity the profile cannot get is left out, and a kept write sets
+// and clears only fields the profile's grant on its target lists in
+// readableFields. Unrestricted callers (no authored grant) see every write.
+func (s *Service) readableWrites(raw []byte, grant *access.Grant) any {
+	if grant.Source == nil {
+		return json.RawMessage(raw)
+	}
+	var writes []map[string]any
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if err := dec.Decode(&writes); err != nil {
+		return []any{} // stored by the service itself; unreadable means nothing to show
+	}
+	profile := s.pkg.ProfileByID(grant.Profile)
+	kept := make([]map[string]any, 0, len(writes))
+	for _, w := range writes {
+		target, _ := w["target"].(map[string]any)
+		entity, _ := target["entity"].(string)
+		var g *model.Grant
+		if profile != nil {
+			g = profile.Grant(entity)
+		}
+		if g == nil || !g.Allows(model.OpGet) {
+			continue
+		}
+		if set, ok := w["set"].(map[string]any); ok {
+			for f := range set {
+				if !slices.Contains(g.ReadableFields, f) {
+					delete(set, f)
+				}
+			}
+		}
+		if clear, ok := w["clear"].([]any); ok {
+			w["clear"] = slices.DeleteFunc(clear, func(f any) bool {
+				id, _ := f.(string)
+				return !slices.Contains(g.ReadableFields, id)
+			})
+		}
+		kept = append(kept, w)
+	}
+	return kept
 }

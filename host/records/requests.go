@@ -648,7 +648,7 @@ func (s *Service) requestView(rec *store.Record, req *store.Request, grant *acce
 		}
 	}
 	view["actions"] = actions
-	view["history"] = historyView(req, grant)
+	view["history"] = s.historyView(req, grant)
 	return view
 }
 
