@@ -28,9 +28,11 @@ import (
 	"github.com/registrum/registrum/host/metadata"
 	"github.com/registrum/registrum/host/records"
 	"github.com/registrum/registrum/host/review"
+	"github.com/registrum/registrum/host/verification"
 	"github.com/registrum/registrum/model"
 	"github.com/registrum/registrum/planners"
 	"github.com/registrum/registrum/plugins"
+	"github.com/registrum/registrum/plugins/verifier"
 	"github.com/registrum/registrum/store"
 )
 
@@ -47,6 +49,8 @@ type Host struct {
 	mods *plugins.Runtime
 	// runner works the post-commit jobs (River).
 	runner *river.Client[pgx.Tx]
+	// verifiers are the package's attachment verifiers, opened.
+	verifiers map[string]verifier.VerifyCloser
 }
 
 // Open loads the package and secrets named by cfg, connects to the database,
@@ -98,8 +102,13 @@ func assemble(ctx context.Context, cfg *config.Config, log *slog.Logger, pool *p
 	if err != nil {
 		return nil, err
 	}
-	runner, err := jobRunner(cfg, st, svc, log)
+	verifiers, err := openVerifiers(cfg, pkg)
 	if err != nil {
+		return nil, err
+	}
+	runner, err := jobRunner(cfg, st, svc, verifiers, log)
+	if err != nil {
+		closeVerifiers(verifiers)
 		return nil, err
 	}
 	docs, err := metadata.Load(pkg, cfg.Package)
@@ -117,15 +126,16 @@ func assemble(ctx context.Context, cfg *config.Config, log *slog.Logger, pool *p
 		Ready:     st.Ping,
 	})
 	return &Host{
-		mods:     mods,
-		runner:   runner,
-		cfg:      cfg,
-		verifier: verifier,
-		log:      log,
-		pool:     pool,
-		api:      api,
-		pkg:      pkg,
-		metrics:  promhttp.HandlerFor(reg, promhttp.HandlerOpts{}),
+		verifiers: verifiers,
+		mods:      mods,
+		runner:    runner,
+		cfg:       cfg,
+		verifier:  verifier,
+		log:       log,
+		pool:      pool,
+		api:       api,
+		pkg:       pkg,
+		metrics:   promhttp.HandlerFor(reg, promhttp.HandlerOpts{}),
 	}, nil
 }
 
@@ -147,11 +157,32 @@ func (h *Host) Close() {
 	if h.mods != nil {
 		h.mods.Close(context.Background())
 	}
+	closeVerifiers(h.verifiers)
+}
+
+// openVerifiers opens the package's attachment verifiers: go-plugin
+// binaries checked against their pinned digests, http scanners with their
+// credentials.
+func openVerifiers(cfg *config.Config, pkg *model.Package) (map[string]verifier.VerifyCloser, error) {
+	if len(pkg.Verifiers) == 0 {
+		return nil, nil
+	}
+	vs, err := verifier.OpenPackage(cfg.Package, verifier.OpenOptions{SecretRoot: cfg.Secrets.Root})
+	if err != nil {
+		return nil, fmt.Errorf("host: open attachment verifiers: %w", err)
+	}
+	return vs, nil
+}
+
+func closeVerifiers(vs map[string]verifier.VerifyCloser) {
+	for _, v := range vs {
+		_ = v.Close()
+	}
 }
 
 // jobRunner builds the workers of the post-commit jobs: the review
 // authorities' submissions and results, and automatic application.
-func jobRunner(cfg *config.Config, st *store.Store, svc *records.Service, log *slog.Logger) (*river.Client[pgx.Tx], error) {
+func jobRunner(cfg *config.Config, st *store.Store, svc *records.Service, verifiers map[string]verifier.VerifyCloser, log *slog.Logger) (*river.Client[pgx.Tx], error) {
 	auths, err := review.New(cfg)
 	if err != nil {
 		return nil, err
@@ -162,6 +193,11 @@ func jobRunner(cfg *config.Config, st *store.Store, svc *records.Service, log *s
 		return nil, err
 	}
 	timeout, rescue := cfg.JobTimeouts()
+	// The lease outlasts the job's run; a host that died mid-verification
+	// leaves both to expire, and the rescued job claims the verdict again.
+	if _, err := verification.Register(workers, st, svc.ContentStore(), verifiers, log, verification.Options{Lease: timeout}); err != nil {
+		return nil, err
+	}
 	return st.NewJobRunner(workers, store.JobRunnerOptions{Logger: log, JobTimeout: timeout, RescueAfter: rescue})
 }
 

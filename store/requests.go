@@ -47,6 +47,18 @@ type Request struct {
 	// DBNow is the database clock when the request was read: reads compare
 	// a result's availableUntil with it.
 	DBNow time.Time
+	// Attachments are the filled slots of ProposalVersion.
+	Attachments []Attachment
+}
+
+// Attachment returns the filled slot with that id, or nil.
+func (r *Request) Attachment(slot string) *Attachment {
+	for i := range r.Attachments {
+		if r.Attachments[i].SlotID == slot {
+			return &r.Attachments[i]
+		}
+	}
+	return nil
 }
 
 // Proposal is a submitted, frozen proposal.
@@ -64,6 +76,9 @@ type Proposal struct {
 	SubmitterActor     string
 	SubmittedAt        time.Time
 	DetailErased       bool
+	// Attachments is the canonical JSON of the slot manifest frozen at
+	// submission, nil when the entity has no slots.
+	Attachments []byte
 }
 
 // Application is the receipt of an applied proposal.
@@ -83,7 +98,7 @@ type Application struct {
 
 const requestColumns = `now(), r.entity_id, r.record_id::text, r.owner_reference, r.state, r.proposal_version, r.updated_at,
     p.proposal_version, p.record_revision, p.planner, coalesce(p.module_digest, ''), p.effect_digest, p.plan, p.submitter_reference,
-    p.submitter_actor, p.submitted_at, p.detail_erased_at IS NOT NULL,
+    p.submitter_actor, p.submitted_at, p.detail_erased_at IS NOT NULL, p.attachments,
     a.application_id::text, a.proposal_version, a.effect_digest, a.applier_reference, a.applier_actor, a.reason, a.reason_present, a.results, a.applied_at
 FROM registrum.requests r
 LEFT JOIN registrum.request_proposals p ON p.entity_id = r.entity_id AND p.record_id = r.record_id AND p.proposal_version = r.proposal_version
@@ -95,7 +110,7 @@ func scanRequest(row pgx.Row) (*Request, error) {
 	var (
 		pVersion, pRevision                                      *int64
 		planner, moduleDigest, effectDigest, submitter, subActor *string
-		plan                                                     []byte
+		plan, manifest                                           []byte
 		submittedAt                                              *time.Time
 		erased                                                   *bool
 		aID, aDigest, aApplier, aActor, aReason                  *string
@@ -105,7 +120,7 @@ func scanRequest(row pgx.Row) (*Request, error) {
 		aAt                                                      *time.Time
 	)
 	err := row.Scan(&r.DBNow, &r.EntityID, &r.RecordID, &r.OwnerReference, &r.State, &r.ProposalVersion, &r.UpdatedAt,
-		&pVersion, &pRevision, &planner, &moduleDigest, &effectDigest, &plan, &submitter, &subActor, &submittedAt, &erased,
+		&pVersion, &pRevision, &planner, &moduleDigest, &effectDigest, &plan, &submitter, &subActor, &submittedAt, &erased, &manifest,
 		&aID, &aVersion, &aDigest, &aApplier, &aActor, &aReason, &aPresent, &aResults, &aAt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, ErrNotFound
@@ -117,7 +132,7 @@ func scanRequest(row pgx.Row) (*Request, error) {
 	if pVersion != nil {
 		r.Proposal = &Proposal{Version: *pVersion, RecordRevision: *pRevision, Planner: *planner, ModuleDigest: *moduleDigest,
 			EffectDigest: *effectDigest, Plan: plan, SubmitterReference: *submitter, SubmitterActor: *subActor,
-			SubmittedAt: submittedAt.UTC(), DetailErased: *erased}
+			SubmittedAt: submittedAt.UTC(), DetailErased: *erased, Attachments: manifest}
 	}
 	if aID != nil {
 		r.Application = &Application{ID: *aID, ProposalVersion: *aVersion, EffectDigest: *aDigest, ApplierReference: *aApplier,
@@ -132,6 +147,11 @@ func (s *Store) Request(ctx context.Context, e *model.Entity, id string) (*Reque
 	if err != nil {
 		return nil, err
 	}
+	if len(e.Attachments) > 0 {
+		if r.Attachments, err = attachments(ctx, s.pool, e.ID, id, r.ProposalVersion); err != nil {
+			return nil, err
+		}
+	}
 	return r, s.review(ctx, s.pool, e, r)
 }
 
@@ -141,6 +161,11 @@ func (w *Writer) LockRequest(ctx context.Context, e *model.Entity, id string) (*
 	r, err := scanRequest(w.queryRow(ctx, "SELECT "+requestColumns+" FOR UPDATE OF r", e.ID, id))
 	if err != nil {
 		return nil, err
+	}
+	if len(e.Attachments) > 0 {
+		if r.Attachments, err = w.attachments(ctx, e.ID, id, r.ProposalVersion); err != nil {
+			return nil, err
+		}
 	}
 	return r, w.s.review(ctx, w.db(), e, r)
 }
@@ -213,9 +238,9 @@ func (w *Writer) CreateRequest(ctx context.Context, e *model.Entity, id, owner s
 // request to submitted.
 func (w *Writer) SubmitRequest(ctx context.Context, e *model.Entity, id string, p *Proposal) error {
 	w.send(nil, func(err error) error { return fmt.Errorf("store: freeze proposal: %w", err) }, `INSERT INTO registrum.request_proposals
-    (entity_id, record_id, proposal_version, record_revision, planner, module_digest, effect_digest, plan, submitter_reference, submitter_actor, submitted_at)
-    VALUES ($1, $2, $3, $4, $5, nullif($6, ''), $7, $8, $9, $10, $11)`,
-		e.ID, id, p.Version, p.RecordRevision, p.Planner, p.ModuleDigest, p.EffectDigest, string(p.Plan), p.SubmitterReference, p.SubmitterActor, w.now)
+    (entity_id, record_id, proposal_version, record_revision, planner, module_digest, effect_digest, plan, submitter_reference, submitter_actor, submitted_at, attachments)
+    VALUES ($1, $2, $3, $4, $5, nullif($6, ''), $7, $8, $9, $10, $11, $12)`,
+		e.ID, id, p.Version, p.RecordRevision, p.Planner, p.ModuleDigest, p.EffectDigest, string(p.Plan), p.SubmitterReference, p.SubmitterActor, w.now, nullableJSON(p.Attachments))
 	p.SubmittedAt = w.now
 	return w.SetRequestState(ctx, e, id, RequestSubmitted, p.Version)
 }
@@ -298,4 +323,14 @@ func storedOutcome(row pgx.Row, idem *Idempotency) (*Outcome, error) {
 		return nil, fmt.Errorf("store: stored outcome: %w", err)
 	}
 	return out, nil
+}
+
+// KeyUsed reports whether an idempotency key reference was used before,
+// whatever the request.
+func (s *Store) KeyUsed(ctx context.Context, keyReference string) (bool, error) {
+	var used bool
+	if err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM registrum.idempotency WHERE key_reference = $1)`, keyReference).Scan(&used); err != nil {
+		return false, fmt.Errorf("store: read idempotency key: %w", err)
+	}
+	return used, nil
 }

@@ -307,7 +307,7 @@ func TestConcurrentMigratorsApplyOnce(t *testing.T) {
 	for n := range total {
 		sum += n
 	}
-	if sum != store.LatestVersion() {
-		t.Fatalf("migrations applied %d times in all, want %d", sum, store.LatestVersion())
+	if sum != len(store.Migrations()) {
+		t.Fatalf("migrations applied %d times in all, want %d", sum, len(store.Migrations()))
 	}
 }

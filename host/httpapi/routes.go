@@ -25,6 +25,7 @@ func (a *API) recordRoutes(r chi.Router) {
 	ingestion, _ := generate.CapabilityByID(generate.CapIngestionRuns)
 	revisions, _ := generate.CapabilityByID(generate.CapRevisions)
 	temporal, _ := generate.CapabilityByID(generate.CapTemporalReads)
+	attachments, _ := generate.CapabilityByID(generate.CapAttachments)
 	for _, e := range a.pkg.Entities {
 		if e.IsRequestEntity() && !requests.Served {
 			continue
@@ -57,6 +58,9 @@ func (a *API) recordRoutes(r chi.Router) {
 		if e.IsRequestEntity() {
 			for _, action := range requestActions {
 				a.entityRoute(r, http.MethodPost, item+"/actions/"+action, e, withParam("action", action, a.requestAction))
+			}
+			if attachments.Served {
+				a.attachmentRoutes(r, item, e)
 			}
 		}
 	}

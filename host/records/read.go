@@ -38,9 +38,15 @@ func (d selecting) Decide(ctx context.Context, r access.Request) (*access.Grant,
 	if err != nil {
 		return nil, queryProblem(err)
 	}
-	ids := make([]string, len(fields))
+	ids := make([]string, len(fields), len(fields)+len(d.entity.Attachments))
 	for i, f := range fields {
 		ids[i] = f.ID
+	}
+	// Attachment slots are not fields $select names: a readable slot stays.
+	for _, slot := range d.entity.Attachments {
+		if g.Readable.Has(slot.ID) {
+			ids = append(ids, slot.ID)
+		}
 	}
 	n := *g
 	n.Readable = access.NewFieldSet(ids...)

@@ -44,6 +44,8 @@ type Service struct {
 	planners *planners.Set
 	// review talks to the external review authorities (UseReview).
 	review ReviewAuthorities
+	// content keeps attachment content (UseContent; default the database).
+	content store.ContentStore
 }
 
 // New returns the records service of the store's active package.
@@ -423,6 +425,7 @@ func (s *Service) render(rec *store.Record, req *store.Request, presence json.Ra
 	env := s.envelope(rec, grant.Readable, rep)
 	env.Data.RequestPresence = presence
 	if req != nil {
+		slotsInto(env.Data.DomainData, rec.Entity, req, grant.Readable)
 		view, err := json.Marshal(s.requestView(rec, req, grant, rep))
 		if err != nil {
 			return nil, fmt.Errorf("records: render request: %w", err)

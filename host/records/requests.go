@@ -274,10 +274,8 @@ func (s *Service) plan(ctx context.Context, grant *access.Grant, e *model.Entity
 	if req.State != store.RequestDraft {
 		return nil, problem.New(problem.PreconditionFailed, "only a draft can be submitted; this request is %s", req.State)
 	}
-	for _, slot := range e.Attachments {
-		if slot.Required {
-			return nil, problem.New(problem.PreconditionFailed, "the required attachment slot %s is not filled", slot.ID)
-		}
+	if _, err := attachmentManifest(e, req); err != nil {
+		return nil, err
 	}
 	if s.planners == nil || s.planners.For(e) == nil {
 		return nil, problem.New(problem.ServiceUnavailable, "the planner of %s is not loaded on this host", e.ID)
@@ -326,9 +324,15 @@ func (s *Service) submit(ctx context.Context, w *store.Writer, e *model.Entity, 
 	if err := p.Freeze(); err != nil {
 		return err
 	}
+	// The slots as locked with the draft: the manifest the proposal freezes.
+	manifest, err := attachmentManifest(e, req)
+	if err != nil {
+		return err
+	}
 	prop := &store.Proposal{
 		Version: req.ProposalVersion, RecordRevision: cur.Revision, Planner: p.Kind, ModuleDigest: p.ModuleDigest,
 		EffectDigest: p.EffectDigest, Plan: p.Canonical, SubmitterReference: grant.PrincipalReference, SubmitterActor: in.ActorReference,
+		Attachments: manifest,
 	}
 	if err := w.SubmitRequest(ctx, e, cur.ID, prop); err != nil {
 		return err
@@ -360,6 +364,13 @@ func (s *Service) revise(ctx context.Context, w *store.Writer, e *model.Entity, 
 	}
 	if err := w.SetRequestState(ctx, e, req.RecordID, store.RequestDraft, req.ProposalVersion+1); err != nil {
 		return err
+	}
+	// The next draft starts with the slots of the proposal it revises.
+	if err := w.CarryAttachments(ctx, e, req.RecordID, req.ProposalVersion, req.ProposalVersion+1); err != nil {
+		return err
+	}
+	for i := range req.Attachments {
+		req.Attachments[i].ProposalVersion = req.ProposalVersion + 1
 	}
 	req.State, req.ProposalVersion, req.Proposal, req.Submission, req.Result = store.RequestDraft, req.ProposalVersion+1, nil, nil, nil
 	return nil
@@ -587,6 +598,9 @@ func (s *Service) requestView(rec *store.Record, req *store.Request, grant *acce
 		proposal := map[string]any{"review": review, "planner": req.Proposal.Planner, "submittedAt": req.Proposal.SubmittedAt.Format(time.RFC3339Nano)}
 		if req.Proposal.ModuleDigest != "" {
 			proposal["moduleDigest"] = req.Proposal.ModuleDigest
+		}
+		if len(req.Proposal.Attachments) > 0 {
+			proposal["attachments"] = json.RawMessage(req.Proposal.Attachments)
 		}
 		view["proposal"] = proposal
 		view["detailErased"] = req.Proposal.DetailErased

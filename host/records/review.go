@@ -105,6 +105,10 @@ func (s *Service) submission(e *model.Entity, rec *store.Record, req *store.Requ
 		"requesterReference": actor,
 		"context":            map[string]any{"strategy": "submitted", "snapshot": snapshot},
 	}
+	if len(req.Proposal.Attachments) > 0 {
+		// The frozen slot manifest is part of what the authority reviews.
+		body["context"].(map[string]any)["attachments"] = json.RawMessage(req.Proposal.Attachments)
+	}
 	b, err := canonjson.Marshal(body)
 	if err != nil {
 		return nil, err

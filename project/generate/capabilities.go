@@ -64,7 +64,7 @@ var capabilities = []Capability{
 	{ID: CapSnapshot, Title: "snapshot reads (:snapshot)", Served: false, Declared: "a profile granting snapshot"},
 	{ID: CapIngestionRuns, Title: "ingestion runs", Served: true, Declared: "batch"},
 	{ID: CapChangeRequests, Title: "change request records and actions", Served: true, Declared: "changeRequest"},
-	{ID: CapAttachments, Title: "attachments", Served: false, Declared: "attachments"},
+	{ID: CapAttachments, Title: "attachments", Served: true, Declared: "attachments"},
 	{ID: CapImmediateActions, Title: "immediate actions", Served: false, Declared: "actions"},
 	{ID: CapGIS, Title: "spatial adapter (GeoJSON)", Served: true, Declared: "geojson"},
 }

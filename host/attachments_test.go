@@ -1,0 +1,400 @@
+package host_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/registrum/registrum/host"
+	"github.com/registrum/registrum/host/auth/authtest"
+	"github.com/registrum/registrum/issuer/issuertest"
+	"github.com/registrum/registrum/store/storetest"
+)
+
+// scanner is an http verifier the test controls: down answers 503; up
+// rejects content holding "MALWARE" and approves the rest.
+type scanner struct {
+	down  atomic.Bool
+	calls atomic.Int32
+	// hold, when set, blocks calls until it is closed.
+	mu   sync.Mutex
+	hold chan struct{}
+}
+
+func (s *scanner) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.calls.Add(1)
+	s.mu.Lock()
+	hold := s.hold
+	s.mu.Unlock()
+	if hold != nil {
+		<-hold
+	}
+	if r.Header.Get("Authorization") != "Bearer scanner-secret-token-0123456789" {
+		http.Error(w, "no", http.StatusUnauthorized)
+		return
+	}
+	b, _ := io.ReadAll(r.Body)
+	sum := sha256.Sum256(b)
+	if hex.EncodeToString(sum[:]) != r.Header.Get("X-Content-Sha256") {
+		http.Error(w, "digest", http.StatusBadRequest)
+		return
+	}
+	if s.down.Load() {
+		http.Error(w, "down", http.StatusServiceUnavailable)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if bytes.Contains(b, []byte("MALWARE")) {
+		io.WriteString(w, `{"verdict":"rejected"}`)
+		return
+	}
+	io.WriteString(w, `{"verdict":"approved"}`)
+}
+
+type attachEnv struct {
+	owner, colleague caller
+	scanner          *scanner
+	dsn              string
+	host             *host.Host
+}
+
+func startAttachments(t *testing.T, workers bool) attachEnv {
+	t.Helper()
+	sc := &scanner{}
+	scanSrv := httptest.NewServer(sc)
+	t.Cleanup(scanSrv.Close)
+	dir := t.TempDir()
+	if err := os.CopyFS(dir, os.DirFS("testdata/attachments")); err != nil {
+		t.Fatal(err)
+	}
+	yaml, _ := os.ReadFile(filepath.Join(dir, "registry.yaml"))
+	yaml = bytes.ReplaceAll(yaml, []byte("VERIFIER_ENDPOINT"), []byte(scanSrv.URL+"/scan"))
+	os.WriteFile(filepath.Join(dir, "registry.yaml"), yaml, 0o644)
+
+	is := authtest.StartIssuer(t, issuertest.DevOptions{Scopes: []string{"families:write"}}, addClient(t, `"families:write"`))
+	is.Setup.Clients = append(is.Setup.Clients, issuertest.DevClient{ID: "colleague", Profile: "standard",
+		KeyFile: filepath.Join(filepath.Dir(is.Setup.ConfigPath), "client-keys", "colleague.jwk"), Audience: is.Setup.TokenURL})
+	dsn := storetest.NewDatabase(t)
+	cfg := deployment(t, dir, dsn, is.HostAuthentication(), "jobs: {timeoutSeconds: 5, rescueAfterSeconds: 10}\n")
+	if err := os.WriteFile(filepath.Join(cfg.Secrets.Root, "scanner-token"), []byte("scanner-secret-token-0123456789\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h, srv := serve(t, cfg)
+	if workers {
+		startWorkers(t, h)
+	}
+	return attachEnv{
+		owner:     caller{srv: srv, token: is.Token(t, issuertest.StandardClientID)},
+		colleague: caller{srv: srv, token: is.Token(t, "colleague")},
+		scanner:   sc, dsn: dsn, host: h,
+	}
+}
+
+// upload PATCHes bytes into a slot.
+func (c caller) upload(t *testing.T, loc, slot, ctype, etag, key string, body []byte) (*http.Response, []byte) {
+	t.Helper()
+	req, _ := http.NewRequest("PATCH", c.srv.URL+loc+"/attachments/"+slot, bytes.NewReader(body))
+	req.Header.Set("Content-Type", ctype)
+	req.Header.Set("Authorization", "Bearer "+c.token)
+	if etag != "" {
+		req.Header.Set("If-Match", etag)
+	}
+	if key != "" {
+		req.Header.Set("Idempotency-Key", key)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp, b
+}
+
+func slotOf(t *testing.T, body []byte, slot string) map[string]any {
+	t.Helper()
+	var env struct {
+		Data struct {
+			DomainData map[string]json.RawMessage `json:"domainData"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal(body, &env); err != nil {
+		t.Fatalf("not an envelope: %s", body)
+	}
+	raw, ok := env.Data.DomainData[slot]
+	if !ok {
+		t.Fatalf("domainData has no member %s: %s", slot, body)
+	}
+	var m map[string]any
+	json.Unmarshal(raw, &m)
+	return m
+}
+
+func TestAttachmentUploadDownloadAndSubmit(t *testing.T) {
+	env := startAttachments(t, false)
+	owner, colleague := env.owner, env.colleague
+	loc, etag := owner.create(t, "claims", `{"text":"a claim"}`)
+
+	// Empty slots are null members of domainData; the hidden slot (not
+	// readable) is absent.
+	resp, b := owner.do(t, "GET", loc, "", "")
+	if m := slotOf(t, b, "evidence"); m != nil {
+		t.Fatalf("empty slot: %v", m)
+	}
+	if strings.Contains(string(b), `"hidden"`) {
+		t.Fatalf("unreadable slot shown: %s", b)
+	}
+
+	// Submitting without the required slot: 412.
+	var doc envelope
+	json.Unmarshal(b, &doc)
+	submit := doc.Data.Request.action("submit_request")
+	code, pb := owner.act(t, submit.Href, etag, "s0", `{"actorReference":"me"}`)
+	wantProblem(t, "submit without the required slot", 412, pb, "precondition.failed")
+
+	exact := bytes.Repeat([]byte("a"), 1024)
+	// Refusals, each with nothing written (the ETag stays valid).
+	resp, b = owner.upload(t, loc, "evidence", "text/plain", etag, "", exact)
+	wantProblem(t, "upload without Idempotency-Key", 400, b, "request.invalid")
+	resp, b = owner.upload(t, loc, "evidence", "text/plain", "", "k1", exact)
+	wantProblem(t, "upload without If-Match", 428, b, "precondition.required")
+	resp, b = owner.upload(t, loc, "evidence", "image/png", etag, "k1", exact)
+	wantProblem(t, "wrong media type", 400, b, "request.invalid")
+	resp, b = owner.upload(t, loc, "evidence", "text/plain", etag, "k1", append(exact, 'b'))
+	wantProblem(t, "one byte over maximumBytes", 400, b, "request.invalid")
+	resp, b = owner.upload(t, loc, "evidence", "text/plain", etag, "k1", nil)
+	wantProblem(t, "empty upload", 400, b, "request.invalid")
+	resp, b = colleague.upload(t, loc, "evidence", "text/plain", etag, "k1", exact)
+	wantProblem(t, "non-owner upload", 412, b, "precondition.failed")
+	resp, b = owner.upload(t, loc, "hidden", "text/plain", etag, "k1", []byte("x"))
+	wantProblem(t, "slot outside writableFields", 404, b, "resource.not_found")
+	resp, b = owner.upload(t, loc, "evidence", "text/plain", `"engine-hmac-sha256:`+strings.Repeat("0", 64)+`"`, "k1", exact)
+	wantProblem(t, "stale If-Match", 412, b, "precondition.failed")
+	if n := countRows(t, env.dsn, `SELECT count(*) FROM registrum.request_attachments`); n != 0 {
+		t.Fatalf("%d slot rows after refusals", n)
+	}
+
+	// Exactly maximumBytes is accepted; the record moves to a new revision.
+	resp, b = owner.upload(t, loc, "evidence", "text/plain", etag, "k1", exact)
+	if resp.StatusCode != 200 {
+		t.Fatalf("upload of exactly maximumBytes: %d %s", resp.StatusCode, b)
+	}
+	etag2 := resp.Header.Get("ETag")
+	if etag2 == etag {
+		t.Fatal("the upload did not advance the request's revision")
+	}
+	sum := sha256.Sum256(exact)
+	m := slotOf(t, b, "evidence")
+	if m["sha256"] != hex.EncodeToString(sum[:]) || m["byteSize"] != float64(1024) || m["contentType"] != "text/plain" ||
+		m["verificationStatus"] != "notRequired" || m["filled"] != true || m["erased"] != false || m["proposalVersion"] != float64(1) || m["slotId"] != "evidence" {
+		t.Fatalf("slot metadata: %v", m)
+	}
+	// The same key and request replays; the same key with other bytes conflicts.
+	resp, b2 := owner.upload(t, loc, "evidence", "text/plain", etag, "k1", exact)
+	if resp.StatusCode != 200 || resp.Header.Get("Idempotent-Replayed") != "true" || !bytes.Equal(b, b2) {
+		t.Fatalf("replay: %d %s", resp.StatusCode, b2)
+	}
+	resp, b2 = owner.upload(t, loc, "evidence", "text/plain", etag, "k1", []byte("other"))
+	wantProblem(t, "same key, other bytes", 409, b2, "idempotency.conflict")
+
+	// Download: the exact bytes, as an attachment, never cached or sniffed.
+	resp, got := owner.do(t, "GET", loc+"/attachments/evidence?proposalVersion=1", "", "")
+	if resp.StatusCode != 200 || !bytes.Equal(got, exact) {
+		t.Fatalf("download: %d %q", resp.StatusCode, got)
+	}
+	for h, want := range map[string]string{"Content-Type": "text/plain", "Cache-Control": "no-store", "X-Content-Type-Options": "nosniff",
+		"Content-Disposition": `attachment; filename=evidence`, "Content-Length": "1024"} {
+		if resp.Header.Get(h) != want {
+			t.Errorf("%s: %q, want %q", h, resp.Header.Get(h), want)
+		}
+	}
+	resp, b = owner.do(t, "GET", loc+"/attachments/evidence?proposalVersion=2", "", "")
+	wantProblem(t, "download of an unknown proposal version", 404, b, "resource.not_found")
+	resp, b = owner.do(t, "GET", loc+"/attachments/evidence", "", "")
+	wantProblem(t, "download without proposalVersion", 400, b, "query.invalid")
+	resp, b = owner.do(t, "GET", loc+"/attachments/scan?proposalVersion=1", "", "")
+	wantProblem(t, "download of an empty slot", 404, b, "resource.not_found")
+
+	// A pending upload (no worker runs in this test) is not downloadable
+	// and blocks submission, though the slot is optional.
+	resp, b = owner.upload(t, loc, "scan", "application/octet-stream", etag2, "k2", []byte("clean bytes"))
+	if resp.StatusCode != 200 {
+		t.Fatalf("upload to the verified slot: %d %s", resp.StatusCode, b)
+	}
+	etag3 := resp.Header.Get("ETag")
+	if m := slotOf(t, b, "scan"); m["verificationStatus"] != "pending" {
+		t.Fatalf("verified slot after upload: %v", m)
+	}
+	resp, b = owner.do(t, "GET", loc+"/attachments/scan?proposalVersion=1", "", "")
+	wantProblem(t, "download of pending content", 404, b, "resource.not_found")
+	code, pb = owner.act(t, submit.Href, etag3, "s1", `{"actorReference":"me"}`)
+	wantProblem(t, "submit with a pending slot", 412, pb, "precondition.failed")
+
+	// DELETE with a body is refused; without one it empties the slot.
+	resp, b = owner.do(t, "DELETE", loc+"/attachments/scan", "text/plain", "x", "If-Match", etag3, "Idempotency-Key", "d1")
+	wantProblem(t, "DELETE with a body", 400, b, "request.invalid")
+	resp, b = owner.do(t, "DELETE", loc+"/attachments/scan", "", "", "If-Match", etag3, "Idempotency-Key", "d1")
+	if resp.StatusCode != 200 || slotOf(t, b, "scan") != nil {
+		t.Fatalf("removal: %d %s", resp.StatusCode, b)
+	}
+	etag4 := resp.Header.Get("ETag")
+
+	// Slots are engine-owned: a create or JSON Patch cannot set them.
+	resp, b = owner.do(t, "POST", "/v1/records/claims", "application/json", `{"data":{"text":"x","evidence":{"sha256":"00"}}}`)
+	wantProblem(t, "create setting a slot", 400, b, "request.invalid")
+	resp, b = owner.do(t, "PATCH", loc, "application/json-patch+json", `[{"op":"replace","path":"/data/evidence","value":null}]`, "If-Match", etag4)
+	if resp.StatusCode != 400 {
+		t.Fatalf("patch of a slot: %d %s", resp.StatusCode, b)
+	}
+
+	// Submission binds the manifest into the frozen proposal.
+	code, pb = owner.act(t, submit.Href, etag4, "s2", `{"actorReference":"me"}`)
+	if code != 200 {
+		t.Fatalf("submit: %d %s", code, pb)
+	}
+	var full map[string]any
+	resp, b = owner.do(t, "GET", loc, "", "")
+	json.Unmarshal(b, &full)
+	prop := full["data"].(map[string]any)["request"].(map[string]any)["proposal"].(map[string]any)
+	manifest, _ := json.Marshal(prop["attachments"])
+	if !strings.Contains(string(manifest), hex.EncodeToString(sum[:])) {
+		t.Fatalf("proposal manifest: %s", manifest)
+	}
+	// A submitted request's slots cannot change.
+	resp, b = owner.upload(t, loc, "evidence", "text/plain", resp.Header.Get("ETag"), "k9", exact)
+	if resp.StatusCode != 412 {
+		t.Fatalf("upload to a submitted request: %d %s", resp.StatusCode, b)
+	}
+	// Revise carries the slots into the next draft.
+	var rd envelope
+	json.Unmarshal(b, &rd)
+	_, b = owner.do(t, "GET", loc, "", "")
+	json.Unmarshal(b, &rd)
+	if rv := rd.Data.Request.action("revise_request"); rv == nil {
+		t.Fatalf("revise not offered: %s", b)
+	} else {
+		code, pb = owner.act(t, rv.Href, rv.IfMatch, "r1", `{"actorReference":"me","rebase":true}`)
+		if code != 200 {
+			t.Fatalf("revise: %d %s", code, pb)
+		}
+		_, b = owner.do(t, "GET", loc, "", "")
+		if m := slotOf(t, b, "evidence"); m["proposalVersion"] != float64(2) || m["sha256"] != hex.EncodeToString(sum[:]) {
+			t.Fatalf("slot after revise: %v", m)
+		}
+		resp, got = owner.do(t, "GET", loc+"/attachments/evidence?proposalVersion=2", "", "")
+		if resp.StatusCode != 200 || !bytes.Equal(got, exact) {
+			t.Fatalf("download of the revised draft's slot: %d", resp.StatusCode)
+		}
+	}
+	// Content is kept once per hash.
+	if n := countRows(t, env.dsn, `SELECT count(*) FROM registrum.attachment_blobs WHERE sha256 = '`+hex.EncodeToString(sum[:])+`'`); n != 1 {
+		t.Fatalf("%d copies of one content", n)
+	}
+}
+
+func TestAttachmentVerificationRetriesAndRejects(t *testing.T) {
+	env := startAttachments(t, true)
+	owner := env.owner
+	env.scanner.down.Store(true)
+	loc, etag := owner.create(t, "claims", `{"text":"scanned"}`)
+	resp, b := owner.upload(t, loc, "scan", "application/octet-stream", etag, "u1", []byte("clean content"))
+	if resp.StatusCode != 200 {
+		t.Fatalf("upload: %d %s", resp.StatusCode, b)
+	}
+	etag = resp.Header.Get("ETag")
+	// The scanner is down: the verdict stays pending while attempts are retried.
+	waitFor(t, 15*time.Second, "two attempts", func() bool { return env.scanner.calls.Load() >= 2 })
+	_, b = owner.do(t, "GET", loc, "", "")
+	if m := slotOf(t, b, "scan"); m["verificationStatus"] != "pending" {
+		t.Fatalf("while the scanner is down: %v", m)
+	}
+	env.scanner.down.Store(false)
+	waitFor(t, 30*time.Second, "approval", func() bool {
+		_, b := owner.do(t, "GET", loc, "", "")
+		return slotOf(t, b, "scan")["verificationStatus"] == "approved"
+	})
+	resp, got := owner.do(t, "GET", loc+"/attachments/scan?proposalVersion=1", "", "")
+	if resp.StatusCode != 200 || string(got) != "clean content" {
+		t.Fatalf("download after approval: %d %q", resp.StatusCode, got)
+	}
+	// Every attempt and the verdict are audited.
+	if n := countRows(t, env.dsn, `SELECT count(*) FROM registrum.audit WHERE operation = 'attachment.verify' AND outcome = 'attempt'`); n < 3 {
+		t.Fatalf("%d attempts audited", n)
+	}
+	if n := countRows(t, env.dsn, `SELECT count(*) FROM registrum.audit WHERE operation = 'attachment.verify' AND outcome = 'approved'`); n != 1 {
+		t.Fatalf("%d approvals audited", n)
+	}
+
+	// An approval is reused for the exact content, media type and policy.
+	calls := env.scanner.calls.Load()
+	loc2, etag2 := owner.create(t, "claims", `{"text":"same bytes"}`)
+	resp, b = owner.upload(t, loc2, "scan", "application/octet-stream", etag2, "u2", []byte("clean content"))
+	if m := slotOf(t, b, "scan"); resp.StatusCode != 200 || m["verificationStatus"] != "approved" {
+		t.Fatalf("reused approval: %d %v", resp.StatusCode, m)
+	}
+	if env.scanner.calls.Load() != calls {
+		t.Fatal("the scanner was called again for approved content")
+	}
+
+	// Rejected content: not downloadable, blocks submission.
+	resp, b = owner.upload(t, loc, "scan", "application/octet-stream", etag, "u3", []byte("MALWARE inside"))
+	if resp.StatusCode != 200 {
+		t.Fatalf("replacement: %d %s", resp.StatusCode, b)
+	}
+	etag = resp.Header.Get("ETag")
+	waitFor(t, 15*time.Second, "rejection", func() bool {
+		_, b := owner.do(t, "GET", loc, "", "")
+		return slotOf(t, b, "scan")["verificationStatus"] == "rejected"
+	})
+	resp, b = owner.do(t, "GET", loc+"/attachments/scan?proposalVersion=1", "", "")
+	wantProblem(t, "download of rejected content", 404, b, "resource.not_found")
+	resp, b = owner.upload(t, loc, "evidence", "application/pdf", etag, "u4", []byte("%PDF-1.7 evidence"))
+	if resp.StatusCode != 200 {
+		t.Fatalf("evidence: %d %s", resp.StatusCode, b)
+	}
+	var doc envelope
+	json.Unmarshal(b, &doc)
+	code, pb := owner.act(t, doc.Data.Request.action("submit_request").Href, resp.Header.Get("ETag"), "s1", `{"actorReference":"me"}`)
+	if code != 412 {
+		t.Fatalf("submit with rejected content: %d %s", code, pb)
+	}
+}
+
+func countRows(t *testing.T, dsn, q string) int {
+	t.Helper()
+	conn, err := pgx.Connect(context.Background(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	var n int
+	if err := conn.QueryRow(context.Background(), q).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func waitFor(t *testing.T, d time.Duration, what string, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
