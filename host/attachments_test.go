@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -18,10 +19,12 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/registrum/registrum/host"
 	"github.com/registrum/registrum/host/auth/authtest"
 	"github.com/registrum/registrum/issuer/issuertest"
+	"github.com/registrum/registrum/store"
 	"github.com/registrum/registrum/store/storetest"
 )
 
@@ -396,5 +399,54 @@ func waitFor(t *testing.T, d time.Duration, what string, ok func() bool) {
 			t.Fatalf("timed out waiting for %s", what)
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func TestAttachmentErasureDiscardsALateVerdict(t *testing.T) {
+	env := startAttachments(t, true)
+	owner := env.owner
+	hold := make(chan struct{})
+	env.scanner.mu.Lock()
+	env.scanner.hold = hold
+	env.scanner.mu.Unlock()
+	loc, etag := owner.create(t, "claims", `{"text":"to erase"}`)
+	resp, b := owner.upload(t, loc, "scan", "application/octet-stream", etag, "e1", []byte("erase me"))
+	if resp.StatusCode != 200 {
+		t.Fatalf("upload: %d %s", resp.StatusCode, b)
+	}
+	waitFor(t, 15*time.Second, "the scanner call", func() bool { return env.scanner.calls.Load() >= 1 })
+
+	// The operator erases the content while the verifier is deciding.
+	pool, err := pgxpool.New(context.Background(), env.dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	id := loc[strings.LastIndex(loc, "/")+1:]
+	res, err := store.EraseAttachment(context.Background(), pool, "claim", id, "scan", strings.Repeat("ab", 16))
+	if err != nil || res.Slots != 1 || !res.ContentDeleted {
+		t.Fatalf("erase: %+v %v", res, err)
+	}
+	close(hold)
+	waitFor(t, 15*time.Second, "the discarded verdict", func() bool {
+		return countRows(t, env.dsn, `SELECT count(*) FROM registrum.audit WHERE operation = 'attachment.verify' AND outcome = 'discarded'`) == 1
+	})
+	if n := countRows(t, env.dsn, `SELECT count(*) FROM registrum.attachment_verifications WHERE verdict <> 'pending'`); n != 0 {
+		t.Fatalf("%d verdicts settled after erasure", n)
+	}
+	if n := countRows(t, env.dsn, `SELECT count(*) FROM registrum.audit WHERE operation = 'attachment.erase'`); n != 1 {
+		t.Fatalf("%d erasures audited", n)
+	}
+	// Erasure keeps slot id, version, filled, erased, size and hash only.
+	_, b = owner.do(t, "GET", loc, "", "")
+	m := slotOf(t, b, "scan")
+	sum := sha256.Sum256([]byte("erase me"))
+	if m["erased"] != true || m["filled"] != true || m["sha256"] != hex.EncodeToString(sum[:]) || m["byteSize"] != float64(8) || len(m) != 6 {
+		t.Fatalf("erased slot: %v", m)
+	}
+	resp, b = owner.do(t, "GET", loc+"/attachments/scan?proposalVersion=1", "", "")
+	wantProblem(t, "download of erased content", 404, b, "resource.not_found")
+	if _, err := store.EraseAttachment(context.Background(), pool, "claim", id, "scan", strings.Repeat("ab", 16)); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("second erasure: %v", err)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 
 	"github.com/registrum/registrum/model"
@@ -363,9 +364,10 @@ type ErasedAttachment struct {
 // version, size and hash and lose content type, uploader and upload time;
 // the bytes are deleted once no live attachment refers to them; an audit
 // entry records the erasure. ErrNotFound when the slot holds nothing live.
-func (s *Store) EraseAttachment(ctx context.Context, entity, id, slot, traceID string) (*ErasedAttachment, error) {
+// It connects to the database directly: there is no HTTP route for it.
+func EraseAttachment(ctx context.Context, pool *pgxpool.Pool, entity, id, slot, traceID string) (*ErasedAttachment, error) {
 	out := &ErasedAttachment{}
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, `UPDATE registrum.request_attachments SET erased_at = now(), content_type = NULL, uploaded_at = NULL, uploaded_by = NULL
     WHERE entity_id = $1 AND record_id = $2 AND slot_id = $3 AND erased_at IS NULL RETURNING sha256`, entity, id, slot)
 		if err != nil {
@@ -420,4 +422,45 @@ func (s *Store) EraseAttachment(ctx context.Context, entity, id, slot, traceID s
 		return nil, fmt.Errorf("store: erase attachment: %w", err)
 	}
 	return out, nil
+}
+
+// SweepContent deletes kept content that no slot refers to and that is
+// older than age: what uploads left behind when their write was refused
+// after the bytes were stored. It returns the number of contents deleted.
+func SweepContent(ctx context.Context, pool *pgxpool.Pool, age time.Duration, traceID string) (int64, error) {
+	var n int64
+	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		// Lock the candidates first (skipping those an upload holds), then
+		// delete the ones still unreferenced in a statement that sees every
+		// reference committed before the locks were taken.
+		var ids []int64
+		rows, err := tx.Query(ctx, `SELECT blob_id FROM registrum.attachment_blobs WHERE sha256 IS NOT NULL AND created_at < now() - $1::interval
+    FOR UPDATE SKIP LOCKED`, fmt.Sprintf("%d seconds", int64(age.Seconds())))
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			var id int64
+			if err := rows.Scan(&id); err != nil {
+				rows.Close()
+				return err
+			}
+			ids = append(ids, id)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		tag, err := tx.Exec(ctx, `DELETE FROM registrum.attachment_blobs b WHERE b.blob_id = ANY($1)
+    AND NOT EXISTS (SELECT 1 FROM registrum.request_attachments a WHERE a.sha256 = b.sha256 AND a.erased_at IS NULL)`, ids)
+		if err != nil {
+			return err
+		}
+		n = tag.RowsAffected()
+		return verificationAudit(ctx, tx, "", "attachment.sweep", fmt.Sprintf("deleted %d", n), traceID)
+	})
+	if err != nil {
+		return 0, fmt.Errorf("store: sweep attachment content: %w", err)
+	}
+	return n, nil
 }
