@@ -1,0 +1,155 @@
+package host_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/registrum/registrum/issuer/issuertest"
+	"github.com/registrum/registrum/model/query"
+	"github.com/registrum/registrum/store"
+	"github.com/registrum/registrum/store/querysql"
+)
+
+// TestSpatialAdapterReport measures bbox pages of 1,000 features over
+// 1,000,000 points at 32 clients: the spatial adapter over loopback HTTP
+// (wrk) against the same SQL statement, built by the same compiler, run
+// with pgx from 32 goroutines on a pool of the same size. It runs only with
+// REGISTRUM_GIS_BENCH=1 (see docs/performance.md); REGISTRUM_GIS_BENCH_ROWS
+// sets another number of points.
+func TestSpatialAdapterReport(t *testing.T) {
+	if os.Getenv("REGISTRUM_GIS_BENCH") != "1" {
+		t.Log("set REGISTRUM_GIS_BENCH=1 to run the spatial adapter performance report")
+		return
+	}
+	const (
+		clients = 32
+		limit   = 1000
+		boxes   = 1000
+	)
+	phase := 10 * time.Second
+	rows := 1_000_000
+	if v := os.Getenv("REGISTRUM_GIS_BENCH_ROWS"); v != "" {
+		fmt.Sscan(v, &rows)
+	}
+	ctx := context.Background()
+	is, auth := tokenIssuer(t)
+	dsn := storetestDatabase(t)
+	h, srv := serve(t, deployment(t, "testdata/gisperf", dsn, auth))
+	token := "Bearer " + is.Token(t, issuertest.StandardClientID)
+	pool, err := pgxpool.New(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+
+	// Points spread evenly over the world, loaded behind the spatial index.
+	t0 := time.Now()
+	if _, err := pool.Exec(ctx, `INSERT INTO registrum_data.e_place (record_id, revision, lifecycle, created_at, updated_at, package_revision, f_name, f_kind, f_location)
+		SELECT gen_random_uuid(), 1, 'active', now(), now(), $1, 'place-' || g, chr(97 + g % 4),
+		       jsonb_build_object('type', 'Point', 'coordinates', jsonb_build_array(round((random() * 360 - 180)::numeric, 6), round((degrees(asin(random() * 2 - 1)))::numeric, 6)))
+		FROM generate_series(1, $2) g`, h.Package().Revision, rows); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, "VACUUM ANALYZE registrum_data.e_place"); err != nil {
+		t.Fatal(err)
+	}
+	load := time.Since(t0)
+
+	// Boxes of 12 by 12 degrees away from the poles hold about 2,000 points
+	// of a million: every page is full.
+	e := h.Package().EntityByID("place")
+	allowed := query.Allowed{Readable: []string{"name", "kind", "location"}, MaxTop: limit}
+	scope, err := store.Scope(e, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(7, 11))
+	paths := make([]string, boxes)
+	stmts := make([]querysql.Fragment, boxes)
+	for i := range boxes {
+		w, s := float64(rng.IntN(348))-180, float64(rng.IntN(132))-66
+		bbox := fmt.Sprintf("%g,%g,%g,%g", w, s, w+12, s+12)
+		paths[i] = fmt.Sprintf("/v1/gis/collections/places/items?bbox=%s&limit=%d", bbox, limit)
+		q, err := query.Build(e, allowed, query.Canonical{Top: limit, BBox: bbox})
+		if err != nil {
+			t.Fatal(err)
+		}
+		stmts[i] = querysql.Compiler{}.PageStatement(q, `record_id::text, revision, lifecycle, created_at, updated_at, "f_name", "f_kind", "f_location"::text`, scope)
+	}
+	// Each page is full: checked once per box before measuring.
+	short := 0
+	for _, st := range stmts {
+		var n int
+		if err := pool.QueryRow(ctx, "SELECT count(*) FROM ("+st.SQL+") p", st.Args...).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n <= limit {
+			short++
+		}
+	}
+
+	var plan []string
+	prs, err := pool.Query(ctx, "EXPLAIN (ANALYZE, BUFFERS) "+stmts[0].SQL, stmts[0].Args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for prs.Next() {
+		var l string
+		prs.Scan(&l)
+		plan = append(plan, l)
+	}
+	prs.Close()
+	t.Logf("plan of one page:\n%s", strings.Join(plan, "\n"))
+
+	basePage := pageReader(ctx, pool, stmts, limit)
+	api := wrkLoad(t, "gis-page", srv.URL, clients, phase, token, wrkPaths(paths))
+	base := measure(clients, phase, basePage)
+	// One client: the latency of a page without queueing.
+	api1 := wrkLoad(t, "gis-page-1", srv.URL, 1, phase/2, token, wrkPaths(paths))
+	base1 := measure(1, phase/2, basePage)
+	line := func(name string, m measured) string {
+		return fmt.Sprintf("| %s | %.0f pages/s | %v | %v | %d |", name, m.rate(), m.p50.Round(10*time.Microsecond), m.p99.Round(10*time.Microsecond), m.failures)
+	}
+	t.Logf("\n%d points loaded and indexed in %v; %d boxes of 12x12 degrees (%d with a short page); %s per phase, load average %s\n"+
+		"| bbox page of %d features | rate | p50 | p99 | failed |\n|---|---|---|---|---|\n%s\n%s\n%s\n%s\nratio at %d clients %.2f, at 1 client %.2f",
+		rows, load.Round(time.Second), boxes, short, phase, loadAverage(), limit,
+		line(fmt.Sprintf("spatial adapter over HTTP, %d clients", clients), api), line(fmt.Sprintf("same SQL with pgx, %d clients", clients), base),
+		line("spatial adapter over HTTP, 1 client", api1), line("same SQL with pgx, 1 client", base1),
+		clients, api.rate()/base.rate(), api1.rate()/base1.rate())
+	if api.failures+base.failures+api1.failures+base1.failures > 0 || short > 0 {
+		t.Errorf("failures: %d over HTTP, %d with pgx, %d short pages", api.failures+api1.failures, base.failures+base1.failures, short)
+	}
+	if api.p99 >= 50*time.Millisecond {
+		t.Logf("p99 %v at %d clients is over the 50 ms target", api.p99, clients)
+	}
+}
+
+// pageReader returns a function reading one bbox page with pgx, for measure.
+func pageReader(ctx context.Context, pool *pgxpool.Pool, stmts []querysql.Fragment, limit int) func(w, i int) error {
+	return func(w, i int) error {
+		st := stmts[(w*7919+i)%len(stmts)]
+		rs, err := pool.Query(ctx, st.SQL, st.Args...)
+		if err != nil {
+			return err
+		}
+		n := 0
+		for rs.Next() {
+			if _, err := rs.Values(); err != nil {
+				return err
+			}
+			n++
+		}
+		rs.Close()
+		if n != limit+1 {
+			return fmt.Errorf("%d rows", n)
+		}
+		return rs.Err()
+	}
+}
