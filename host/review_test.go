@@ -35,15 +35,17 @@ type authority struct {
 	subs    map[string]map[string]any // requestId → submission body
 	digests map[string]string         // requestId → submission digest
 	results map[string][]byte         // requestId → result document
+	cancels map[string]string         // requestId → Idempotency-Key of its cancel
 	sends   int
 	srv     *httptest.Server
 }
 
 func newAuthority(t *testing.T, issuer string) *authority {
-	a := &authority{t: t, issuer: issuer, byKey: map[string]string{}, subs: map[string]map[string]any{}, digests: map[string]string{}, results: map[string][]byte{}}
+	a := &authority{t: t, issuer: issuer, byKey: map[string]string{}, subs: map[string]map[string]any{}, digests: map[string]string{}, results: map[string][]byte{}, cancels: map[string]string{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/review-requests", a.submit)
 	mux.HandleFunc("GET /v1/review-requests/{id}/result", a.result)
+	mux.HandleFunc("POST /v1/review-requests/{id}/cancel", a.cancel)
 	a.srv = httptest.NewServer(a.authenticated(mux))
 	t.Cleanup(a.srv.Close)
 	return a
@@ -93,6 +95,25 @@ func (a *authority) submit(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusCreated)
 	json.NewEncoder(w).Encode(map[string]any{"requestId": id, "subject": a.subs[id]["subject"],
 		"policy": map[string]any{"id": a.subs[id]["kind"], "version": "3", "digest": "sha256:" + strings.Repeat("ab", 32)}, "submissionDigest": a.digests[id]})
+}
+
+func (a *authority) cancel(w http.ResponseWriter, r *http.Request) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	id := r.PathValue("id")
+	if _, ok := a.subs[id]; !ok || r.Header.Get("Idempotency-Key") == "" {
+		http.NotFound(w, r)
+		return
+	}
+	a.cancels[id] = r.Header.Get("Idempotency-Key")
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// cancelled reports the Idempotency-Key of the cancel of requestId, "" if none came.
+func (a *authority) cancelled(requestID string) string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.cancels[requestID]
 }
 
 func (a *authority) result(w http.ResponseWriter, r *http.Request) {
@@ -354,4 +375,68 @@ func startWorkers(t *testing.T, h *host.Host) {
 			t.Errorf("workers: %v", err)
 		}
 	})
+}
+
+// TestWithdrawnSubmissions checks that cancelling or revising a request
+// whose proposal the authority is still reviewing tells the authority
+// (POST …/cancel with a stable key, sent by a job after commit), and that
+// a settled review is not withdrawn.
+func TestWithdrawnSubmissions(t *testing.T) {
+	env := startReviewed(t)
+	owner := env.owner
+	childLoc, _ := owner.create(t, "children", `{"name":"Ed"}`)
+	childID := filepath.Base(childLoc)
+	submitted := func(address string) (string, string, string) {
+		loc, tag := owner.create(t, "reviewed-changes", `{"childId":"`+childID+`","address":"`+address+`"}`)
+		if code, b := owner.act(t, loc+"/actions/submit", tag, "k-"+address, `{"actorReference":"p"}`); code != 200 {
+			t.Fatalf("submit: %d %s", code, b)
+		}
+		rid, _ := env.auth.submissionFor(filepath.Base(loc))
+		owner.until(t, loc, func(r *requestDoc) bool { return submission(r)["state"] == "accepted" })
+		_, tag = owner.read(t, loc)
+		return loc, rid, tag
+	}
+
+	// Cancelled under review: the authority is told, the submission ends cancelled.
+	loc, rid, tag := submitted("Elm 1")
+	if code, b := owner.act(t, loc+"/actions/cancel", tag, "k-cancel", `{"actorReference":"p"}`); code != 200 {
+		t.Fatalf("cancel: %d %s", code, b)
+	}
+	r := owner.until(t, loc, func(r *requestDoc) bool { return submission(r)["state"] == "cancelled" })
+	if key := env.auth.cancelled(rid); !strings.HasPrefix(key, "registrum-withdrawal:reviewed_change:") {
+		t.Fatalf("the authority saw cancel key %q for %s", key, rid)
+	}
+	if r.EngineState != "cancelled" || len(r.Actions) != 0 {
+		t.Fatalf("cancelled request: %+v", r)
+	}
+
+	// Revised under review (offered as a revision before any result): the
+	// replaced proposal's review is withdrawn too.
+	loc, rid, tag = submitted("Elm 2")
+	r = owner.until(t, loc, func(r *requestDoc) bool { return r.action("revise_request") != nil })
+	if code, b := owner.act(t, r.action("revise_request").Href, tag, "k-revise", `{"actorReference":"p","rebase":false}`); code != 200 {
+		t.Fatalf("revise: %d %s", code, b)
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for env.auth.cancelled(rid) == "" {
+		if time.Now().After(deadline) {
+			t.Fatalf("the review of the revised proposal %s was never withdrawn", rid)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+
+	// A settled review is not withdrawn: cancelling a rejected request
+	// sends nothing.
+	loc, rid, _ = submitted("Elm 3")
+	env.auth.settle(rid, "rejected", time.Now().Add(time.Hour), nil)
+	owner.until(t, loc, func(r *requestDoc) bool { return resultState(r) == "rejected" })
+	_, tag = owner.read(t, loc)
+	if code, b := owner.act(t, loc+"/actions/cancel", tag, "k-cancel-3", `{"actorReference":"p"}`); code != 200 {
+		t.Fatalf("cancel of a rejected request: %d %s", code, b)
+	}
+	time.Sleep(300 * time.Millisecond)
+	r = owner.until(t, loc, func(r *requestDoc) bool { return r.EngineState == "cancelled" })
+	if key := env.auth.cancelled(rid); key != "" || submission(r)["state"] != "accepted" {
+		t.Fatalf("a settled review was withdrawn: key %q, submission %+v", key, submission(r))
+	}
 }

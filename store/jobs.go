@@ -130,9 +130,10 @@ func (s *Store) NewJobRunner(workers *river.Workers, o JobRunnerOptions) (*river
 // Job kinds: the post-commit work of change requests. The kind strings are
 // stored with the jobs; never change them.
 const (
-	KindReviewSubmit = "registrum.review.submit"
-	KindReviewPoll   = "registrum.review.poll"
-	KindRequestApply = "registrum.request.apply"
+	KindReviewSubmit   = "registrum.review.submit"
+	KindReviewPoll     = "registrum.review.poll"
+	KindRequestApply   = "registrum.request.apply"
+	KindReviewWithdraw = "registrum.review.withdraw"
 )
 
 // RequestJob names one proposal of a request record: all a change-request
@@ -154,6 +155,13 @@ type ReviewPollArgs struct{ RequestJob }
 
 // Kind implements river.JobArgs.
 func (ReviewPollArgs) Kind() string { return KindReviewPoll }
+
+// ReviewWithdrawArgs tells the review authority that a proposal's
+// submission is withdrawn (its request was cancelled while under review).
+type ReviewWithdrawArgs struct{ RequestJob }
+
+// Kind implements river.JobArgs.
+func (ReviewWithdrawArgs) Kind() string { return KindReviewWithdraw }
 
 // RequestApplyArgs applies an approved proposal by its executor.
 type RequestApplyArgs struct{ RequestJob }

@@ -17,6 +17,11 @@ const (
 	SubmissionAccepted  = "accepted"
 	SubmissionUncertain = "uncertain"
 	SubmissionFailed    = "failed"
+	// SubmissionCancelling: the request was cancelled while its proposal
+	// was under review; the authority is being told.
+	SubmissionCancelling = "cancelling"
+	// SubmissionCancelled: the authority was told, or never held it.
+	SubmissionCancelled = "cancelled"
 )
 
 // Delivery states of a submission's result (review.delivery.state).
@@ -91,15 +96,52 @@ func (s *Store) Submission(ctx context.Context, j RequestJob) (*Submission, erro
 
 // UpdateSubmission records the outcome of a send, or of a poll: its state,
 // the authority's binding once accepted, the delivery state, and whether
-// an operator is needed; every call counts an attempt.
+// an operator is needed; every call counts an attempt. A withdrawn
+// submission keeps its withdrawal: an acceptance recorded after it makes
+// it cancelling again (the authority now holds a request to cancel), and
+// sub.State is set to the state stored.
 func (s *Store) UpdateSubmission(ctx context.Context, sub *Submission) error {
-	_, err := s.pool.Exec(ctx, `UPDATE registrum.review_submissions SET state = $4, request_id = nullif($5, ''),
+	err := s.pool.QueryRow(ctx, `UPDATE registrum.review_submissions SET
+    state = CASE WHEN state IN ('cancelling', 'cancelled') THEN
+        CASE WHEN $4 = 'accepted' THEN 'cancelling' ELSE state END
+      ELSE $4 END,
+    request_id = nullif($5, ''),
     policy_version = nullif($6, ''), policy_digest = nullif($7, ''), delivery_state = $8, attention = nullif($9, ''),
     attempts = attempts + 1, updated_at = now()
-    WHERE entity_id = $1 AND record_id = $2 AND proposal_version = $3`,
-		sub.Entity, sub.RecordID, sub.ProposalVersion, sub.State, sub.AuthorityRequestID, sub.PolicyVersion, sub.PolicyDigest, sub.DeliveryState, sub.Attention)
+    WHERE entity_id = $1 AND record_id = $2 AND proposal_version = $3 RETURNING state`,
+		sub.Entity, sub.RecordID, sub.ProposalVersion, sub.State, sub.AuthorityRequestID, sub.PolicyVersion, sub.PolicyDigest, sub.DeliveryState, sub.Attention).Scan(&sub.State)
 	if err != nil {
 		return fmt.Errorf("store: update submission: %w", err)
+	}
+	return nil
+}
+
+// WithdrawSubmission marks the submission of a proposal cancelling, in the
+// transaction that cancels its request, when the authority may hold it
+// and has settled no result; it reports whether it did (the caller then
+// enqueues the job that tells the authority).
+func (w *Writer) WithdrawSubmission(ctx context.Context, j RequestJob) (bool, error) {
+	var n int
+	err := w.queryRow(ctx, `WITH moved AS (
+    UPDATE registrum.review_submissions s SET state = 'cancelling', updated_at = now()
+    WHERE s.entity_id = $1 AND s.record_id = $2 AND s.proposal_version = $3 AND s.state IN ('pending', 'accepted', 'uncertain')
+      AND NOT EXISTS (SELECT 1 FROM registrum.review_results x
+        WHERE x.entity_id = s.entity_id AND x.record_id = s.record_id AND x.proposal_version = s.proposal_version)
+    RETURNING 1)
+    SELECT count(*) FROM moved`, j.Entity, j.RecordID, j.ProposalVersion).Scan(&n)
+	if err != nil {
+		return false, fmt.Errorf("store: withdraw submission: %w", err)
+	}
+	return n == 1, nil
+}
+
+// SubmissionWithdrawn records that the authority no longer holds a
+// withdrawn submission: cancelling becomes cancelled.
+func (s *Store) SubmissionWithdrawn(ctx context.Context, j RequestJob) error {
+	_, err := s.pool.Exec(ctx, `UPDATE registrum.review_submissions SET state = 'cancelled', attempts = attempts + 1, updated_at = now()
+    WHERE entity_id = $1 AND record_id = $2 AND proposal_version = $3 AND state = 'cancelling'`, j.Entity, j.RecordID, j.ProposalVersion)
+	if err != nil {
+		return fmt.Errorf("store: record withdrawal: %w", err)
 	}
 	return nil
 }

@@ -235,8 +235,12 @@ func (s *Service) Act(ctx context.Context, c Call, e *model.Entity, id, action, 
 			if req.State != store.RequestDraft && req.State != store.RequestSubmitted {
 				return nil, problem.New(problem.PreconditionFailed, "a %s request cannot be cancelled", req.State)
 			}
+			wasSubmitted := req.State == store.RequestSubmitted
 			err = w.SetRequestState(ctx, e, id, store.RequestCancelled, req.ProposalVersion)
 			req.State = store.RequestCancelled
+			if err == nil && wasSubmitted && e.ChangeRequest.Review.Mode == model.ReviewAuthority {
+				err = s.withdraw(ctx, w, e, req)
+			}
 		case ActionRevise:
 			err = s.revise(ctx, w, e, req, in)
 		case ActionApply:
@@ -353,6 +357,22 @@ func (s *Service) submit(ctx context.Context, w *store.Writer, e *model.Entity, 
 	return w.Enqueue(ctx, store.ReviewSubmitArgs{RequestJob: sub.RequestJob}, nil)
 }
 
+// withdraw marks the submission of a cancelled (or revised) request's
+// proposal cancelling while the authority may still hold it unsettled, and enqueues
+// the job that tells the authority (never a network call in the
+// transaction).
+func (s *Service) withdraw(ctx context.Context, w *store.Writer, e *model.Entity, req *store.Request) error {
+	j := store.RequestJob{Entity: e.ID, RecordID: req.RecordID, ProposalVersion: req.ProposalVersion}
+	moved, err := w.WithdrawSubmission(ctx, j)
+	if err != nil || !moved {
+		return err
+	}
+	if req.Submission != nil {
+		req.Submission.State = store.SubmissionCancelling
+	}
+	return w.Enqueue(ctx, store.ReviewWithdrawArgs{RequestJob: j}, nil)
+}
+
 // revise moves a submitted request back to a draft of the next proposal
 // version, when the review outcome offers it with this rebase value.
 func (s *Service) revise(ctx context.Context, w *store.Writer, e *model.Entity, req *store.Request, in *actionBody) error {
@@ -361,6 +381,13 @@ func (s *Service) revise(ctx context.Context, w *store.Writer, e *model.Entity, 
 	}
 	if offered, rebase := reviseOffer(outcome(e, req)); !offered || *in.Rebase != rebase {
 		return problem.New(problem.MutationConflict, "the review outcome does not offer a revision with rebase %t", *in.Rebase)
+	}
+	if e.ChangeRequest.Review.Mode == model.ReviewAuthority {
+		// The authority's review of the replaced proposal, if unsettled,
+		// is withdrawn.
+		if err := s.withdraw(ctx, w, e, req); err != nil {
+			return err
+		}
 	}
 	if err := w.SetRequestState(ctx, e, req.RecordID, store.RequestDraft, req.ProposalVersion+1); err != nil {
 		return err

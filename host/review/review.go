@@ -142,6 +142,25 @@ func (au *authority) submit(ctx context.Context, sub *store.Submission) (*accept
 	return &acc, nil
 }
 
+// withdraw cancels an accepted submission at the authority: POST
+// {endpoint}/v1/review-requests/{requestId}/cancel with a key that stays
+// the same on every retry. 2xx means cancelled; 404, 409 and 410 mean the
+// authority holds nothing left to cancel (unknown, already completed or
+// gone), which ends the withdrawal too; anything else is retried.
+func (au *authority) withdraw(ctx context.Context, sub *store.Submission) error {
+	key := fmt.Sprintf("registrum-withdrawal:%s:%s:%d", sub.Entity, sub.RecordID, sub.ProposalVersion)
+	status, _, err := au.call(ctx, http.MethodPost, "/v1/review-requests/"+url.PathEscape(sub.AuthorityRequestID)+"/cancel", key, nil)
+	if err != nil {
+		return err
+	}
+	switch {
+	case status >= 200 && status < 300, status == http.StatusNotFound, status == http.StatusConflict, status == http.StatusGone:
+		return nil
+	default:
+		return fmt.Errorf("review: authority %s answered %d to a withdrawal", au.id, status)
+	}
+}
+
 // call sends one request with a bearer token of the host's client and the
 // authority profile, and reads a bounded answer.
 func (au *authority) call(ctx context.Context, method, path, idemKey string, body []byte) (int, []byte, error) {

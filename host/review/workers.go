@@ -29,6 +29,7 @@ const (
 	AttentionExhausted           = "recovery_deadline_passed"
 	AttentionExecutorMissing     = "executor_not_configured"
 	AttentionApplyRefused        = "automatic_apply_refused"
+	AttentionWithdrawalFailed    = "withdrawal_failed"
 )
 
 // Workers runs the change-request jobs of one host.
@@ -65,6 +66,9 @@ func NewWorkers(w *river.Workers, cfg *config.Config, st *store.Store, svc *reco
 	if err := river.AddWorkerSafely(w, &applyWorker{ws: ws}); err != nil {
 		return nil, err
 	}
+	if err := river.AddWorkerSafely(w, &withdrawWorker{ws: ws}); err != nil {
+		return nil, err
+	}
 	return ws, nil
 }
 
@@ -85,7 +89,10 @@ func (w *submitWorker) Work(ctx context.Context, job *river.Job[store.ReviewSubm
 		return err
 	}
 	switch sub.State {
-	case store.SubmissionFailed:
+	case store.SubmissionFailed, store.SubmissionCancelled:
+		return nil
+	case store.SubmissionCancelling:
+		// Withdrawn before it was sent: the withdrawal job settles it.
 		return nil
 	case store.SubmissionAccepted:
 		return ws.store.Enqueue(ctx, store.ReviewPollArgs{RequestJob: sub.RequestJob}, pollOpts)
@@ -122,6 +129,11 @@ func (w *submitWorker) Work(ctx context.Context, job *river.Job[store.ReviewSubm
 	if err := ws.store.UpdateSubmission(ctx, sub); err != nil {
 		return err
 	}
+	if sub.State == store.SubmissionCancelling {
+		// The request was cancelled while this submission was on its way:
+		// the authority now holds a request to cancel.
+		return ws.store.Enqueue(ctx, store.ReviewWithdrawArgs{RequestJob: sub.RequestJob}, withdrawOpts)
+	}
 	return ws.store.Enqueue(ctx, store.ReviewPollArgs{RequestJob: sub.RequestJob}, pollOpts)
 }
 
@@ -139,7 +151,8 @@ func (w *pollWorker) Work(ctx context.Context, job *river.Job[store.ReviewPollAr
 	if err != nil {
 		return err
 	}
-	if sub.AuthorityRequestID == "" || sub.DeliveryState != store.DeliveryPolling {
+	if sub.AuthorityRequestID == "" || sub.DeliveryState != store.DeliveryPolling ||
+		sub.State == store.SubmissionCancelling || sub.State == store.SubmissionCancelled {
 		return nil
 	}
 	au, ok := ws.authorities.byID[sub.Authority]
@@ -171,6 +184,46 @@ func (w *pollWorker) Work(ctx context.Context, job *river.Job[store.ReviewPollAr
 		return ws.store.Enqueue(ctx, store.RequestApplyArgs{RequestJob: sub.RequestJob}, &river.InsertOpts{UniqueOpts: river.UniqueOpts{ByArgs: true}})
 	}
 	return nil
+}
+
+// withdrawOpts make one withdrawal job per proposal at a time.
+var withdrawOpts = &river.InsertOpts{UniqueOpts: river.UniqueOpts{ByArgs: true}}
+
+type withdrawWorker struct {
+	river.WorkerDefaults[store.ReviewWithdrawArgs]
+	ws *Workers
+}
+
+// Work tells the authority that a cancelled request's submission is
+// withdrawn. A submission never accepted has nothing to withdraw (should
+// its acceptance still arrive, the submit job records it and enqueues this
+// job again); an accepted one is cancelled at the authority, retried with
+// River's backoff until the authority answers or the recovery deadline
+// passes (then an operator is needed).
+func (w *withdrawWorker) Work(ctx context.Context, job *river.Job[store.ReviewWithdrawArgs]) error {
+	ws := w.ws
+	sub, err := ws.store.Submission(ctx, job.Args.RequestJob)
+	if err != nil {
+		return err
+	}
+	if sub.State != store.SubmissionCancelling {
+		return nil
+	}
+	if sub.AuthorityRequestID == "" {
+		return ws.store.SubmissionWithdrawn(ctx, sub.RequestJob)
+	}
+	au, ok := ws.authorities.byID[sub.Authority]
+	if !ok {
+		return fmt.Errorf("review: authority %s is not configured on this host", sub.Authority)
+	}
+	if err := au.withdraw(ctx, sub); err != nil {
+		if time.Now().After(sub.RecoveryDeadline) {
+			sub.Attention = AttentionWithdrawalFailed
+			return ws.store.UpdateSubmission(ctx, sub)
+		}
+		return err // River retries with backoff
+	}
+	return ws.store.SubmissionWithdrawn(ctx, sub.RequestJob)
 }
 
 type applyWorker struct {
