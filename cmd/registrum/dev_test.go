@@ -274,6 +274,7 @@ func TestDevServesTheExampleKeepsRecordsAndLeavesNoPostgres(t *testing.T) {
 	}
 	runJourney(t, curls[4:len(curls)-3], subst)
 	runGIS(t, curls[len(curls)-3:], subst)
+	runPrintedIngest(t, out, subst["$TOKEN"])
 	run.stop(t, data, syscall.SIGTERM)
 
 	// A second start finds the record created before.
@@ -454,5 +455,28 @@ func runGIS(t *testing.T, lines []string, subst map[string]string) {
 	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "application/geo+json" ||
 		!strings.Contains(string(b), `"id":"`+rec.Data.RecordIdentifier+`"`) {
 		t.Fatalf("the printed items read answered %d %s", resp.StatusCode, b)
+	}
+}
+
+// runPrintedIngest runs the printed bulk import from where dev started: it
+// completes; run again, it is refused at its first line by uniqueness.
+func runPrintedIngest(t *testing.T, out, token string) {
+	t.Helper()
+	lines := printed(out, "REGISTRUM_TOKEN=$TOKEN ")
+	if len(lines) != 1 || !strings.Contains(lines[0], " ingest --url ") {
+		t.Fatalf("no printed ingest command in:\n%s", out)
+	}
+	words := shellWords(strings.TrimPrefix(strings.TrimSpace(lines[0]), "REGISTRUM_TOKEN=$TOKEN "))
+	for i := range 2 {
+		cmd := exec.Command(binary, words[1:]...)
+		cmd.Dir = filepath.Join("..", "..")
+		cmd.Env = append(os.Environ(), "REGISTRUM_TOKEN="+token)
+		res, err := cmd.CombinedOutput()
+		switch {
+		case i == 0 && (err != nil || !strings.Contains(string(res), "complete: 250 items in 3 chunks")):
+			t.Fatalf("the printed ingest command: %v\n%s", err, res)
+		case i == 1 && (err == nil || !strings.Contains(string(res), "refused line 1 of examples/childsupport/ingest/cases.jsonl") || !strings.Contains(string(res), "successor run")):
+			t.Fatalf("the printed ingest command, again: %v\n%s", err, res)
+		}
 	}
 }

@@ -129,6 +129,7 @@ func Run(ctx context.Context, o Options) error {
 	demo := planDemoClients(res.Package, walk)
 	journey := planRequestJourney(res.Package, demo.Profiles[issuer.DevStandardClientID], demo.Claims)
 	gis := planGIS(res.Package, demo.Profiles[issuer.DevStandardClientID], demo.Claims)
+	bulk := planIngest(res.Package, o.ProjectDir, demo.Profiles[issuer.DevStandardClientID], demo.Claims)
 	devOpts := issuer.DevOptions{Port: issuerPort, Scopes: requiredScopes(res.Package), Claims: demo.Claims}
 	setup, err := issuer.WriteDevSetup(filepath.Join(data, "issuer"), devOpts)
 	if err != nil {
@@ -173,7 +174,7 @@ func Run(ctx context.Context, o Options) error {
 
 	go func() { errs <- h.Serve(ctx, hostLn, nil) }()
 
-	printNextSteps(o, dd, hostLn.Addr().String(), setup, walk, journey, gis, demo)
+	printNextSteps(o, dd, hostLn.Addr().String(), setup, walk, journey, gis, bulk, demo)
 
 	// Serve until the context ends, a service fails, or PostgreSQL dies: a
 	// host without its database would only answer errors.
@@ -332,7 +333,7 @@ hostKeyRef: secret:file/host-key
 	return path, nil
 }
 
-func printNextSteps(o Options, dd *dataDir, hostAddr string, setup *issuer.DevSetup, walk *Walkthrough, journey *RequestJourney, gis *GISStep, demo *demoClients) {
+func printNextSteps(o Options, dd *dataDir, hostAddr string, setup *issuer.DevSetup, walk *Walkthrough, journey *RequestJourney, gis *GISStep, bulk *IngestStep, demo *demoClients) {
 	base := "http://" + hostAddr
 	w := o.Out
 	fmt.Fprintf(w, "Registrum dev is running (data in %s).\n", dd.path)
@@ -353,7 +354,7 @@ func printNextSteps(o Options, dd *dataDir, hostAddr string, setup *issuer.DevSe
 	fmt.Fprintln(w)
 	demo.print(w, setup)
 	auth := `-H "Authorization: Bearer $TOKEN"`
-	if walk != nil || journey != nil || gis != nil {
+	if walk != nil || journey != nil || gis != nil || bulk != nil {
 		fmt.Fprintf(w, "Every command below uses a token of the standard demo client:\n")
 		fmt.Fprintf(w, "  export TOKEN=$(%s token --token-url %s --client-id %s --key %s)\n\n", o.Command, setup.TokenURL, standard.ID, standard.KeyFile)
 	}
@@ -374,6 +375,9 @@ func printNextSteps(o Options, dd *dataDir, hostAddr string, setup *issuer.DevSe
 	}
 	if gis != nil {
 		gis.print(w, base, auth)
+	}
+	if bulk != nil {
+		bulk.print(w, o.Command, base)
 	}
 	fmt.Fprintln(w, "Press Ctrl-C to stop; the data folder keeps everything for the next start.")
 }

@@ -115,3 +115,33 @@ func TestGISStepOfTheExample(t *testing.T) {
 		t.Error("a spatial step without a usable profile to create a record")
 	}
 }
+
+func TestIngestStepOfTheExample(t *testing.T) {
+	dir := "../../../../examples/childsupport"
+	res, err := project.Compile(dir, project.Options{Fingerprint: layout.Fingerprint})
+	if err != nil {
+		t.Fatal(err)
+	}
+	demo := planDemoClients(res.Package, planWalkthrough(res.Package))
+	s := planIngest(res.Package, dir, demo.Profiles["demo-standard"], demo.Claims)
+	if s == nil {
+		t.Fatal("no ingest step for the example")
+	}
+	if s.Entity.ID != "case" || s.Profile != "caseworker" || s.Items != 250 || strings.Join(s.Unique, ",") != "caseNumber" {
+		t.Fatalf("step %+v", s)
+	}
+	var out strings.Builder
+	s.print(&out, "registrum", "http://127.0.0.1:1")
+	if !strings.Contains(out.String(), "  REGISTRUM_TOKEN=$TOKEN registrum ingest --url http://127.0.0.1:1 --route cases --profile caseworker "+dir+"/ingest/cases.jsonl\n") {
+		t.Errorf("printed:\n%s", out.String())
+	}
+	// Items outside the demo client's row boundaries: no step.
+	claims := map[string]string{}
+	for k, v := range demo.Claims {
+		claims[k] = v
+	}
+	claims["health_districts"] = "north"
+	if planIngest(res.Package, dir, demo.Profiles["demo-standard"], claims) != nil {
+		t.Error("a step whose items the demo client may not write")
+	}
+}
