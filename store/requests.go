@@ -186,6 +186,11 @@ func (w *Writer) LockWithRequest(ctx context.Context, e *model.Entity, id string
 	if err != nil {
 		return nil, nil, err
 	}
+	if len(e.Attachments) > 0 {
+		if r.Attachments, err = w.attachments(ctx, e.ID, id, r.ProposalVersion); err != nil {
+			return nil, nil, err
+		}
+	}
 	return rec, r, w.s.review(ctx, w.db(), e, r)
 }
 
@@ -221,6 +226,11 @@ func (s *Store) ActionInputs(ctx context.Context, idem *Idempotency, e *model.En
 		return nil, nil, nil, recErr
 	case reqErr != nil:
 		return nil, nil, nil, reqErr
+	}
+	if len(e.Attachments) > 0 {
+		if req.Attachments, err = attachments(ctx, s.pool, e.ID, id, req.ProposalVersion); err != nil {
+			return nil, nil, nil, err
+		}
 	}
 	return nil, rec, req, s.review(ctx, s.pool, e, req)
 }
