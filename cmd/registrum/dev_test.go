@@ -179,7 +179,7 @@ func runCurl(t *testing.T, line string, subst map[string]string) (*http.Response
 			i++
 			k, v, _ := strings.Cut(args[i], ": ")
 			header.Add(k, v)
-		case "-d":
+		case "-d", "--data-binary":
 			i++
 			body = args[i]
 		case "--data-urlencode":
@@ -238,7 +238,7 @@ func TestDevServesTheExampleKeepsRecordsAndLeavesNoPostgres(t *testing.T) {
 	subst := map[string]string{"$TOKEN": printedToken(t, run, out)}
 
 	curls := printed(out, "curl ")
-	if len(curls) < 4+5+3 {
+	if len(curls) < 4+7+3 {
 		t.Fatalf("want 4 curl lines (create, patch, list, next page), then the change-request journey, then the spatial adapter step, got:\n%s", out)
 	}
 	// Create, twice.
@@ -369,7 +369,7 @@ func runJourney(t *testing.T, lines []string, subst map[string]string) {
 		return doc
 	}
 	n := len(lines)
-	setup, draft, read, submit, apply, readChanged := lines[:n-5], lines[n-5], lines[n-4], lines[n-3], lines[n-2], lines[n-1]
+	setup, draft, read, attach, download, submit, apply, readChanged := lines[:n-7], lines[n-7], lines[n-6], lines[n-5], lines[n-4], lines[n-3], lines[n-2], lines[n-1]
 	for _, line := range setup {
 		doc := do("setup create", line, http.StatusCreated)
 		subst["<"+doc.Meta.EntityTypeIdentifier+" id>"] = doc.Data.RecordIdentifier
@@ -384,6 +384,18 @@ func runJourney(t *testing.T, lines []string, subst map[string]string) {
 		t.Fatalf("the draft reads as %+v", r)
 	}
 	r.offer(t, "submit_request", subst)
+	// The attach step: the slot filled from the bytes sent, the request at a
+	// new revision; the download answers the same bytes.
+	att := do("attach", attach, http.StatusOK)
+	slot, _ := att.Data.DomainData["supporting-document"].(map[string]any)
+	if slot == nil || slot["verificationStatus"] != "notRequired" || slot["contentType"] != "text/plain" {
+		t.Fatalf("the printed attach answered %+v", att.Data.DomainData)
+	}
+	body := regexp.MustCompile(`--data-binary '([^']*)'`).FindStringSubmatch(attach)[1]
+	if resp, b := runCurl(t, download, subst); resp.StatusCode != http.StatusOK || string(b) != body || resp.Header.Get("Content-Disposition") == "" {
+		t.Fatalf("the printed download answered %d %q", resp.StatusCode, b)
+	}
+	do("read of the draft with its attachment", read, http.StatusOK).Data.Request.offer(t, "submit_request", subst)
 	resp, first := runCurl(t, submit, subst)
 	var sub journeyDoc
 	if json.Unmarshal(first, &sub); resp.StatusCode != http.StatusOK || sub.Request == nil || sub.Request.EngineState != "submitted" ||

@@ -159,7 +159,30 @@ type RequestJourney struct {
 	Changed *SetupRecord
 	// PlannerPath is the planner module's file in the package, "" for declared effects.
 	PlannerPath string
+	// Slot is the attachment slot the journey fills before submitting (the
+	// first one the profile may write), nil when there is none; SlotType is
+	// the media type it uploads.
+	Slot     *model.AttachmentSlot
+	SlotType string
 }
+
+// journeySlot picks the first unverified slot of e the grant may write and
+// read, and the media type to upload to it (text/plain when allowed).
+func journeySlot(e *model.Entity, g *model.Grant) (*model.AttachmentSlot, string) {
+	for _, s := range e.Attachments {
+		if !slices.Contains(g.WritableFields, s.ID) || !slices.Contains(g.ReadableFields, s.ID) || s.Verification != nil {
+			continue
+		}
+		if slices.Contains(s.ContentTypes, "text/plain") {
+			return s, "text/plain"
+		}
+		return s, s.ContentTypes[0]
+	}
+	return nil, ""
+}
+
+// journeyAttachment is the content the walkthrough uploads.
+const journeyAttachment = "Letter from the school confirming the new address."
 
 // placeholderBody is the create body {"data": data}, its placeholders'
 // angle brackets written as they are (not as \u003c).
@@ -210,6 +233,7 @@ func planRequestJourney(p *model.Package, usable []string, claims map[string]str
 				continue
 			}
 			j := &RequestJourney{Entity: e, Profile: pr.ID, Default: pr.Default, Setup: jp.setup, Draft: placeholderBody(data)}
+			j.Slot, j.SlotType = journeySlot(e, g)
 			if pl := e.ChangeRequest.Planner; pl != nil {
 				if m := p.ModuleByID(pl.Module); m != nil {
 					j.PlannerPath = m.Path
@@ -389,7 +413,15 @@ func (j *RequestJourney) print(w io.Writer, base, auth string) {
 	fmt.Fprintf(w, "  curl -sS -X POST '%s/v1/records/%s%s' %s -H 'Content-Type: application/json' -d '%s'\n\n", base, e.Route, q, auth, j.Draft)
 	fmt.Fprintf(w, "Read it: data.request.actions lists what you may do now, each with its href and ifMatch (read it again after every step):\n")
 	fmt.Fprintf(w, "  curl -sS '%s/v1/records/%s/<request id>%s' %s\n\n", base, e.Route, q, auth)
-	fmt.Fprintf(w, "Submit it through the submit_request action: the planner runs once and its plan is frozen (the same Idempotency-Key replays the answer):\n")
+	if j.Slot != nil {
+		slotURL := fmt.Sprintf("%s/v1/records/%s/<request id>/attachments/%s", base, e.Route, j.Slot.ID)
+		fmt.Fprintf(w, "Attach a document to slot %s (raw bytes, at most %d, as %s) under the draft's ETag (the submit_request ifMatch); the answer is the request with the slot's size, SHA-256 and status in domainData, at a new revision (read it again before submitting):\n",
+			j.Slot.ID, j.Slot.MaximumBytes, strings.Join(j.Slot.ContentTypes, " or "))
+		fmt.Fprintf(w, "  curl -sS -X PATCH '%s%s' %s -H 'If-Match: <submit_request ifMatch>' -H 'Idempotency-Key: attach-<request id>' -H 'Content-Type: %s' --data-binary '%s'\n\n", slotURL, q, auth, j.SlotType, journeyAttachment)
+		fmt.Fprintf(w, "Download it back (the verified bytes, as an attachment) from proposal version 1:\n")
+		fmt.Fprintf(w, "  curl -sS '%s%s' %s\n\n", slotURL, withQuery(q, "proposalVersion=1"), auth)
+	}
+	fmt.Fprintf(w, "Submit it through the submit_request action: the planner runs once and its plan is frozen with the attachments' manifest (the same Idempotency-Key replays the answer):\n")
 	fmt.Fprintf(w, "  curl -sS -X POST '%s<submit_request href>' %s -H 'If-Match: <submit_request ifMatch>' -H 'Idempotency-Key: submit-<request id>' -H 'Content-Type: application/json' -d '{\"actorReference\":%q}'\n\n", base, auth, journeyActor)
 	fmt.Fprintf(w, "Apply the frozen plan through the apply_request action of a new read, naming its proposalVersion and effectDigest:\n")
 	fmt.Fprintf(w, "  curl -sS -X POST '%s<apply_request href>' %s -H 'If-Match: <apply_request ifMatch>' -H 'Idempotency-Key: apply-<request id>' -H 'Content-Type: application/json' -d '{\"actorReference\":%q,\"proposalVersion\":<apply_request proposalVersion>,\"effectDigest\":\"<apply_request effectDigest>\"}'\n\n", base, auth, journeyActor)
@@ -500,4 +532,12 @@ func (s *GISStep) print(w io.Writer, base, auth string) {
 	fmt.Fprintf(w, "  %s\n\n", strings.TrimRight(fmt.Sprintf("curl -sS '%s/v1/gis/collections%s' %s", base, q, readAuth), " "))
 	fmt.Fprintf(w, "Read the features inside a bounding box (west,south,east,north in CRS84 degrees; west above east crosses the antimeridian), as application/geo+json; follow the next link for more:\n")
 	fmt.Fprintf(w, "  %s\n\n", strings.TrimRight(fmt.Sprintf("curl -sS -G '%s/v1/gis/collections/%s/items%s' --data-urlencode 'bbox=%s' --data-urlencode 'limit=100' %s", base, e.Route, q, s.BBox, readAuth), " "))
+}
+
+// withQuery adds a query parameter to a query string that may be empty.
+func withQuery(q, param string) string {
+	if q == "" {
+		return "?" + param
+	}
+	return q + "&" + param
 }
