@@ -11,7 +11,9 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -448,5 +450,52 @@ func TestAttachmentErasureDiscardsALateVerdict(t *testing.T) {
 	wantProblem(t, "download of erased content", 404, b, "resource.not_found")
 	if _, err := store.EraseAttachment(context.Background(), pool, "claim", id, "scan", strings.Repeat("ab", 16)); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("second erasure: %v", err)
+	}
+}
+
+// TestEICARVerifierRejectsTheTestFileEndToEnd builds the example EICAR
+// verifier, pins it in the project as a go-plugin verifier, and uploads the
+// EICAR test file and a clean file through the record host: the job runs
+// the pinned binary and the test file is rejected.
+func TestEICARVerifierRejectsTheTestFileEndToEnd(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.CopyFS(dir, os.DirFS("testdata/attachments")); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "verifiers", "eicar-verifier")
+	if out, err := exec.Command("go", "build", "-o", bin, "../examples/plugins/eicar-verifier").CombinedOutput(); err != nil {
+		t.Fatalf("build the EICAR verifier: %v\n%s", err, out)
+	}
+	b, _ := os.ReadFile(bin)
+	digest := sha256.Sum256(b)
+	yaml, _ := os.ReadFile(filepath.Join(dir, "registry.yaml"))
+	yaml = regexp.MustCompile(`(?m)^  - \{id: scanner, kind: http.*$`).ReplaceAll(yaml,
+		[]byte(`  - {id: scanner, kind: go-plugin, path: verifiers/eicar-verifier, sha256: "sha256:`+hex.EncodeToString(digest[:])+`"}`))
+	os.WriteFile(filepath.Join(dir, "registry.yaml"), yaml, 0o644)
+
+	is := authtest.StartIssuer(t, issuertest.DevOptions{Scopes: []string{"families:write"}}, nil)
+	cfg := deployment(t, dir, storetest.NewDatabase(t), is.HostAuthentication())
+	h, srv := serve(t, cfg)
+	startWorkers(t, h)
+	owner := caller{srv: srv, token: is.Token(t, issuertest.StandardClientID)}
+
+	eicar := []byte(strings.Join([]string{`X5O!P%@AP[4\PZX54(P^)7CC)7}$`, "EICAR-STANDARD-", "ANTIVIRUS-TEST-", "FILE!$H+H*"}, ""))
+	for _, c := range []struct {
+		content []byte
+		want    string
+	}{{eicar, "rejected"}, {[]byte("an ordinary scan"), "approved"}} {
+		loc, etag := owner.create(t, "claims", `{"text":"scan"}`)
+		resp, b := owner.upload(t, loc, "scan", "application/octet-stream", etag, "eicar-"+c.want, c.content)
+		if resp.StatusCode != 200 || slotOf(t, b, "scan")["verificationStatus"] != "pending" {
+			t.Fatalf("upload: %d %s", resp.StatusCode, b)
+		}
+		waitFor(t, 30*time.Second, c.want, func() bool {
+			_, b := owner.do(t, "GET", loc, "", "")
+			return slotOf(t, b, "scan")["verificationStatus"] == c.want
+		})
+		resp, _ = owner.do(t, "GET", loc+"/attachments/scan?proposalVersion=1", "", "")
+		if want := map[string]int{"rejected": 404, "approved": 200}[c.want]; resp.StatusCode != want {
+			t.Fatalf("download of %s content: %d, want %d", c.want, resp.StatusCode, want)
+		}
 	}
 }
