@@ -290,3 +290,19 @@ func TestLayeringCatchesABreak(t *testing.T) {
 		t.Fatalf("violations:\n  %s\nwant:\n  %s", strings.Join(v, "\n  "), strings.Join(want, "\n  "))
 	}
 }
+
+// TestSDKClientBuildsOnNoServer checks that the typed /v1 client is under
+// the sdk/ rule and that neither it nor its tests build on the record host,
+// the store or the issuer: a registry's clients import it without the server.
+func TestSDKClientBuildsOnNoServer(t *testing.T) {
+	if r, ok := ruleFor("sdk/client"); !ok || r.folder != "sdk" {
+		t.Fatalf("sdk/client is not under the sdk/ rule: %+v", r)
+	}
+	for _, p := range goList(t, "-deps", "-test", "./sdk/client/...") {
+		for _, server := range []string{"/host", "/store", "/issuer"} {
+			if p.ImportPath == module+server || strings.HasPrefix(p.ImportPath, module+server+"/") {
+				t.Errorf("sdk/client builds on %s", p.ImportPath)
+			}
+		}
+	}
+}
