@@ -24,6 +24,7 @@ import (
 	"github.com/registrum/registrum/issuer/issuertest"
 	"github.com/registrum/registrum/project"
 	"github.com/registrum/registrum/sdk/client"
+	"github.com/registrum/registrum/sdk/ingest"
 	"github.com/registrum/registrum/sdk/tokensource"
 	"github.com/registrum/registrum/store/layout"
 	"github.com/registrum/registrum/store/storetest"
@@ -181,6 +182,30 @@ func TestClientAgainstTheExampleHost(t *testing.T) {
 	}
 	if _, err := c.List(ctx, "cases", client.Query{Filter: "nope eq 1"}, cw); !client.IsCode(err, client.CodeQueryInvalid) {
 		t.Fatalf("bad filter: %v", err)
+	}
+
+	// An ingestion run through the SDK's chunker, on the same client's tokens.
+	src := []byte(`{"operation":"create","data":{"caseNumber":"CS-4000","supportType":"maintenance","applicantNationalId":"P-4","healthDistrict":"north","status":"closed","openedOn":"2026-11-04"}}
+{"operation":"create","data":{"caseNumber":"CS-4001","supportType":"maintenance","applicantNationalId":"P-4","healthDistrict":"south","status":"closed","openedOn":"2026-11-04"}}
+`)
+	ic := c.Ingestion("cases", "caseworker")
+	binding, err := ic.Binding(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := ingest.PlanReader(bytes.NewReader(src), ingest.Create, binding.Bounds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run, err := ic.Open(ctx, plan, binding)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if run, err = ic.Upload(ctx, run, plan, bytes.NewReader(src), nil); err != nil || !run.Complete || run.CommittedItems != 2 {
+		t.Fatalf("ingestion: %+v %v", run, err)
+	}
+	if pg, err := c.List(ctx, "cases", client.Query{Filter: "status eq 'closed'", Count: true}, cw); err != nil || *pg.Count != 2 {
+		t.Fatalf("ingested: %+v %v", pg, err)
 	}
 
 	// History: revisions with their correction context, one revision.
