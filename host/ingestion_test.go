@@ -204,7 +204,7 @@ func TestIngestionRunCommitsChunksReplaysAndCompletes(t *testing.T) {
 			Data      map[string]any `json:"data"`
 		} `json:"results"`
 	}
-	if err := json.Unmarshal(first, &batch); err != nil || len(batch.Results) != 2 || batch.Results[1].Data["code"] != "A-1" || !strings.HasPrefix(batch.Snapshot, "engine1_") {
+	if err := json.Unmarshal(first, &batch); err != nil || len(batch.Results) != 2 || batch.Results[1].Data["code"] != "A-1" || !strings.HasPrefix(batch.Snapshot, "engine2_") {
 		t.Fatalf("chunk 0 answer %s (%v)", first, err)
 	}
 	if d := env.read(t, env.owner, run.RunID); d.NextChunkIndex != 1 || d.CommittedItems != 2 || d.CommittedPrefixDigest != chunks[0].prefixDigest ||

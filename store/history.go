@@ -26,6 +26,9 @@ type Revision struct {
 	CreatedAt time.Time
 	// ChangeContext is the JSON of the batch's change context, nil when none.
 	ChangeContext []byte
+	// PackageRevision is the package revision the revision was written
+	// under: the origin of its field descriptors.
+	PackageRevision string
 }
 
 // CommitMember is one revision written by a commit: its entity and record.
@@ -34,13 +37,13 @@ type CommitMember struct {
 	RecordID string
 }
 
-const revisionColumns = `record_id::text, revision, lifecycle, data::text, commit_id::text, created_at, change_context::text`
+const revisionColumns = `record_id::text, revision, lifecycle, data::text, commit_id::text, created_at, change_context::text, package_revision`
 
 func scanRevision(row pgx.Row) (*Revision, error) {
 	var r Revision
 	var data string
 	var cc *string
-	if err := row.Scan(&r.RecordID, &r.Revision, &r.Lifecycle, &data, &r.CommitID, &r.CreatedAt, &cc); err != nil {
+	if err := row.Scan(&r.RecordID, &r.Revision, &r.Lifecycle, &data, &r.CommitID, &r.CreatedAt, &cc, &r.PackageRevision); err != nil {
 		return nil, err
 	}
 	r.Data = []byte(data)
@@ -56,20 +59,25 @@ func scanRevision(row pgx.Row) (*Revision, error) {
 func (s *Store) Revisions(ctx context.Context, e *model.Entity, id string, after int64, limit int) ([]*Revision, error) {
 	rows, err := s.pool.Query(ctx, `SELECT `+revisionColumns+` FROM registrum.revisions
 WHERE entity_id = $1 AND record_id = $2::uuid AND revision > $3 ORDER BY revision LIMIT $4`, e.ID, id, after, limit)
+	return collectRevisions(rows, err, "revisions of "+e.ID)
+}
+
+// collectRevisions scans the revisions a query returned.
+func collectRevisions(rows pgx.Rows, err error, what string) ([]*Revision, error) {
 	if err != nil {
-		return nil, fmt.Errorf("store: read revisions of %s: %w", e.ID, err)
+		return nil, fmt.Errorf("store: read %s: %w", what, err)
 	}
 	defer rows.Close()
 	var out []*Revision
 	for rows.Next() {
 		r, err := scanRevision(rows)
 		if err != nil {
-			return nil, fmt.Errorf("store: scan revision of %s: %w", e.ID, err)
+			return nil, fmt.Errorf("store: scan %s: %w", what, err)
 		}
 		out = append(out, r)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("store: read revisions of %s: %w", e.ID, err)
+		return nil, fmt.Errorf("store: read %s: %w", what, err)
 	}
 	return out, nil
 }

@@ -27,6 +27,8 @@ type Store struct {
 	reads sync.Map // *model.Entity → [2]string: plain, FOR UPDATE
 	// jobs inserts post-commit jobs (Writer.Enqueue).
 	jobs *river.Client[pgx.Tx]
+	// tag binds snapshot tokens to this database's history (HistoryTag).
+	tag [8]byte
 }
 
 // Connect opens a connection pool to the database named by dsn (a URL or
@@ -74,8 +76,12 @@ func Open(ctx context.Context, pool *pgxpool.Pool, p *model.Package) (*Store, er
 	if err != nil {
 		return nil, err
 	}
+	var tag [8]byte
 	err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", migrateLockKey); err != nil {
+			return err
+		}
+		if tag, err = loadHistoryTag(ctx, tx); err != nil {
 			return err
 		}
 		var held string
@@ -108,7 +114,7 @@ func Open(ctx context.Context, pool *pgxpool.Pool, p *model.Package) (*Store, er
 	if err != nil {
 		return nil, err
 	}
-	return &Store{pool: pool, pkg: p, owners: layout.Owners(p), jobs: jobs}, nil
+	return &Store{pool: pool, pkg: p, owners: layout.Owners(p), jobs: jobs, tag: tag}, nil
 }
 
 // Package returns the active package.

@@ -54,6 +54,9 @@ type Writer struct {
 	commitID string
 	now      time.Time
 	pending  []pendingStatement
+	// snapshot is the state just after the commit, once taken (Snapshot);
+	// no revision may be appended after it.
+	snapshot *Snapshot
 }
 
 // CommitID returns the commit id shared by the transaction's revisions.
@@ -208,6 +211,9 @@ func (w *Writer) Tombstone(ctx context.Context, e *model.Entity, id string, expe
 
 // journal appends the revision and the audit entry of a write.
 func (w *Writer) journal(ctx context.Context, operation string, rec *Record, j Journal) error {
+	if w.snapshot != nil {
+		return errors.New("store: a revision appended after the write's snapshot was taken")
+	}
 	w.send(nil, func(err error) error { return fmt.Errorf("store: append revision: %w", err) }, `INSERT INTO registrum.revisions
     (entity_id, record_id, revision, lifecycle, data, package_revision, operation_id, commit_id, created_at, change_context)
     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,

@@ -238,8 +238,8 @@ func TestDevServesTheExampleKeepsRecordsAndLeavesNoPostgres(t *testing.T) {
 	subst := map[string]string{"$TOKEN": printedToken(t, run, out)}
 
 	curls := printed(out, "curl ")
-	if len(curls) < 4+7+3 {
-		t.Fatalf("want 4 curl lines (create, patch, list, next page), then the change-request journey, then the spatial adapter step, got:\n%s", out)
+	if len(curls) < 5+7+3 {
+		t.Fatalf("want 5 curl lines (create, patch, list, next page, snapshot), then the change-request journey, then the spatial adapter step, got:\n%s", out)
 	}
 	// Create, twice.
 	var location, etag string
@@ -252,9 +252,15 @@ func TestDevServesTheExampleKeepsRecordsAndLeavesNoPostgres(t *testing.T) {
 	}
 	subst["<Location>"], subst["<ETag>"] = location, etag
 	resp, b := runCurl(t, curls[1], subst)
-	if resp.StatusCode != http.StatusOK {
+	var patched struct {
+		Data struct {
+			Snapshot string `json:"snapshot"`
+		} `json:"data"`
+	}
+	if resp.StatusCode != http.StatusOK || json.Unmarshal(b, &patched) != nil || patched.Data.Snapshot == "" {
 		t.Fatalf("the printed patch answered %d %s", resp.StatusCode, b)
 	}
+	subst["<data.snapshot>"] = patched.Data.Snapshot
 	resp, b = runCurl(t, curls[2], subst)
 	var page struct {
 		Items    []json.RawMessage `json:"items"`
@@ -272,7 +278,26 @@ func TestDevServesTheExampleKeepsRecordsAndLeavesNoPostgres(t *testing.T) {
 	if resp.StatusCode != 200 || len(page.Items) != 1 {
 		t.Fatalf("the printed next page answered %d %s", resp.StatusCode, b)
 	}
-	runJourney(t, curls[4:len(curls)-3], subst)
+	// The snapshot just after the patch: both records, the patched one at
+	// revision 2, and the patch's own token.
+	resp, b = runCurl(t, curls[4], subst)
+	var snap struct {
+		Items []struct {
+			RecordIdentifier   string `json:"recordIdentifier"`
+			RevisionIdentifier string `json:"revisionIdentifier"`
+		} `json:"items"`
+		Snapshot string `json:"snapshot"`
+	}
+	json.Unmarshal(b, &snap)
+	if resp.StatusCode != 200 || len(snap.Items) != 2 || snap.Snapshot != patched.Data.Snapshot {
+		t.Fatalf("the printed snapshot read answered %d %s", resp.StatusCode, b)
+	}
+	for _, it := range snap.Items {
+		if strings.HasSuffix(location, "/"+it.RecordIdentifier) && it.RevisionIdentifier != "2" {
+			t.Fatalf("the snapshot shows the patched record at revision %s: %s", it.RevisionIdentifier, b)
+		}
+	}
+	runJourney(t, curls[5:len(curls)-3], subst)
 	runGIS(t, curls[len(curls)-3:], subst)
 	runPrintedIngest(t, out, subst["$TOKEN"])
 	run.stop(t, data, syscall.SIGTERM)

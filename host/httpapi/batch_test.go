@@ -31,7 +31,7 @@ func TestBatchWritesAllItemsInOrderOrNothing(t *testing.T) {
 	if err := json.Unmarshal(b, &out); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.HasPrefix(out.Snapshot, "engine1_") || len(out.Results) != 3 {
+	if !strings.HasPrefix(out.Snapshot, "engine2_") || len(out.Results) != 3 {
 		t.Fatalf("batch answer %s", b)
 	}
 	wantOps := []string{"create", "patch", "create"}

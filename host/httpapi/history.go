@@ -6,6 +6,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/registrum/registrum/host/records"
+	"github.com/registrum/registrum/model"
 	"github.com/registrum/registrum/model/query"
 )
 
@@ -67,4 +68,26 @@ func (a *API) historyRead(w http.ResponseWriter, r *http.Request, read func(reco
 	w.Header().Set("Link", a.link(e))
 	w.Header().Set("Vary", "Accept")
 	writeRaw(w, res.Status, contentType(c.Representation), res.Body)
+}
+
+// snapshotRead serves GET /v1/records/{route}:snapshot.
+func (a *API) snapshotRead(w http.ResponseWriter, r *http.Request) {
+	a.historyRead(w, r, func(c records.Call, opts query.RawOptions) (*records.Result, error) {
+		e, err := a.records.EntityForRoute(chi.URLParam(r, "route"))
+		if err != nil {
+			return nil, err
+		}
+		return a.records.Snapshot(r.Context(), c, e, opts)
+	})
+}
+
+// snapshotGranted reports whether some profile grants snapshot on e, as
+// the generated document routes :snapshot.
+func (a *API) snapshotGranted(e *model.Entity) bool {
+	for _, pr := range a.pkg.Profiles {
+		if g := pr.Grant(e.ID); g != nil && g.Allows(model.OpSnapshot) {
+			return true
+		}
+	}
+	return false
 }

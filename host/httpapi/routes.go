@@ -26,6 +26,7 @@ func (a *API) recordRoutes(r chi.Router) {
 	revisions, _ := generate.CapabilityByID(generate.CapRevisions)
 	temporal, _ := generate.CapabilityByID(generate.CapTemporalReads)
 	attachments, _ := generate.CapabilityByID(generate.CapAttachments)
+	snapshot, _ := generate.CapabilityByID(generate.CapSnapshot)
 	for _, e := range a.pkg.Entities {
 		if e.IsRequestEntity() && !requests.Served {
 			continue
@@ -42,6 +43,9 @@ func (a *API) recordRoutes(r chi.Router) {
 		if e.Temporal != nil && temporal.Served {
 			a.entityRoute(r, http.MethodGet, base+":current", e, a.temporalRead(true))
 			a.entityRoute(r, http.MethodGet, base+":as-of", e, a.temporalRead(false))
+		}
+		if snapshot.Served && a.snapshotGranted(e) {
+			a.entityRoute(r, http.MethodGet, base+":snapshot", e, a.snapshotRead)
 		}
 		if e.MutationMode == model.Mutable {
 			a.entityRoute(r, http.MethodPatch, item, e, a.patchRecord)

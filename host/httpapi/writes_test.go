@@ -53,7 +53,7 @@ func TestPatchWritesTheNextRevisionUnderIfMatch(t *testing.T) {
 	if data["revisionIdentifier"] != "2" || dd["age"] != float64(4) || dd["active"] != true || dd["nationalId"] != "P-1" {
 		t.Fatalf("after patch: %s", b)
 	}
-	if s, _ := data["snapshot"].(string); !strings.HasPrefix(s, "engine1_") {
+	if s, _ := data["snapshot"].(string); !strings.HasPrefix(s, "engine2_") {
 		t.Errorf("patch answer lacks a snapshot token: %s", b)
 	}
 	newTag := resp.Header.Get("ETag")

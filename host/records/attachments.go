@@ -278,7 +278,11 @@ func (s *Service) slotWrite(ctx context.Context, c Call, e *model.Entity, id, if
 		if err != nil {
 			return nil, err
 		}
-		out, err := s.outcomeWith(rec, req, grant, c.Representation, SnapshotToken(w.CommitID()))
+		tok, err := s.writeSnapshot(ctx, w)
+		if err != nil {
+			return nil, err
+		}
+		out, err := s.outcomeWith(rec, req, grant, c.Representation, tok)
 		if err != nil {
 			return nil, err
 		}

@@ -83,7 +83,7 @@ func (s *Service) Batch(ctx context.Context, c Call, e *model.Entity, body []byt
 // batchWrites writes checked batch items in w's transaction, in item
 // order, and returns the batch response.
 func (s *Service) batchWrites(ctx context.Context, w *store.Writer, c Call, e *model.Entity, grant *access.Grant, items []batchItem, changeContext []byte) (*store.Outcome, error) {
-	resp := BatchResponse{Snapshot: SnapshotToken(w.CommitID()), Results: make([]BatchResult, 0, len(items))}
+	resp := BatchResponse{Results: make([]BatchResult, 0, len(items))}
 	for i, it := range items {
 		rec, err := s.batchItem(ctx, w, c, e, grant, it, changeContext)
 		if err != nil {
@@ -98,6 +98,11 @@ func (s *Service) batchWrites(ctx context.Context, w *store.Writer, c Call, e *m
 			Data:      s.envelope(rec, grant.Readable, JSON).Data.DomainData,
 		})
 	}
+	tok, err := s.writeSnapshot(ctx, w)
+	if err != nil {
+		return nil, err
+	}
+	resp.Snapshot = tok
 	b, err := json.Marshal(resp)
 	if err != nil {
 		return nil, err

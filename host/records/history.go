@@ -2,12 +2,6 @@ package records
 
 import (
 	"context"
-	"crypto/aes"
-	"crypto/cipher"
-	"crypto/hkdf"
-	"crypto/rand"
-	"crypto/sha256"
-	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -147,9 +141,9 @@ func (s *Service) Revisions(ctx context.Context, c Call, e *model.Entity, id str
 		for i, f := range fields {
 			sel[i] = f.APIName
 		}
-		next, err := s.sealRevisionCursor(revisionPosition{Entity: e.ID, Route: e.Route, Record: id, Profile: grant.Profile,
+		next, err := s.sealRevisionCursor(revisionPosition{cursorBinding: cursorBinding{Entity: e.ID, Route: e.Route, Profile: grant.Profile,
 			Principal:       hex.EncodeToString(keyed(s.keys.reference, "engine-revisions-cursor-principal-v1", grant.PrincipalReference)),
-			PackageRevision: s.pkg.Revision, Top: top, Select: sel, After: revs[len(revs)-1].Revision}, e, now)
+			PackageRevision: s.pkg.Revision}, Record: id, Top: top, Select: sel, After: revs[len(revs)-1].Revision}, e, now)
 		if err != nil {
 			return nil, err
 		}
@@ -299,33 +293,32 @@ func takePaging(opts query.RawOptions) (int, string, error) {
 // binding (entity, route, record, profile, keyed principal, package
 // revision), the read ($top, $select by apiName) and the last revision read.
 type revisionPosition struct {
-	Version         int      `json:"v"`
-	IssuedAt        int64    `json:"iat"`
-	ExpiresAt       int64    `json:"exp"`
-	Entity          string   `json:"entity"`
-	Route           string   `json:"route"`
-	Record          string   `json:"record"`
-	Profile         string   `json:"profile"`
-	Principal       string   `json:"principal"`
-	PackageRevision string   `json:"packageRevision"`
-	Top             int      `json:"top"`
-	Select          []string `json:"select"`
-	After           int64    `json:"after"`
+	cursorBinding
+	Record string   `json:"record"`
+	Top    int      `json:"top"`
+	Select []string `json:"select"`
+	After  int64    `json:"after"`
 }
 
-const revisionCursorAAD = "registrum-revisions-cursor-v1"
-
-func (s *Service) revisionAEAD() (cipher.AEAD, error) {
-	key, err := hkdf.Key(sha256.New, s.keys.cursor, nil, "registrum revisions cursor v1", 32)
-	if err != nil {
-		return nil, err
-	}
-	block, err := aes.NewCipher(key)
-	if err != nil {
-		return nil, err
-	}
-	return cipher.NewGCM(block)
+// cursorBinding is what a sealed history cursor is bound to: its version
+// and lifetime, the entity and route, the profile, the keyed principal and
+// the package revision.
+type cursorBinding struct {
+	Version         int    `json:"v"`
+	IssuedAt        int64  `json:"iat"`
+	ExpiresAt       int64  `json:"exp"`
+	Entity          string `json:"entity"`
+	Route           string `json:"route"`
+	Profile         string `json:"profile"`
+	Principal       string `json:"principal"`
+	PackageRevision string `json:"packageRevision"`
 }
+
+// The key label and additional data of revision cursors.
+const (
+	revisionCursorLabel = "registrum revisions cursor v1"
+	revisionCursorAAD   = "registrum-revisions-cursor-v1"
+)
 
 func cursorAge(e *model.Entity) int64 {
 	if e.Cursor.MaxAgeSeconds > 0 {
@@ -337,23 +330,9 @@ func cursorAge(e *model.Entity) int64 {
 // sealRevisionCursor seals p with AES-256-GCM under a key of its own,
 // derived from the cursor key, as collection cursors are sealed.
 func (s *Service) sealRevisionCursor(p revisionPosition, e *model.Entity, now time.Time) (string, error) {
-	aead, err := s.revisionAEAD()
-	if err != nil {
-		return "", fmt.Errorf("records: revisions cursor: %w", err)
-	}
 	p.Version, p.IssuedAt = 1, now.Unix()
 	p.ExpiresAt = p.IssuedAt + cursorAge(e)
-	plain, err := json.Marshal(p)
-	if err != nil {
-		return "", fmt.Errorf("records: revisions cursor: %w", err)
-	}
-	out := make([]byte, 1+aead.NonceSize(), 1+aead.NonceSize()+len(plain)+aead.Overhead())
-	out[0] = 1
-	if _, err := rand.Read(out[1:]); err != nil {
-		return "", fmt.Errorf("records: revisions cursor: %w", err)
-	}
-	out = aead.Seal(out, out[1:1+aead.NonceSize()], plain, []byte(revisionCursorAAD))
-	return base64.RawURLEncoding.EncodeToString(out), nil
+	return s.seal(revisionCursorLabel, revisionCursorAAD, p)
 }
 
 // openRevisionCursor opens a revisions cursor presented for record id of e
@@ -363,20 +342,8 @@ func (s *Service) openRevisionCursor(token string, e *model.Entity, id string, g
 	if len(token) > cursor.MaxCursorBytes {
 		return nil, bad("The cursor is not a valid cursor of this service.")
 	}
-	aead, err := s.revisionAEAD()
-	if err != nil {
-		return nil, fmt.Errorf("records: revisions cursor: %w", err)
-	}
-	raw, err := base64.RawURLEncoding.Strict().DecodeString(token)
-	if err != nil || len(raw) < 1+aead.NonceSize()+aead.Overhead() || raw[0] != 1 {
-		return nil, bad("The cursor is not a valid cursor of this service.")
-	}
-	plain, err := aead.Open(nil, raw[1:1+aead.NonceSize()], raw[1+aead.NonceSize():], []byte(revisionCursorAAD))
-	if err != nil {
-		return nil, bad("The cursor is not a valid cursor of this service.")
-	}
 	var p revisionPosition
-	if err := json.Unmarshal(plain, &p); err != nil || p.Version != 1 {
+	if err := s.openSealed(revisionCursorLabel, revisionCursorAAD, token, &p); err != nil || p.Version != 1 {
 		return nil, bad("The cursor is not a valid cursor of this service.")
 	}
 	principal := hex.EncodeToString(keyed(s.keys.reference, "engine-revisions-cursor-principal-v1", grant.PrincipalReference))

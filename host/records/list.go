@@ -27,6 +27,8 @@ type Collection struct {
 	Meta     Meta             `json:"meta"`
 	// Count is the matching total, with $count.
 	Count *int64 `json:"count,omitempty"`
+	// Snapshot is the token of the state a :snapshot read shows.
+	Snapshot string `json:"snapshot,omitempty"`
 }
 
 // CollectionItem is one record of a page, without the data wrapper.

@@ -187,7 +187,11 @@ func (s *Service) Create(ctx context.Context, c Call, e *model.Entity, body []by
 				return nil, err
 			}
 		}
-		out, err := s.outcomeWith(rec, req, grant, c.Representation, SnapshotToken(w.CommitID()))
+		tok, err := s.writeSnapshot(ctx, w)
+		if err != nil {
+			return nil, err
+		}
+		out, err := s.outcomeWith(rec, req, grant, c.Representation, tok)
 		if err != nil {
 			return nil, err
 		}
@@ -278,7 +282,11 @@ func (s *Service) Patch(ctx context.Context, c Call, e *model.Entity, id, ifMatc
 		if err != nil {
 			return nil, err
 		}
-		out, err := s.outcomeWith(rec, req, grant, c.Representation, SnapshotToken(w.CommitID()))
+		tok, err := s.writeSnapshot(ctx, w)
+		if err != nil {
+			return nil, err
+		}
+		out, err := s.outcomeWith(rec, req, grant, c.Representation, tok)
 		if err != nil {
 			return nil, err
 		}
@@ -310,7 +318,11 @@ func (s *Service) Tombstone(ctx context.Context, c Call, e *model.Entity, id, if
 		if err != nil {
 			return nil, err
 		}
-		out, err := s.outcome(rec, grant, c.Representation, SnapshotToken(w.CommitID()))
+		tok, err := s.writeSnapshot(ctx, w)
+		if err != nil {
+			return nil, err
+		}
+		out, err := s.outcome(rec, grant, c.Representation, tok)
 		if err != nil {
 			return nil, err
 		}
@@ -446,8 +458,21 @@ func (s *Service) render(rec *store.Record, req *store.Request, presence json.Ra
 	}, nil
 }
 
-// SnapshotToken names the commit a mutation wrote, for :snapshot reads.
-func SnapshotToken(commitID string) string { return "engine1_" + commitID }
+// writeSnapshot returns the snapshot token of the state just after w's
+// transaction commits, taken once all its revisions are written. A state
+// whose token would exceed 4096 bytes refuses the write (503
+// source.unavailable, nothing written).
+func (s *Service) writeSnapshot(ctx context.Context, w *store.Writer) (string, error) {
+	snap, err := w.Snapshot(ctx)
+	if err != nil {
+		return "", err
+	}
+	tok, err := SnapshotToken(s.store.HistoryTag(), snap)
+	if err != nil {
+		return "", sourceUnavailable(err)
+	}
+	return tok, nil
+}
 
 // createData parses a create body and returns its data member.
 func createData(body []byte) (map[string]any, error) {

@@ -111,6 +111,10 @@ func (c *Collection) AppendJSON(b []byte) ([]byte, error) {
 		b = append(b, `,"count":`...)
 		b = strconv.AppendInt(b, *c.Count, 10)
 	}
+	if c.Snapshot != "" {
+		b = append(b, `,"snapshot":`...)
+		b = appendString(b, c.Snapshot)
+	}
 	return append(b, '}'), nil
 }
 

@@ -258,7 +258,11 @@ func (s *Service) Act(ctx context.Context, c Call, e *model.Entity, id, action, 
 			return nil, err
 		}
 		// req now holds the state the action wrote.
-		return s.actionOutcome(rec, req, in.ActorReference, c.Representation, SnapshotToken(w.CommitID()))
+		tok, err := s.writeSnapshot(ctx, w)
+		if err != nil {
+			return nil, err
+		}
+		return s.actionOutcome(rec, req, in.ActorReference, c.Representation, tok)
 	})
 }
 

@@ -61,7 +61,7 @@ var capabilities = []Capability{
 	{ID: CapMetadata, Title: "registry metadata and published documents", Served: true, Declared: "always"},
 	{ID: CapRevisions, Title: "revision history", Served: true, Declared: "a profile granting revisions"},
 	{ID: CapTemporalReads, Title: "temporal reads (:current, :as-of)", Served: true, Declared: "temporal"},
-	{ID: CapSnapshot, Title: "snapshot reads (:snapshot)", Served: false, Declared: "a profile granting snapshot"},
+	{ID: CapSnapshot, Title: "snapshot reads (:snapshot)", Served: true, Declared: "a profile granting snapshot"},
 	{ID: CapIngestionRuns, Title: "ingestion runs", Served: true, Declared: "batch"},
 	{ID: CapChangeRequests, Title: "change request records and actions", Served: true, Declared: "changeRequest"},
 	{ID: CapAttachments, Title: "attachments", Served: true, Declared: "attachments"},

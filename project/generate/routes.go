@@ -77,7 +77,7 @@ func entityOperations(p *model.Package, e *model.Entity) []operation {
 		}, CapTemporalReads, e.ID, "")...)
 	}
 	if grantsOperation(p, e.ID, model.OpSnapshot) {
-		params := append([]any{paramRef("snapshot")}, collection...)
+		params := []any{paramRef("snapshot"), ap, paramRef("select"), paramRef("top"), paramRef("skiptoken")}
 		if e.Temporal != nil {
 			params = append(params, validAtParam(e))
 		}

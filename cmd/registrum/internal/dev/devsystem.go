@@ -369,6 +369,10 @@ func printNextSteps(o Options, dd *dataDir, hostAddr string, setup *issuer.DevSe
 		fmt.Fprintf(w, "  curl -sS -G '%s/v1/records/%s%s' %s --data-urlencode \"\\$filter=%s\" --data-urlencode '$top=1'\n\n", base, e.Route, q, auth, walk.Filter)
 		fmt.Fprintf(w, "Follow the page's nextCursor:\n")
 		fmt.Fprintf(w, "  curl -sS -G '%s/v1/records/%s%s' %s --data-urlencode '$skiptoken=<nextCursor>'\n\n", base, e.Route, q, auth)
+		if walk.Snapshot {
+			fmt.Fprintf(w, "Read the collection as recorded just after the patch (its data.snapshot token; later writes do not show):\n")
+			fmt.Fprintf(w, "  curl -sS -G '%s/v1/records/%s:snapshot%s' %s --data-urlencode 'snapshot=<data.snapshot>'\n\n", base, e.Route, q, auth)
+		}
 	}
 	if journey != nil {
 		journey.print(w, base, auth)

@@ -57,8 +57,8 @@ func TestWalkthroughOfTheExample(t *testing.T) {
 	if w == nil {
 		t.Fatal("no walkthrough for the example")
 	}
-	if w.Entity.IsRequestEntity() || w.Filter == "" || w.Patch == "" || w.Create[0] == "" {
-		t.Fatalf("walkthrough %+v", w)
+	if w.Entity.IsRequestEntity() || w.Filter == "" || w.Patch == "" || w.Create[0] == "" || !w.Snapshot {
+		t.Fatalf("walkthrough (with a snapshot step) %+v", w)
 	}
 	if w.PurposeClaim != "" && w.Claims[w.PurposeClaim] == "" {
 		t.Fatalf("the walkthrough's profile needs a purpose the demo client lacks: %+v", w)

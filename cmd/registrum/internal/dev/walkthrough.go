@@ -30,6 +30,9 @@ type Walkthrough struct {
 	Claims map[string]string
 	// PurposeClaim names the purpose claim, when the profile requires one.
 	PurposeClaim string
+	// Snapshot is set when the profile grants snapshot reads of the entity:
+	// the walkthrough then reads the state just after the patch.
+	Snapshot bool
 }
 
 // planWalkthrough picks the first entity and profile the demo client can use
@@ -64,7 +67,7 @@ func tryGrant(p *model.Package, pr *model.Profile, g *model.Grant, e *model.Enti
 			return nil // two identical creates must both succeed
 		}
 	}
-	w := &Walkthrough{Entity: e, Profile: pr.ID, Default: pr.Default, Claims: map[string]string{}}
+	w := &Walkthrough{Entity: e, Profile: pr.ID, Default: pr.Default, Claims: map[string]string{}, Snapshot: g.Allows(model.OpSnapshot)}
 	if len(pr.RequiredPurposes) > 0 {
 		w.PurposeClaim = "purpose"
 		w.Claims["purpose"] = pr.RequiredPurposes[0]

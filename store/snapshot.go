@@ -1,0 +1,229 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/registrum/registrum/model"
+)
+
+// Snapshot reads (docs/decisions/snapshot-reads.md). Every revision records
+// the id of the transaction that wrote it (registrum.revisions.xid); a
+// snapshot is a PostgreSQL snapshot, and the state at it is each record's
+// latest revision whose transaction the snapshot sees. No lock orders the
+// writers: PostgreSQL's own visibility is the order.
+
+// Snapshot is a PostgreSQL snapshot (pg_snapshot): the transactions below
+// Xmin had completed when it was taken, those at or above Xmax had not, and
+// those listed in Xip (ascending, within [Xmin, Xmax)) were in progress. A
+// transaction is visible in it when it had completed.
+type Snapshot struct {
+	Xmin, Xmax uint64
+	Xip        []uint64
+}
+
+// Valid reports whether s is a well-formed snapshot.
+func (s Snapshot) Valid() bool {
+	if s.Xmin == 0 || s.Xmin > s.Xmax {
+		return false
+	}
+	prev := s.Xmin
+	for i, x := range s.Xip {
+		if x < s.Xmin || x >= s.Xmax || (i > 0 && x <= prev) {
+			return false
+		}
+		prev = x
+	}
+	return true
+}
+
+// Sees reports whether transaction xid is visible in s.
+func (s Snapshot) Sees(xid uint64) bool {
+	if xid < s.Xmin {
+		return true
+	}
+	if xid >= s.Xmax {
+		return false
+	}
+	_, found := slices.BinarySearch(s.Xip, xid)
+	return !found
+}
+
+// String is s in PostgreSQL's text form, xmin:xmax:xip,….
+func (s Snapshot) String() string {
+	var b strings.Builder
+	b.WriteString(strconv.FormatUint(s.Xmin, 10))
+	b.WriteByte(':')
+	b.WriteString(strconv.FormatUint(s.Xmax, 10))
+	b.WriteByte(':')
+	for i, x := range s.Xip {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(strconv.FormatUint(x, 10))
+	}
+	return b.String()
+}
+
+// parseSnapshot reads PostgreSQL's text form of a snapshot.
+func parseSnapshot(text string) (Snapshot, error) {
+	parts := strings.Split(text, ":")
+	if len(parts) != 3 {
+		return Snapshot{}, fmt.Errorf("store: snapshot %q", text)
+	}
+	var s Snapshot
+	var err error
+	if s.Xmin, err = strconv.ParseUint(parts[0], 10, 64); err != nil {
+		return Snapshot{}, fmt.Errorf("store: snapshot %q: %w", text, err)
+	}
+	if s.Xmax, err = strconv.ParseUint(parts[1], 10, 64); err != nil {
+		return Snapshot{}, fmt.Errorf("store: snapshot %q: %w", text, err)
+	}
+	if parts[2] != "" {
+		for _, f := range strings.Split(parts[2], ",") {
+			x, err := strconv.ParseUint(f, 10, 64)
+			if err != nil {
+				return Snapshot{}, fmt.Errorf("store: snapshot %q: %w", text, err)
+			}
+			s.Xip = append(s.Xip, x)
+		}
+	}
+	slices.Sort(s.Xip)
+	s.Xip = slices.Compact(s.Xip)
+	if !s.Valid() {
+		return Snapshot{}, fmt.Errorf("store: snapshot %q is not well-formed", text)
+	}
+	return s, nil
+}
+
+// ErrNoSnapshot means a snapshot is not one of this database's history: it
+// sees transactions that had not started when it was read, or history it
+// sees was erased.
+var ErrNoSnapshot = errors.New("store: the snapshot is not available in this history")
+
+// HistoryTag returns the tag that binds snapshots to this database's
+// history (registrum.history_state).
+func (s *Store) HistoryTag() [8]byte { return s.tag }
+
+// loadHistoryTag reads the history tag, first rebasing history written
+// under another transaction counter: a restore into another cluster keeps
+// the stored transaction ids, which the new counter may not have reached.
+// Such revisions move to the current transaction and the tag changes, so
+// that every earlier snapshot token is refused rather than misread.
+func loadHistoryTag(ctx context.Context, tx pgx.Tx) ([8]byte, error) {
+	var tag [8]byte
+	var ahead bool
+	if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM registrum.revisions WHERE xid >= pg_current_xact_id())`).Scan(&ahead); err != nil {
+		return tag, fmt.Errorf("store: check the history's transaction ids: %w", err)
+	}
+	if ahead {
+		if _, err := tx.Exec(ctx, `UPDATE registrum.revisions SET xid = pg_current_xact_id() WHERE xid >= pg_current_xact_id()`); err != nil {
+			return tag, fmt.Errorf("store: rebase history: %w", err)
+		}
+		if _, err := tx.Exec(ctx, `UPDATE registrum.history_state SET tag = substr(decode(md5(gen_random_uuid()::text), 'hex'), 1, 8)`); err != nil {
+			return tag, fmt.Errorf("store: rebase history: %w", err)
+		}
+	}
+	var b []byte
+	if err := tx.QueryRow(ctx, `SELECT tag FROM registrum.history_state`).Scan(&b); err != nil || len(b) != len(tag) {
+		return tag, fmt.Errorf("store: read the history tag: %v", err)
+	}
+	copy(tag[:], b)
+	return tag, nil
+}
+
+// CurrentSnapshot captures the latest committed state.
+func (s *Store) CurrentSnapshot(ctx context.Context) (Snapshot, error) {
+	var text string
+	if err := s.pool.QueryRow(ctx, `SELECT pg_current_snapshot()::text`).Scan(&text); err != nil {
+		return Snapshot{}, fmt.Errorf("store: capture a snapshot: %w", err)
+	}
+	return parseSnapshot(text)
+}
+
+// CheckSnapshot returns ErrNoSnapshot unless snap can be read here: it sees
+// no transaction that had not started by now (a snapshot of another
+// history, or of the future, would gain revisions later).
+func (s *Store) CheckSnapshot(ctx context.Context, snap Snapshot) error {
+	var ok bool
+	if err := s.pool.QueryRow(ctx, `SELECT $1::xid8 <= pg_snapshot_xmax(pg_current_snapshot())`,
+		strconv.FormatUint(snap.Xmax, 10)).Scan(&ok); err != nil {
+		return fmt.Errorf("store: check a snapshot: %w", err)
+	}
+	if !ok {
+		return ErrNoSnapshot
+	}
+	return nil
+}
+
+// SnapshotRevisions returns, in record id order after record id after ("" for
+// the start), at most limit records of e that are live in snap: each
+// record's latest revision whose transaction snap sees, when that revision
+// is not a tombstone.
+func (s *Store) SnapshotRevisions(ctx context.Context, e *model.Entity, snap Snapshot, after string, limit int) ([]*Revision, error) {
+	if after == "" {
+		after = "00000000-0000-0000-0000-000000000000"
+	}
+	rows, err := s.pool.Query(ctx, `SELECT `+revisionColumns+` FROM (
+  SELECT DISTINCT ON (r.record_id) r.*
+  FROM registrum.revisions r
+  WHERE r.entity_id = $1 AND r.record_id > $3::uuid AND pg_visible_in_snapshot(r.xid, $2::pg_snapshot)
+  ORDER BY r.record_id, r.revision DESC
+) s WHERE lifecycle = 'active' ORDER BY record_id LIMIT $4`, e.ID, snap.String(), after, limit)
+	return collectRevisions(rows, err, "snapshot of "+e.ID)
+}
+
+// Snapshot returns the snapshot of the state just after w's transaction
+// commits: what the database had committed when it was called, and w's own
+// writes. It is taken once all the transaction's revisions are written; a
+// revision appended afterwards is refused. Transactions that commit between
+// this call and w's commit are not in it: neither saw the other's writes,
+// so the state is that of w committing first.
+func (w *Writer) Snapshot(ctx context.Context) (Snapshot, error) {
+	if w.snapshot != nil {
+		return *w.snapshot, nil
+	}
+	var own, text string
+	if err := w.queryRow(ctx, `SELECT pg_current_xact_id()::text, pg_current_snapshot()::text`).Scan(&own, &text); err != nil {
+		return Snapshot{}, fmt.Errorf("store: snapshot of a write: %w", err)
+	}
+	snap, err := parseSnapshot(text)
+	if err != nil {
+		return Snapshot{}, err
+	}
+	xid, err := strconv.ParseUint(own, 10, 64)
+	if err != nil {
+		return Snapshot{}, fmt.Errorf("store: transaction id %q: %w", own, err)
+	}
+	snap = withOwn(snap, xid)
+	w.snapshot = &snap
+	return snap, nil
+}
+
+// withOwn makes a transaction's snapshot see the transaction itself: a
+// snapshot never lists its own transaction as in progress, but its xmax may
+// be at or below it. Every id from xmax up to own was then in progress too
+// (ids are handed out in order and none of them had completed), so they
+// join the in-progress list.
+func withOwn(s Snapshot, own uint64) Snapshot {
+	if i, found := slices.BinarySearch(s.Xip, own); found {
+		s.Xip = slices.Delete(slices.Clone(s.Xip), i, i+1)
+	}
+	if own >= s.Xmax {
+		xip := slices.Clone(s.Xip)
+		for x := s.Xmax; x < own; x++ {
+			xip = append(xip, x)
+		}
+		s.Xip, s.Xmax = xip, own+1
+	}
+	if own < s.Xmin {
+		s.Xmin = own
+	}
+	return s
+}

@@ -1,0 +1,184 @@
+package store_test
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/google/uuid"
+
+	"github.com/registrum/registrum/store"
+)
+
+// snapshotIDs reads every live record of household in snap.
+func snapshotIDs(t *testing.T, s *store.Store, snap store.Snapshot) []string {
+	t.Helper()
+	revs, err := s.SnapshotRevisions(context.Background(), s.Package().EntityByID("household"), snap, "", 100000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := make([]string, len(revs))
+	for i, r := range revs {
+		ids[i] = r.RecordID
+	}
+	return ids
+}
+
+// A state captured while writers run, and the state each write's own
+// snapshot names, read again after every writer finished, are the same as
+// when they were first read: no transaction a snapshot did not see becomes
+// visible in it later. Each write's snapshot shows its own record. No lock
+// orders the writers.
+func TestSnapshotsReproduceUnderConcurrentWrites(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openStore(t)
+	hh := s.Package().EntityByID("household")
+	type capture struct {
+		snap store.Snapshot
+		own  string
+		seen []string
+	}
+	var (
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		captures []capture
+	)
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 10 {
+				id := uuid.NewString()
+				var snap store.Snapshot
+				_, _, err := s.Write(ctx, nil, func(w *store.Writer) (*store.Outcome, error) {
+					if _, err := w.Create(ctx, hh, id, map[string]any{"name": "n"}, journal()); err != nil {
+						return nil, err
+					}
+					var err error
+					snap, err = w.Snapshot(ctx)
+					return &store.Outcome{}, err
+				})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				seen := snapshotIDs(t, s, snap)
+				mu.Lock()
+				captures = append(captures, capture{snap, id, seen})
+				mu.Unlock()
+			}
+		}()
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for range 40 {
+			snap, err := s.CurrentSnapshot(ctx)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			seen := snapshotIDs(t, s, snap)
+			mu.Lock()
+			captures = append(captures, capture{snap: snap, seen: seen})
+			mu.Unlock()
+		}
+	}()
+	wg.Wait()
+	<-done
+	if len(captures) != 120 {
+		t.Fatalf("%d captures", len(captures))
+	}
+	for _, c := range captures {
+		now := snapshotIDs(t, s, c.snap)
+		if !slices.Equal(now, c.seen) {
+			t.Errorf("snapshot %s: %d records when captured, %d now", c.snap, len(c.seen), len(now))
+		}
+		if c.own != "" && !slices.Contains(now, c.own) {
+			t.Errorf("the snapshot of a write %s lacks its own record", c.snap)
+		}
+		if err := s.CheckSnapshot(ctx, c.snap); err != nil {
+			t.Errorf("snapshot %s: %v", c.snap, err)
+		}
+	}
+}
+
+// A transaction in progress when a state is captured stays out of it after
+// it commits; a tombstone leaves the record out of the states after it and
+// not of those before.
+func TestSnapshotLeavesOutTransactionsInProgressAndLaterTombstones(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openStore(t)
+	hh := s.Package().EntityByID("household")
+	first := uuid.NewString()
+	if _, err := s.Create(ctx, hh, first, map[string]any{"name": "a"}, journal()); err != nil {
+		t.Fatal(err)
+	}
+	written, release := make(chan struct{}), make(chan struct{})
+	late := uuid.NewString()
+	var lateSnap store.Snapshot
+	errc := make(chan error, 1)
+	go func() {
+		_, _, err := s.Write(ctx, nil, func(w *store.Writer) (*store.Outcome, error) {
+			if _, err := w.Create(ctx, hh, late, map[string]any{"name": "late"}, journal()); err != nil {
+				return nil, err
+			}
+			var err error
+			if lateSnap, err = w.Snapshot(ctx); err != nil {
+				return nil, err
+			}
+			close(written)
+			<-release
+			return &store.Outcome{}, nil
+		})
+		errc <- err
+	}()
+	<-written
+	during, err := s.CurrentSnapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	close(release)
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+	if got := snapshotIDs(t, s, during); !slices.Equal(got, []string{first}) {
+		t.Fatalf("state captured during a write: %v, want only %s", got, first)
+	}
+	if got := snapshotIDs(t, s, lateSnap); len(got) != 2 || !slices.Contains(got, late) {
+		t.Fatalf("the write's own state: %v", got)
+	}
+	// A revision appended after the snapshot was taken is refused.
+	if _, _, err := s.Write(ctx, nil, func(w *store.Writer) (*store.Outcome, error) {
+		if _, err := w.Snapshot(ctx); err != nil {
+			return nil, err
+		}
+		_, err := w.Create(ctx, hh, uuid.NewString(), map[string]any{"name": "x"}, journal())
+		return &store.Outcome{}, err
+	}); err == nil {
+		t.Fatal("a revision after the snapshot was accepted")
+	}
+	var tomb store.Snapshot
+	if _, _, err := s.Write(ctx, nil, func(w *store.Writer) (*store.Outcome, error) {
+		if _, err := w.Tombstone(ctx, hh, first, 1, journal()); err != nil {
+			return nil, err
+		}
+		var err error
+		tomb, err = w.Snapshot(ctx)
+		return &store.Outcome{}, err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if got := snapshotIDs(t, s, tomb); !slices.Equal(got, []string{late}) {
+		t.Fatalf("after the tombstone: %v", got)
+	}
+	if got := snapshotIDs(t, s, lateSnap); len(got) != 2 {
+		t.Fatalf("before the tombstone, read after it: %v", got)
+	}
+	// A snapshot that sees transactions not yet started is not of this history.
+	future := store.Snapshot{Xmin: tomb.Xmax + 1000, Xmax: tomb.Xmax + 1000}
+	if err := s.CheckSnapshot(ctx, future); err != store.ErrNoSnapshot {
+		t.Fatalf("future snapshot: %v", err)
+	}
+}
