@@ -1,0 +1,245 @@
+package desk
+
+import (
+	"bytes"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+)
+
+// ProfileHeader carries the caller's authority profile on every protocol call.
+const ProfileHeader = "Registry-Casework-Profile"
+
+// Bounds of the review protocol.
+const (
+	maximumSubmissionBytes = 1 << 20
+	maximumKeyBytes        = 256
+	maximumNameBytes       = 256
+)
+
+var (
+	digestPattern    = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
+	traceparentValue = regexp.MustCompile(`^00-([0-9a-f]{32})-[0-9a-f]{16}-[0-9a-f]{2}$`)
+)
+
+// submission is the body of POST /v1/review-requests.
+type submission struct {
+	Kind               string   `json:"kind"`
+	Subject            *Subject `json:"subject"`
+	RequesterReference string   `json:"requesterReference"`
+	Initiator          *struct {
+		Issuer  string `json:"issuer"`
+		Subject string `json:"subject"`
+	} `json:"initiator,omitempty"`
+	Context *struct {
+		Strategy string          `json:"strategy"`
+		Snapshot json.RawMessage `json:"snapshot"`
+	} `json:"context"`
+}
+
+// binding is the answer to an accepted submission.
+type binding struct {
+	RequestID        string    `json:"requestId"`
+	Subject          Subject   `json:"subject"`
+	Policy           PolicyRef `json:"policy"`
+	SubmissionDigest string    `json:"submissionDigest"`
+}
+
+// resultDocument is the answer of GET …/result.
+type resultDocument struct {
+	ResultID         string     `json:"resultId"`
+	RequestID        string     `json:"requestId"`
+	Subject          Subject    `json:"subject"`
+	Policy           PolicyRef  `json:"policy"`
+	SubmissionDigest string     `json:"submissionDigest"`
+	Status           string     `json:"status"`
+	CompletedAt      time.Time  `json:"completedAt"`
+	AvailableUntil   *time.Time `json:"availableUntil,omitempty"`
+}
+
+// protocol wraps a review-protocol handler: a traceparent on every answer,
+// then the bearer token and the profile header checked.
+func (d *Desk) protocol(next func(http.ResponseWriter, *http.Request, *caller)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("traceparent", traceparent(r.Header.Get("traceparent")))
+		w.Header().Set("Cache-Control", "no-store")
+		c, err := d.tokens.verify(r.Context(), r.Header.Get("Authorization"))
+		switch {
+		case errors.Is(err, errKeysUnavailable):
+			d.log.Warn("reviewdesk: cannot check a bearer token", "error", err)
+			problem(w, http.StatusServiceUnavailable, "The issuer's key set is unavailable; try again.")
+			return
+		case err != nil:
+			w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token"`)
+			problem(w, http.StatusUnauthorized, "A bearer token of an allowed client of the configured issuer is required.")
+			return
+		}
+		if !slices.Contains(d.cfg.Profiles, r.Header.Get(ProfileHeader)) {
+			problem(w, http.StatusForbidden, "The "+ProfileHeader+" header must name a profile of this desk.")
+			return
+		}
+		next(w, r, c)
+	}
+}
+
+// submit is POST /v1/review-requests: a submission is stored once per
+// client and Idempotency-Key; the same key again answers the same binding,
+// another submission under a used key is refused.
+func (d *Desk) submit(w http.ResponseWriter, r *http.Request, c *caller) {
+	key := r.Header.Get("Idempotency-Key")
+	if key == "" || len(key) > maximumKeyBytes {
+		problem(w, http.StatusBadRequest, fmt.Sprintf("An Idempotency-Key header of 1 to %d bytes is required.", maximumKeyBytes))
+		return
+	}
+	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+		problem(w, http.StatusUnsupportedMediaType, "The submission is application/json.")
+		return
+	}
+	raw, err := io.ReadAll(io.LimitReader(r.Body, maximumSubmissionBytes+1))
+	if err != nil {
+		problem(w, http.StatusBadRequest, "The submission could not be read.")
+		return
+	}
+	if len(raw) > maximumSubmissionBytes {
+		problem(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("A submission is at most %d bytes.", maximumSubmissionBytes))
+		return
+	}
+	sub, err := decodeSubmission(raw)
+	if err != nil {
+		problem(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	pol, ok := d.cfg.Policies[sub.Kind]
+	if !ok {
+		problem(w, http.StatusUnprocessableEntity, "This desk applies no review policy of that kind.")
+		return
+	}
+	// The registry sends its submission in canonical form (RFC 8785) and
+	// expects the digest of exactly those bytes echoed.
+	sum := sha256.Sum256(raw)
+	req := &Request{
+		ID: newID("rr_"), ClientID: c.ClientID, IdempotencyKey: key, Profile: r.Header.Get(ProfileHeader),
+		Subject: *sub.Subject, Policy: d.policyRef(sub.Kind, pol), SubmissionDigest: "sha256:" + hex.EncodeToString(sum[:]),
+		Requester: sub.RequesterReference, Snapshot: sub.Context.Snapshot, ReceivedAt: d.now().UTC().Truncate(time.Second),
+	}
+	stored, created, err := d.store.submit(req)
+	switch {
+	case errors.Is(err, errKeyReused):
+		problem(w, http.StatusConflict, "The Idempotency-Key was used for another submission.")
+		return
+	case err != nil:
+		d.log.Error("reviewdesk: cannot store a submission", "error", err)
+		problem(w, http.StatusServiceUnavailable, "The submission could not be stored; try again.")
+		return
+	}
+	status := http.StatusOK
+	if created {
+		status = http.StatusCreated
+		d.log.Info("reviewdesk: review request received", "requestId", stored.ID, "type", stored.Subject.Type, "record", stored.Subject.ID, "version", stored.Subject.Version)
+	}
+	writeJSON(w, status, binding{RequestID: stored.ID, Subject: stored.Subject, Policy: stored.Policy, SubmissionDigest: stored.SubmissionDigest})
+}
+
+// result is GET /v1/review-requests/{requestId}/result: 404 for a request
+// unknown to the caller, 202 while it awaits review, else the result.
+func (d *Desk) result(w http.ResponseWriter, r *http.Request, c *caller) {
+	req := d.store.get(r.PathValue("requestId"))
+	if req == nil || req.ClientID != c.ClientID {
+		problem(w, http.StatusNotFound, "No such review request.")
+		return
+	}
+	if req.Result == nil {
+		writeJSON(w, http.StatusAccepted, map[string]string{"requestId": req.ID, "status": "pending"})
+		return
+	}
+	res := req.Result
+	writeJSON(w, http.StatusOK, resultDocument{ResultID: res.ResultID, RequestID: req.ID, Subject: req.Subject, Policy: req.Policy,
+		SubmissionDigest: req.SubmissionDigest, Status: res.Status, CompletedAt: res.CompletedAt, AvailableUntil: res.AvailableUntil})
+}
+
+// decodeSubmission reads a submission strictly: unknown members refused,
+// every member checked.
+func decodeSubmission(raw []byte) (*submission, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	var s submission
+	if err := dec.Decode(&s); err != nil {
+		return nil, fmt.Errorf("The submission is not a review request: %s.", strings.TrimPrefix(err.Error(), "json: "))
+	}
+	if dec.More() {
+		return nil, fmt.Errorf("The submission holds more than one JSON value.")
+	}
+	sj := s.Subject
+	switch {
+	case s.Kind == "":
+		return nil, fmt.Errorf("kind is required.")
+	case sj == nil || sj.Source == "" || sj.Type == "" || sj.ID == "" || sj.Version < 1:
+		return nil, fmt.Errorf("subject needs source, type, id and a version of 1 or more.")
+	case len(sj.Source) > maximumNameBytes || len(sj.Type) > maximumNameBytes || len(sj.ID) > maximumNameBytes:
+		return nil, fmt.Errorf("subject members are at most %d bytes.", maximumNameBytes)
+	case !digestPattern.MatchString(sj.Digest):
+		return nil, fmt.Errorf("subject.digest is sha256: and 64 lowercase hex digits.")
+	case s.RequesterReference == "" || len(s.RequesterReference) > maximumNameBytes:
+		return nil, fmt.Errorf("requesterReference is 1 to %d bytes.", maximumNameBytes)
+	case s.Context == nil || s.Context.Strategy != "submitted":
+		return nil, fmt.Errorf("context.strategy must be submitted.")
+	}
+	var snapshot map[string]json.RawMessage
+	if json.Unmarshal(s.Context.Snapshot, &snapshot) != nil || snapshot == nil {
+		return nil, fmt.Errorf("context.snapshot must be an object.")
+	}
+	return &s, nil
+}
+
+// policyRef is the binding of a policy: its id, version and the digest of
+// both.
+func (d *Desk) policyRef(id string, p Policy) PolicyRef {
+	sum := sha256.Sum256([]byte("registrum.reviewdesk.policy/v1\n" + id + "\n" + p.Version))
+	return PolicyRef{ID: id, Version: p.Version, Digest: "sha256:" + hex.EncodeToString(sum[:])}
+}
+
+// traceparent answers with the caller's trace id (a new one when it sent
+// none) and a span of the desk's own.
+func traceparent(in string) string {
+	trace := ""
+	if m := traceparentValue.FindStringSubmatch(in); m != nil && m[1] != strings.Repeat("0", 32) {
+		trace = m[1]
+	}
+	if trace == "" {
+		trace = randomHex(16)
+	}
+	return "00-" + trace + "-" + randomHex(8) + "-01"
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+func newID(prefix string) string { return prefix + randomHex(16) }
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, _ := json.Marshal(v)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	w.Write(b)
+}
+
+// problem answers an RFC 9457 problem document.
+func problem(w http.ResponseWriter, status int, detail string) {
+	b, _ := json.Marshal(map[string]any{"type": "about:blank", "title": http.StatusText(status), "status": status, "detail": detail})
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(status)
+	w.Write(b)
+}
