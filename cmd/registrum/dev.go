@@ -21,7 +21,9 @@ func newDevCmd() *cobra.Command {
 		Long: `Dev starts a private PostgreSQL cluster from the machine's PostgreSQL
 binaries (no server needs to be installed or running), compiles the example
 registry, serves it with the record host on loopback, starts a token issuer
-with local keys and demo clients, and prints what to try next. Everything is
+with local keys and demo clients, runs the review desk of examples/reviewdesk
+as the review authority of the project's reviewed requests, and prints what
+to try next. Everything is
 kept in the data folder; Ctrl-C or SIGTERM stops it all, PostgreSQL included.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -42,6 +44,7 @@ kept in the data folder; Ctrl-C or SIGTERM stops it all, PostgreSQL included.`,
 	cmd.Flags().StringVar(&o.ProjectDir, "project", "examples/childsupport", "registry project to compile and serve")
 	cmd.Flags().IntVar(&o.Port, "port", 8080, "record host port on 127.0.0.1 (0 picks a free port)")
 	cmd.Flags().IntVar(&o.IssuerPort, "issuer-port", 8081, "token issuer port on 127.0.0.1 (0 picks a free port)")
+	cmd.Flags().IntVar(&o.DeskPort, "desk-port", 8082, "review desk port on 127.0.0.1 (0 picks a free port)")
 	cmd.Flags().BoolVar(&verbose, "verbose", false, "log every request")
 	return cmd
 }

@@ -29,7 +29,7 @@ type devRun struct {
 // next steps.
 func startDev(t *testing.T, data string) *devRun {
 	t.Helper()
-	cmd := exec.Command(binary, "dev", "--data", data, "--port", "0", "--issuer-port", "0")
+	cmd := exec.Command(binary, "dev", "--data", data, "--port", "0", "--issuer-port", "0", "--desk-port", "0")
 	cmd.Dir = filepath.Join("..", "..")
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -232,7 +232,10 @@ func TestDevServesTheExampleKeepsRecordsAndLeavesNoPostgres(t *testing.T) {
 	data := filepath.Join(root, "data")
 
 	run := startDev(t, data)
-	out := run.output.String()
+	out, reviewedPart, found := strings.Cut(run.output.String(), reviewedHeading)
+	if !found {
+		t.Fatalf("no reviewed request journey in:\n%s", run.output.String())
+	}
 
 	// The printed token command works.
 	subst := map[string]string{"$TOKEN": printedToken(t, run, out)}
@@ -300,6 +303,7 @@ func TestDevServesTheExampleKeepsRecordsAndLeavesNoPostgres(t *testing.T) {
 	runJourney(t, curls[5:len(curls)-3], subst)
 	runGIS(t, curls[len(curls)-3:], subst)
 	runPrintedIngest(t, out, subst["$TOKEN"])
+	runReviewedJourney(t, reviewedPart, subst, approveOverHTTP)
 	run.stop(t, data, syscall.SIGTERM)
 
 	// A second start finds the record created before.

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/registrum/registrum/examples/reviewdesk/desk"
+	"github.com/registrum/registrum/internal/canonjson"
 	"github.com/registrum/registrum/issuer/issuertest"
 )
 
@@ -227,9 +228,15 @@ func (r *reviewer) signIn() string {
 func TestReviewProtocolSubmitReplayAndResult(t *testing.T) {
 	e := start(t)
 	tok := e.is.Token(t, issuertest.StandardClientID)
-	body := submissionBody("rec-1", 1, map[string]any{"address": "Oak 4"})
-	code, bind := e.submit(t, tok, "key-1", body)
-	sum := sha256.Sum256(body)
+	body := submissionBody("rec-1", 1, map[string]any{"address": "Oak 4", "amount": 12.5})
+	// The host may send any equivalent form (it keeps the body as jsonb):
+	// the digest is of the canonical form.
+	var doc any
+	json.Unmarshal(body, &doc)
+	indented, _ := json.MarshalIndent(doc, "", "   ")
+	code, bind := e.submit(t, tok, "key-1", indented)
+	canon, _ := canonjson.Transform(body)
+	sum := sha256.Sum256(canon)
 	subject := bind["subject"].(map[string]any)
 	policy := bind["policy"].(map[string]any)
 	if code != http.StatusCreated || bind["submissionDigest"] != "sha256:"+hex.EncodeToString(sum[:]) || subject["id"] != "rec-1" ||

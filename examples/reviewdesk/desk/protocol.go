@@ -15,6 +15,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/registrum/registrum/sdk/reviewauthority"
 )
 
 // ProfileHeader carries the caller's authority profile on every protocol call.
@@ -124,12 +126,16 @@ func (d *Desk) submit(w http.ResponseWriter, r *http.Request, c *caller) {
 		problem(w, http.StatusUnprocessableEntity, "This desk applies no review policy of that kind.")
 		return
 	}
-	// The registry sends its submission in canonical form (RFC 8785) and
-	// expects the digest of exactly those bytes echoed.
-	sum := sha256.Sum256(raw)
+	// The registry expects the SHA-256 of the submission's canonical form
+	// (RFC 8785) echoed, whatever equivalent form it was sent in.
+	digest, err := reviewauthority.SubmissionDigest(raw)
+	if err != nil {
+		problem(w, http.StatusBadRequest, "The submission is not canonicalizable JSON.")
+		return
+	}
 	req := &Request{
 		ID: newID("rr_"), ClientID: c.ClientID, IdempotencyKey: key, Profile: r.Header.Get(ProfileHeader),
-		Subject: *sub.Subject, Policy: d.policyRef(sub.Kind, pol), SubmissionDigest: "sha256:" + hex.EncodeToString(sum[:]),
+		Subject: *sub.Subject, Policy: d.policyRef(sub.Kind, pol), SubmissionDigest: digest,
 		Requester: sub.RequesterReference, Snapshot: sub.Context.Snapshot, ReceivedAt: d.now().UTC().Truncate(time.Second),
 	}
 	stored, created, err := d.store.submit(req)

@@ -35,6 +35,7 @@ var ownedNames = map[string]bool{
 	"secrets":        true,
 	"registrum.yaml": true,
 	"issuer":         true,
+	"reviewdesk":     true,
 }
 
 // owned reports whether dev wrote the data folder entry name (including the

@@ -1,7 +1,8 @@
 // Package devsystem runs the whole of Registrum on one machine for a first
 // run (`registrum dev`): a persistent private PostgreSQL cluster, the example
-// registry compiled and served by the record host, and a token issuer with
-// local keys and demo clients. Everything lives under one data folder and
+// registry compiled and served by the record host, a token issuer with
+// local keys and demo clients, and the review desk (examples/reviewdesk) as
+// the review authority of the registry's reviewed requests. Everything lives under one data folder and
 // survives restarts; everything stops, PostgreSQL included, when the context ends.
 package dev
 
@@ -20,6 +21,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/registrum/registrum/examples/reviewdesk/desk"
 	"github.com/registrum/registrum/host"
 	"github.com/registrum/registrum/host/config"
 	"github.com/registrum/registrum/issuer"
@@ -41,6 +43,10 @@ type Options struct {
 	Port int
 	// IssuerPort is the token issuer's loopback port (0 picks a free one).
 	IssuerPort int
+	// DeskPort is the review desk's loopback port (0 picks a free one); the
+	// desk runs when a request entity of the project is reviewed by an
+	// authority.
+	DeskPort int
 	// Command is how the user invokes registrum, for the printed next steps.
 	Command string
 	// Out receives the next steps; Log the services' logs.
@@ -123,6 +129,12 @@ func Run(ctx context.Context, o Options) error {
 		return fmt.Errorf("dev: token issuer: %w", err)
 	}
 	defer issuerLn.Close()
+	deskLn, err := listen(o.DeskPort)
+	if err != nil {
+		return fmt.Errorf("dev: review desk: %w", err)
+	}
+	defer deskLn.Close()
+	deskURL := "http://" + deskLn.Addr().String()
 
 	issuerPort := issuerLn.Addr().(*net.TCPAddr).Port
 	walk := planWalkthrough(res.Package)
@@ -130,12 +142,22 @@ func Run(ctx context.Context, o Options) error {
 	journey := planRequestJourney(res.Package, demo.Profiles[issuer.DevStandardClientID], demo.Claims)
 	gis := planGIS(res.Package, demo.Profiles[issuer.DevStandardClientID], demo.Claims)
 	bulk := planIngest(res.Package, o.ProjectDir, demo.Profiles[issuer.DevStandardClientID], demo.Claims)
+	reviewed := planReviewedJourney(res.Package, demo.Profiles[issuer.DevStandardClientID], demo.Claims, journey)
 	devOpts := issuer.DevOptions{Port: issuerPort, Scopes: requiredScopes(res.Package), Claims: demo.Claims}
 	setup, err := issuer.WriteDevSetup(filepath.Join(data, "issuer"), devOpts)
 	if err != nil {
 		return err
 	}
+	if hasReviewedEntities(res.Package) {
+		if err := writeReviewClient(data, filepath.Dir(setup.ConfigPath)); err != nil {
+			return err
+		}
+	}
 	icfg, err := issuer.LoadConfig(setup.ConfigPath)
+	if err != nil {
+		return err
+	}
+	rd, err := planReviewDesk(res.Package, data, deskURL, icfg, issuerLn.Addr().String())
 	if err != nil {
 		return err
 	}
@@ -151,7 +173,7 @@ func Run(ctx context.Context, o Options) error {
 	stopped := ctx // ends when the user stops dev
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	errs := make(chan error, 2)
+	errs := make(chan error, 3)
 	// A service still starting when dev is stopped (the host's job workers
 	// making their first connection) ends with the context's error: that
 	// is a clean stop, not a failure.
@@ -162,24 +184,37 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	}
 	go func() { errs <- iss.Serve(ctx, issuerLn) }()
-	auth := authBlock(icfg, issuerLn.Addr().String(), demo.PurposeClaim)
+	auth := authBlock(icfg, issuerLn.Addr().String(), demo.PurposeClaim) + reviewBlock(rd, res.Package, deskURL, setup)
+	pending := 1
+	if rd != nil {
+		d, err := desk.New(rd.Config, desk.Options{Log: o.Log})
+		if err != nil {
+			cancel()
+			<-errs
+			return err
+		}
+		pending++
+		go func() { errs <- d.Serve(ctx, deskLn) }()
+	}
 
 	h, err := openHost(ctx, dd, cluster, hostLn, auth, o.Log)
 	if err != nil {
 		cancel()
-		<-errs
+		for ; pending > 0; pending-- {
+			<-errs
+		}
 		return err
 	}
 	defer h.Close()
 
 	go func() { errs <- h.Serve(ctx, hostLn, nil) }()
+	pending++
 
-	printNextSteps(o, dd, hostLn.Addr().String(), setup, walk, journey, gis, bulk, demo)
+	printNextSteps(o, dd, hostLn.Addr().String(), setup, walk, journey, gis, bulk, demo, rd, reviewed)
 
 	// Serve until the context ends, a service fails, or PostgreSQL dies: a
 	// host without its database would only answer errors.
 	var first error
-	pending := 2
 	select {
 	case first = <-errs:
 		pending--
@@ -333,7 +368,7 @@ hostKeyRef: secret:file/host-key
 	return path, nil
 }
 
-func printNextSteps(o Options, dd *dataDir, hostAddr string, setup *issuer.DevSetup, walk *Walkthrough, journey *RequestJourney, gis *GISStep, bulk *IngestStep, demo *demoClients) {
+func printNextSteps(o Options, dd *dataDir, hostAddr string, setup *issuer.DevSetup, walk *Walkthrough, journey *RequestJourney, gis *GISStep, bulk *IngestStep, demo *demoClients, rd *reviewDesk, reviewed *ReviewedJourney) {
 	base := "http://" + hostAddr
 	w := o.Out
 	fmt.Fprintf(w, "Registrum dev is running (data in %s).\n", dd.path)
@@ -342,7 +377,11 @@ func printNextSteps(o Options, dd *dataDir, hostAddr string, setup *issuer.DevSe
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintf(w, "  record host   %s\n", base)
-	fmt.Fprintf(w, "  token issuer  %s\n\n", strings.TrimSuffix(setup.TokenURL, "/token"))
+	fmt.Fprintf(w, "  token issuer  %s\n", strings.TrimSuffix(setup.TokenURL, "/token"))
+	if rd != nil {
+		fmt.Fprintf(w, "  review desk   %s  (authority %s; the reviewer's password is in %s)\n", rd.Config.PublicURL, strings.Join(rd.Authorities, ", "), rd.PasswordFile)
+	}
+	fmt.Fprintln(w)
 	var standard issuer.DevClient
 	fmt.Fprintln(w, "Access tokens for the demo clients:")
 	for _, c := range setup.Clients {
@@ -354,7 +393,7 @@ func printNextSteps(o Options, dd *dataDir, hostAddr string, setup *issuer.DevSe
 	fmt.Fprintln(w)
 	demo.print(w, setup)
 	auth := `-H "Authorization: Bearer $TOKEN"`
-	if walk != nil || journey != nil || gis != nil || bulk != nil {
+	if walk != nil || journey != nil || gis != nil || bulk != nil || reviewed != nil {
 		fmt.Fprintf(w, "Every command below uses a token of the standard demo client:\n")
 		fmt.Fprintf(w, "  export TOKEN=$(%s token --token-url %s --client-id %s --key %s)\n\n", o.Command, setup.TokenURL, standard.ID, standard.KeyFile)
 	}
@@ -382,6 +421,9 @@ func printNextSteps(o Options, dd *dataDir, hostAddr string, setup *issuer.DevSe
 	}
 	if bulk != nil {
 		bulk.print(w, o.Command, base)
+	}
+	if reviewed != nil && rd != nil {
+		reviewed.print(w, base, auth, rd)
 	}
 	fmt.Fprintln(w, "Press Ctrl-C to stop; the data folder keeps everything for the next start.")
 }

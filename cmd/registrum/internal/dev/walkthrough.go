@@ -149,7 +149,8 @@ func (w *Walkthrough) query() string { return profileQuery(w.Profile, w.Default)
 // a request refers to, created first; a draft of the request; then its
 // submit and apply through the actions the draft offers, and a read of the
 // record it changed. Only requests reviewed by no one (review mode none)
-// and applied by a person qualify: `registrum dev` runs no review authority.
+// and applied by a person qualify; requests reviewed by an authority go
+// through the review desk (ReviewedJourney).
 type RequestJourney struct {
 	Entity  *model.Entity
 	Profile string
