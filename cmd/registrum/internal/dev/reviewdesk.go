@@ -54,7 +54,7 @@ func planReviewDesk(p *model.Package, data, publicURL string, icfg *issuer.Confi
 			continue
 		}
 		r := e.ChangeRequest.Review
-		policies[r.PolicyID] = desk.Policy{Title: r.PolicyID + " (" + e.ID + ")", Version: "1"}
+		policies[r.PolicyID] = desk.Policy{Title: r.PolicyID + ", for " + e.ID + " requests", Version: "1"}
 		if !seen[r.Authority] {
 			seen[r.Authority] = true
 			authorities = append(authorities, r.Authority)
