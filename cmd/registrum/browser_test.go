@@ -67,9 +67,11 @@ func TestReviewDeskInABrowser(t *testing.T) {
 		t.Fatalf("no reviewed request journey in:\n%s", run.output.String())
 	}
 	subst := map[string]string{"$TOKEN": printedToken(t, run, first)}
-	// The reviewed journey uses the records the first journey creates.
-	journey := printed(first, "curl ")[4:]
-	for _, line := range journey[:len(journey)-5] {
+	// The reviewed journey uses the records the change-request journey
+	// creates first (its lines before the draft).
+	_, journey, _ := strings.Cut(first, "Change records through a change request")
+	journey, _, _ = strings.Cut(journey, "Draft the request")
+	for _, line := range printed(journey, "curl ") {
 		resp, b := runCurl(t, line, subst)
 		var doc journeyDoc
 		if resp.StatusCode != 201 || jsonInto(b, &doc) != nil {
