@@ -29,28 +29,6 @@ type Options struct {
 	Log *slog.Logger
 	// Now is the desk's clock (default time.Now).
 	Now func() time.Time
-	// Attachments, when set, tells the pages the verification status of a
-	// request's attachments (see AttachmentStatuses).
-	Attachments AttachmentStatuses
-}
-
-// AttachmentStatuses is the seam through which the desk learns about a
-// request's attachments and their verification status. The record host
-// does not send them with a submission today; a program that can read them
-// (for example from the host's /v1 API with a reviewer credential) provides
-// an implementation. Without one the pages say that the desk is not told.
-type AttachmentStatuses interface {
-	// Attachments lists the attachments of the reviewed proposal.
-	Attachments(ctx context.Context, s Subject) ([]Attachment, error)
-}
-
-// Attachment is one attachment of a reviewed proposal as the pages show it.
-type Attachment struct {
-	Slot         string
-	MediaType    string
-	Bytes        int64
-	SHA256       string
-	Verification string // pending, approved, rejected or notRequired
 }
 
 // Desk is a review desk.
@@ -62,7 +40,6 @@ type Desk struct {
 	tokens   *verifier
 	password *passwordHash
 	sessions *sessions
-	attach   AttachmentStatuses
 	secure   bool
 	origin   string
 }
@@ -85,7 +62,7 @@ func New(cfg *Config, o Options) (*Desk, error) {
 	}
 	u, _ := url.Parse(cfg.PublicURL)
 	d := &Desk{cfg: cfg, log: o.Log, now: o.Now, store: st, tokens: newVerifier(cfg.Authentication), password: ph,
-		attach: o.Attachments, secure: u.Scheme == "https", origin: u.Scheme + "://" + u.Host}
+		secure: u.Scheme == "https", origin: u.Scheme + "://" + u.Host}
 	d.tokens.now = o.Now
 	d.sessions = newSessions(o.Now)
 	return d, nil

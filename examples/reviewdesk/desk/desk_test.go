@@ -532,8 +532,44 @@ func TestReviewPagesEscapeEveryValue(t *testing.T) {
 			t.Errorf("the request page does not show %q", escaped)
 		}
 	}
-	if !strings.Contains(detail, "not told about attachments") {
+	if !strings.Contains(detail, "has no attachment slots") {
 		t.Errorf("the request page does not say what it knows of attachments")
+	}
+}
+
+func TestReviewPagesShowTheFrozenAttachments(t *testing.T) {
+	e := start(t)
+	tok := e.is.Token(t, issuertest.StandardClientID)
+	withSlots := func(manifest string) []byte {
+		return bytes.Replace(submissionBody("rec-1", 1, map[string]any{}), []byte(`"strategy":"submitted"`), []byte(`"attachments":`+manifest+`,"strategy":"submitted"`), 1)
+	}
+	hash := strings.Repeat("c", 64)
+	code, bind := e.submit(t, tok, "k1", withSlots(`{"slots":[{"byteSize":5242880,"contentType":"application/pdf","sha256":"`+hash+`","slotId":"medical-certificate","verificationPolicyDigest":"sha256:`+strings.Repeat("d", 64)+`","verificationStatus":"approved"},{"byteSize":3,"contentType":"image/png","sha256":"`+hash+`","slotId":"birth-certificate","verificationStatus":"notRequired"}]}`))
+	if code != http.StatusCreated {
+		t.Fatalf("submit with slots: %d %v", code, bind)
+	}
+	_, none := e.submit(t, tok, "k2", withSlots(`{"slots":[]}`))
+	for name, manifest := range map[string]string{
+		"not an object":     `[]`,
+		"no slots":          `{}`,
+		"a slot without id": `{"slots":[{"byteSize":1,"contentType":"application/pdf","sha256":"` + hash + `","verificationStatus":"approved"}]}`,
+		"a bad hash":        `{"slots":[{"byteSize":1,"contentType":"application/pdf","sha256":"abc","slotId":"s","verificationStatus":"approved"}]}`,
+	} {
+		if code, doc := e.submit(t, tok, "bad-"+name, withSlots(manifest)); code != http.StatusBadRequest {
+			t.Errorf("manifest %s: %d %v", name, code, doc)
+		}
+	}
+	br := e.browser(t)
+	br.signIn()
+	_, _, page := br.get("/requests/" + bind["requestId"].(string))
+	for _, want := range []string{"medical-certificate", "application/pdf", "5242880", `class="verification-approved">approved<`, "birth-certificate", `class="verification-notRequired">notRequired<`} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the request page does not show %q", want)
+		}
+	}
+	_, _, page = br.get("/requests/" + none["requestId"].(string))
+	if !strings.Contains(page, "The proposal has no attachments.") {
+		t.Errorf("a proposal with empty slots: %s", page)
 	}
 }
 

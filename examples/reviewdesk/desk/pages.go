@@ -202,7 +202,7 @@ func (d *Desk) policyTitle(id string) string {
 
 // requestView builds the request page's data: the proposal's fields in
 // name order, each value as text (structured values as indented JSON).
-func (d *Desk) requestView(r *http.Request, se *session, req *Request) view {
+func (d *Desk) requestView(se *session, req *Request) view {
 	rv := &requestView{Request: req, State: stateOf(req)}
 	var snap map[string]json.RawMessage
 	json.Unmarshal(req.Snapshot, &snap)
@@ -230,16 +230,14 @@ func (d *Desk) requestView(r *http.Request, se *session, req *Request) view {
 		Until:    now.Add(7 * 24 * time.Hour).Format(untilLayout),
 		MinUntil: now.Add(time.Minute).Format(untilLayout), MaxUntil: now.Add(time.Duration(d.cfg.MaximumApprovalDays) * 24 * time.Hour).Format(untilLayout),
 		PolicyTitles: map[string]string{req.Policy.ID: d.policyTitle(req.Policy.ID)}}
-	if d.attach == nil {
-		v.AttachNote = "This desk is not told about attachments: the record host sends none with a submission, and no attachment source is configured."
-	} else if list, err := d.attach.Attachments(r.Context(), req.Subject); err != nil {
-		d.log.Warn("reviewdesk: attachments unavailable", "requestId", req.ID, "error", err)
-		v.AttachNote = "The attachments' verification status is unavailable right now."
-	} else {
-		v.Attachments = list
-		if len(list) == 0 {
-			v.AttachNote = "The proposal has no attachments."
-		}
+	switch {
+	case req.Attachments == nil:
+		v.AttachNote = "This kind of request has no attachment slots."
+	case len(req.Attachments) == 0:
+		v.AttachNote = "The proposal has no attachments."
+	default:
+		v.Attachments = req.Attachments
+		v.AttachNote = "As the registry froze them at submission: it submits only attachments whose verification approved them or that need none."
 	}
 	return v
 }
@@ -250,7 +248,7 @@ func (d *Desk) requestPage(w http.ResponseWriter, r *http.Request, se *session) 
 		d.render(w, http.StatusNotFound, "message", view{Title: "Not found", CSRF: se.csrf, Reviewer: true, Error: "There is no such review request."})
 		return
 	}
-	d.render(w, http.StatusOK, "request", d.requestView(r, se, req))
+	d.render(w, http.StatusOK, "request", d.requestView(se, req))
 }
 
 // decide is POST /requests/{id}/decision: approve (with an availableUntil
@@ -263,7 +261,7 @@ func (d *Desk) decide(w http.ResponseWriter, r *http.Request, se *session) {
 		return
 	}
 	again := func(msg string) {
-		v := d.requestView(r, se, req)
+		v := d.requestView(se, req)
 		v.Error = msg
 		if u := r.PostFormValue("availableUntil"); u != "" && len(u) <= len(untilLayout) {
 			v.Until = u

@@ -27,10 +27,12 @@ const (
 	maximumSubmissionBytes = 1 << 20
 	maximumKeyBytes        = 256
 	maximumNameBytes       = 256
+	maximumSlots           = 64
 )
 
 var (
 	digestPattern    = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
+	sha256Hex        = regexp.MustCompile(`^[0-9a-f]{64}$`)
 	traceparentValue = regexp.MustCompile(`^00-([0-9a-f]{32})-[0-9a-f]{16}-[0-9a-f]{2}$`)
 )
 
@@ -46,7 +48,24 @@ type submission struct {
 	Context *struct {
 		Strategy string          `json:"strategy"`
 		Snapshot json.RawMessage `json:"snapshot"`
+		// Attachments is the slot manifest the proposal froze, when the
+		// request entity has attachment slots.
+		Attachments json.RawMessage `json:"attachments,omitempty"`
 	} `json:"context"`
+
+	attachments []Attachment
+}
+
+// manifest is a proposal's frozen slot manifest.
+type manifest struct {
+	Slots []struct {
+		SlotID                   string `json:"slotId"`
+		SHA256                   string `json:"sha256"`
+		ByteSize                 int64  `json:"byteSize"`
+		ContentType              string `json:"contentType"`
+		VerificationStatus       string `json:"verificationStatus"`
+		VerificationPolicyDigest string `json:"verificationPolicyDigest"`
+	} `json:"slots"`
 }
 
 // binding is the answer to an accepted submission.
@@ -138,6 +157,7 @@ func (d *Desk) submit(w http.ResponseWriter, r *http.Request, c *caller) {
 		Subject: *sub.Subject, Policy: d.policyRef(sub.Kind, pol), SubmissionDigest: digest,
 		Requester: sub.RequesterReference, Snapshot: sub.Context.Snapshot, ReceivedAt: d.now().UTC().Truncate(time.Second),
 	}
+	req.Attachments = sub.attachments
 	stored, created, err := d.store.submit(req)
 	switch {
 	case errors.Is(err, errKeyReused):
@@ -203,6 +223,21 @@ func decodeSubmission(raw []byte) (*submission, error) {
 	var snapshot map[string]json.RawMessage
 	if json.Unmarshal(s.Context.Snapshot, &snapshot) != nil || snapshot == nil {
 		return nil, fmt.Errorf("context.snapshot must be an object.")
+	}
+	if s.Context.Attachments != nil {
+		var m manifest
+		if json.Unmarshal(s.Context.Attachments, &m) != nil || m.Slots == nil || len(m.Slots) > maximumSlots {
+			return nil, fmt.Errorf("context.attachments must be an object holding a list of at most %d slots.", maximumSlots)
+		}
+		s.attachments = []Attachment{}
+		for _, sl := range m.Slots {
+			if sl.SlotID == "" || len(sl.SlotID) > maximumNameBytes || len(sl.ContentType) > maximumNameBytes || sl.ByteSize < 0 || sl.VerificationStatus == "" || len(sl.VerificationStatus) > 32 ||
+				!sha256Hex.MatchString(strings.TrimPrefix(sl.SHA256, "sha256:")) || (sl.VerificationPolicyDigest != "" && !digestPattern.MatchString(sl.VerificationPolicyDigest)) {
+				return nil, fmt.Errorf("context.attachments: every slot has a slotId, sha256, byteSize, contentType and verificationStatus.")
+			}
+			s.attachments = append(s.attachments, Attachment{Slot: sl.SlotID, MediaType: sl.ContentType, Bytes: sl.ByteSize,
+				SHA256: sl.SHA256, Verification: sl.VerificationStatus, PolicyDigest: sl.VerificationPolicyDigest})
+		}
 	}
 	return &s, nil
 }

@@ -50,7 +50,21 @@ type Request struct {
 	Requester        string          `json:"requesterReference"`
 	Snapshot         json.RawMessage `json:"snapshot"`
 	ReceivedAt       time.Time       `json:"receivedAt"`
-	Result           *Result         `json:"result,omitempty"`
+	// Attachments are the proposal's frozen attachment slots; nil when the
+	// request entity has none.
+	Attachments []Attachment `json:"attachments"`
+	Result      *Result      `json:"result,omitempty"`
+}
+
+// Attachment is one filled attachment slot of a proposal as the registry
+// froze it at submission, with its verification status then.
+type Attachment struct {
+	Slot         string `json:"slotId"`
+	MediaType    string `json:"contentType"`
+	Bytes        int64  `json:"byteSize"`
+	SHA256       string `json:"sha256"`
+	Verification string `json:"verificationStatus"`
+	PolicyDigest string `json:"verificationPolicyDigest,omitempty"`
 }
 
 // Result is what the reviewer settled.
