@@ -74,6 +74,7 @@ func (d *Desk) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/review-requests", d.protocol(d.submit))
 	mux.HandleFunc("GET /v1/review-requests/{requestId}/result", d.protocol(d.result))
+	mux.HandleFunc("POST /v1/review-requests/{requestId}/cancel", d.protocol(d.cancel))
 	mux.Handle("GET /desk.css", http.HandlerFunc(d.stylesheet))
 	mux.Handle("GET /login", d.page(d.loginForm))
 	mux.Handle("POST /login", d.page(d.login))

@@ -297,6 +297,37 @@ func TestReviewProtocolSubmitReplayAndResult(t *testing.T) {
 		}
 	}
 
+	// The registry withdraws a request awaiting review: cancelled, the same
+	// again answers the same, the reviewer can no longer decide; a settled
+	// request is not withdrawn (409), an unknown one is 404.
+	_, open := e.submit(t, tok, "key-open", submissionBody("rec-open", 1, map[string]any{}))
+	openID := open["requestId"].(string)
+	cancel := func(id string) (int, map[string]any) {
+		code, _, b := e.do(t, call{method: "POST", path: "/v1/review-requests/" + id + "/cancel", token: tok, profile: "families-casework", key: "withdraw-" + id})
+		var doc map[string]any
+		json.Unmarshal(b, &doc)
+		return code, doc
+	}
+	code, first := cancel(openID)
+	if code != http.StatusOK || first["status"] != "cancelled" || first["requestId"] != openID || first["submissionDigest"] != open["submissionDigest"] {
+		t.Fatalf("withdrawal: %d %v", code, first)
+	}
+	if code, again := cancel(openID); code != http.StatusOK || again["resultId"] != first["resultId"] {
+		t.Fatalf("withdrawal again: %d %v", code, again)
+	}
+	if _, r := e.result(t, tok, openID); r["status"] != "cancelled" {
+		t.Fatalf("result of a withdrawn request: %v", r)
+	}
+	if code, _, page := br.post("/requests/"+openID+"/decision", url.Values{"csrf": {csrf}, "decision": {"approve"}, "availableUntil": {until.Format("2006-01-02T15:04")}}); code != http.StatusUnprocessableEntity || !strings.Contains(page, "withdrawn by the registry") {
+		t.Fatalf("approving a withdrawn request: %d", code)
+	}
+	if code, _ := cancel(rid); code != http.StatusConflict {
+		t.Fatalf("withdrawing an approved request: %d", code)
+	}
+	if code, _ := cancel("rr_unknown"); code != http.StatusNotFound {
+		t.Fatalf("withdrawing an unknown request: %d", code)
+	}
+
 	// Requests and results survive a restart.
 	e.stop()
 	e.stop = nil

@@ -180,6 +180,8 @@ func stateOf(r *Request) string {
 		return "rejected"
 	case StatusChangesRequested:
 		return "changes requested"
+	case StatusCancelled:
+		return "withdrawn by the registry"
 	}
 	return r.Result.Status
 }

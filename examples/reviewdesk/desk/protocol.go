@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"mime"
 	"net/http"
 	"regexp"
@@ -191,6 +192,36 @@ func (d *Desk) result(w http.ResponseWriter, r *http.Request, c *caller) {
 	res := req.Result
 	writeJSON(w, http.StatusOK, resultDocument{ResultID: res.ResultID, RequestID: req.ID, Subject: req.Subject, Policy: req.Policy,
 		SubmissionDigest: req.SubmissionDigest, Status: res.Status, CompletedAt: res.CompletedAt, AvailableUntil: res.AvailableUntil})
+}
+
+// cancel is POST /v1/review-requests/{requestId}/cancel: the registry
+// withdraws a request (its requester cancelled or revised it). A request
+// awaiting review is settled as cancelled and its result answered; the same
+// withdrawal again answers the same; a request a reviewer already settled
+// is 409; one the caller did not submit is 404.
+func (d *Desk) cancel(w http.ResponseWriter, r *http.Request, c *caller) {
+	if len(r.Header.Get("Idempotency-Key")) > maximumKeyBytes {
+		problem(w, http.StatusBadRequest, fmt.Sprintf("An Idempotency-Key is at most %d bytes.", maximumKeyBytes))
+		return
+	}
+	res := &Result{ResultID: newID("res_"), Status: StatusCancelled, CompletedAt: d.now().UTC().Truncate(time.Second)}
+	req, err := d.store.withdraw(r.PathValue("requestId"), c.ClientID, res)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		problem(w, http.StatusNotFound, "No such review request.")
+		return
+	case errors.Is(err, errSettled):
+		problem(w, http.StatusConflict, "The review request was already settled by a reviewer.")
+		return
+	case err != nil:
+		d.log.Error("reviewdesk: cannot store a withdrawal", "error", err)
+		problem(w, http.StatusServiceUnavailable, "The withdrawal could not be stored; try again.")
+		return
+	}
+	d.log.Info("reviewdesk: review request withdrawn", "requestId", req.ID)
+	res = req.Result
+	writeJSON(w, http.StatusOK, resultDocument{ResultID: res.ResultID, RequestID: req.ID, Subject: req.Subject, Policy: req.Policy,
+		SubmissionDigest: req.SubmissionDigest, Status: res.Status, CompletedAt: res.CompletedAt})
 }
 
 // decodeSubmission reads a submission strictly: unknown members refused,

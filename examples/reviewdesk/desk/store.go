@@ -17,6 +17,9 @@ const (
 	StatusApproved         = "approved"
 	StatusRejected         = "rejected"
 	StatusChangesRequested = "changesRequested"
+	// StatusCancelled is a request the registry withdrew before a reviewer
+	// settled it.
+	StatusCancelled = "cancelled"
 )
 
 // Subject names what a submission asks to be reviewed: one proposal of one
@@ -210,6 +213,33 @@ func (s *fileStore) settle(id string, res *Result) error {
 	}
 	s.reqs = next
 	return nil
+}
+
+// withdraw cancels request id of client: a request awaiting review is
+// settled as cancelled with res; one already cancelled answers its result
+// again; one a reviewer settled is errSettled; an unknown one (or another
+// client's) fs.ErrNotExist.
+func (s *fileStore) withdraw(id, client string, res *Result) (*Request, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	i := slices.IndexFunc(s.reqs, func(r *Request) bool { return r.ID == id && r.ClientID == client })
+	switch {
+	case i < 0:
+		return nil, fs.ErrNotExist
+	case s.reqs[i].Result != nil && s.reqs[i].Result.Status == StatusCancelled:
+		return copyRequest(s.reqs[i]), nil
+	case s.reqs[i].Result != nil:
+		return nil, errSettled
+	}
+	updated := copyRequest(s.reqs[i])
+	updated.Result = res
+	next := slices.Clone(s.reqs)
+	next[i] = updated
+	if err := s.write(next); err != nil {
+		return nil, err
+	}
+	s.reqs = next
+	return copyRequest(updated), nil
 }
 
 func copyRequest(r *Request) *Request {
