@@ -78,4 +78,3 @@ library. The Go package name is --go-package, or DIR's base name.`,
 	}
 	return cmd
 }
-
