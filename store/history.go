@@ -58,7 +58,7 @@ func scanRevision(row pgx.Row) (*Revision, error) {
 // revision after, oldest first.
 func (s *Store) Revisions(ctx context.Context, e *model.Entity, id string, after int64, limit int) ([]*Revision, error) {
 	rows, err := s.pool.Query(ctx, `SELECT `+revisionColumns+` FROM registrum.revisions
-WHERE entity_id = $1 AND record_id = $2::uuid AND revision > $3 ORDER BY revision LIMIT $4`, e.ID, id, after, limit)
+WHERE entity_id = $1 AND record_id = $2::uuid AND revision > $3 AND erased_at IS NULL ORDER BY revision LIMIT $4`, e.ID, id, after, limit)
 	return collectRevisions(rows, err, "revisions of "+e.ID)
 }
 
@@ -85,7 +85,7 @@ func collectRevisions(rows pgx.Rows, err error, what string) ([]*Revision, error
 // RevisionOf returns one revision of record id of e, or ErrNotFound.
 func (s *Store) RevisionOf(ctx context.Context, e *model.Entity, id string, revision int64) (*Revision, error) {
 	r, err := scanRevision(s.pool.QueryRow(ctx, `SELECT `+revisionColumns+` FROM registrum.revisions
-WHERE entity_id = $1 AND record_id = $2::uuid AND revision = $3`, e.ID, id, revision))
+WHERE entity_id = $1 AND record_id = $2::uuid AND revision = $3 AND erased_at IS NULL`, e.ID, id, revision))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, ErrNotFound
 	}

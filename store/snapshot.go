@@ -149,11 +149,14 @@ func (s *Store) CurrentSnapshot(ctx context.Context) (Snapshot, error) {
 
 // CheckSnapshot returns ErrNoSnapshot unless snap can be read here: it sees
 // no transaction that had not started by now (a snapshot of another
-// history, or of the future, would gain revisions later).
+// history, or of the future, would gain revisions later), and none whose
+// revisions were erased (a snapshot at or after the earliest erased commit,
+// docs/decisions/history-erasure.md).
 func (s *Store) CheckSnapshot(ctx context.Context, snap Snapshot) error {
 	var ok bool
-	if err := s.pool.QueryRow(ctx, `SELECT $1::xid8 <= pg_snapshot_xmax(pg_current_snapshot())`,
-		strconv.FormatUint(snap.Xmax, 10)).Scan(&ok); err != nil {
+	if err := s.pool.QueryRow(ctx, `SELECT $1::xid8 <= pg_snapshot_xmax(pg_current_snapshot())
+  AND NOT EXISTS (SELECT 1 FROM registrum.history_erasures e, unnest(e.xids) x WHERE pg_visible_in_snapshot(x, $2::pg_snapshot))`,
+		strconv.FormatUint(snap.Xmax, 10), snap.String()).Scan(&ok); err != nil {
 		return fmt.Errorf("store: check a snapshot: %w", err)
 	}
 	if !ok {

@@ -102,7 +102,7 @@ func TestClientAgainstTheExampleHost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rec.Revision != "1" || rec.ETag == "" || rec.Location != "/v1/records/cases/"+rec.ID || rec.Meta.EntityTypeIdentifier != "case" || rec.Snapshot != "" && !strings.HasPrefix(rec.Snapshot, "engine1_") {
+	if rec.Revision != "1" || rec.ETag == "" || rec.Location != "/v1/records/cases/"+rec.ID || rec.Meta.EntityTypeIdentifier != "case" || rec.Snapshot != "" && !strings.HasPrefix(rec.Snapshot, "engine2_") {
 		t.Fatalf("create: %+v", rec)
 	}
 	read, err := c.Read(ctx, "cases", rec.ID, nil, cw)

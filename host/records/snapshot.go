@@ -231,6 +231,9 @@ func (s *Service) Snapshot(ctx context.Context, c Call, e *model.Entity, opts qu
 		if snap, err = s.store.CurrentSnapshot(ctx); err != nil {
 			return nil, sourceUnavailable(err)
 		}
+		if err := s.store.CheckSnapshot(ctx, snap); err != nil {
+			return nil, sourceUnavailable(err)
+		}
 		if token, err = SnapshotToken(s.store.HistoryTag(), snap); err != nil {
 			return nil, sourceUnavailable(err)
 		}
