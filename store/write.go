@@ -264,3 +264,92 @@ func (w *Writer) ConstraintsImmediately() {
 func (w *Writer) Flush(ctx context.Context) error {
 	return w.flush(ctx)
 }
+
+// NewRecord is one record CreateMany inserts.
+type NewRecord struct {
+	ID      string
+	Values  map[string]any
+	Journal Journal
+}
+
+// maxInsertParams keeps a multi-row insert under PostgreSQL's 65535
+// parameters of a statement.
+const maxInsertParams = 60000
+
+// CreateMany inserts records at revision 1, each with its revision and
+// audit entry, as Create does one by one, in three multi-row statements
+// (more only past maxInsertParams): what a batch of creates costs the
+// database is then its rows, not a statement per row. A violated
+// constraint is reported for the statement, not the record.
+func (w *Writer) CreateMany(ctx context.Context, e *model.Entity, recs []NewRecord) ([]*Record, error) {
+	cols := []string{layout.ColRecordID, layout.ColRevision, layout.ColLifecycle, layout.ColCreatedAt, layout.ColUpdatedAt, layout.ColPackageRevision}
+	for _, f := range e.Fields {
+		cols = append(cols, layout.Column(f))
+	}
+	recordRows := make([][]any, len(recs))
+	revisionRows := make([][]any, len(recs))
+	auditRows := make([][]any, len(recs))
+	out := make([]*Record, len(recs))
+	for i, r := range recs {
+		row := make([]any, 0, len(cols))
+		row = append(row, r.ID, int64(1), layout.LifecycleActive, w.now, w.now, w.s.pkg.Revision)
+		for _, f := range e.Fields {
+			v, ok := r.Values[f.ID]
+			if !ok || v == nil {
+				row = append(row, nil)
+				continue
+			}
+			row = append(row, storageArg(v))
+		}
+		recordRows[i] = row
+		j := r.Journal
+		revisionRows[i] = []any{e.ID, r.ID, int64(1), layout.LifecycleActive, string(j.Data), w.s.pkg.Revision, j.OperationID, w.commitID, w.now, nullableJSON(j.ChangeContext)}
+		var principal any
+		if j.PrincipalReference != "" {
+			principal = j.PrincipalReference
+		}
+		auditRows[i] = []any{"create", "succeeded", e.ID, j.RecordReference, int64(1), principal, j.TraceID}
+		out[i] = &Record{Entity: e, ID: r.ID, Revision: 1, Lifecycle: layout.LifecycleActive, CreatedAt: w.now, UpdatedAt: w.now, Values: r.Values}
+	}
+	w.sendRows("INSERT INTO "+layout.Table(e)+" ("+strings.Join(cols, ", ")+") VALUES ", "", recordRows,
+		func(err error) error { return w.s.writeError(e, err) })
+	w.sendRows(`INSERT INTO registrum.revisions
+    (entity_id, record_id, revision, lifecycle, data, package_revision, operation_id, commit_id, created_at, change_context) VALUES `, "", revisionRows,
+		func(err error) error { return fmt.Errorf("store: append revisions: %w", err) })
+	w.sendRows(`INSERT INTO registrum.audit
+    (operation, outcome, entity_id, record_reference, revision, principal_reference, trace_id) VALUES `, "", auditRows,
+		func(err error) error { return fmt.Errorf("store: append audit entries: %w", err) })
+	return out, nil
+}
+
+// sendRows queues prefix (…) VALUES-lists of rows, as few statements as
+// the parameter bound allows; suffix closes each statement.
+func (w *Writer) sendRows(prefix, suffix string, rows [][]any, wrap func(error) error) {
+	if len(rows) == 0 {
+		return
+	}
+	per := max(1, maxInsertParams/len(rows[0]))
+	for start := 0; start < len(rows); start += per {
+		chunk := rows[start:min(start+per, len(rows))]
+		var sql strings.Builder
+		sql.WriteString(prefix)
+		args := make([]any, 0, len(chunk)*len(chunk[0]))
+		for i, row := range chunk {
+			if i > 0 {
+				sql.WriteByte(',')
+			}
+			sql.WriteByte('(')
+			for k, v := range row {
+				if k > 0 {
+					sql.WriteByte(',')
+				}
+				args = append(args, v)
+				sql.WriteByte('$')
+				sql.WriteString(strconv.Itoa(len(args)))
+			}
+			sql.WriteByte(')')
+		}
+		sql.WriteString(suffix)
+		w.send(nil, wrap, sql.String(), args...)
+	}
+}

@@ -203,3 +203,70 @@ func TestPipelinedStatementsKeepTheirOrder(t *testing.T) {
 		t.Fatalf("a failed write left %d revisions", n)
 	}
 }
+
+// TestCreateManyWritesWhatCreatesWrite: CreateMany's records, revisions and
+// audit entries are the rows Create writes one by one (ids and times
+// aside), a missing value stays NULL, and a violated constraint rolls the
+// whole batch back.
+func TestCreateManyWritesWhatCreatesWrite(t *testing.T) {
+	ctx := context.Background()
+	s, pool := openStore(t)
+	child := s.Package().EntityByID("child")
+	one, many := []string{uuid.NewString(), uuid.NewString()}, []string{uuid.NewString(), uuid.NewString()}
+	values := []map[string]any{{"national-id": "A"}, {"national-id": "Z"}}
+	for i, id := range one {
+		v := map[string]any{}
+		for k, x := range values[i] {
+			v[k] = x.(string) + "1"
+		}
+		if _, err := s.Create(ctx, child, id, v, journal()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, _, err := s.Write(ctx, nil, func(w *store.Writer) (*store.Outcome, error) {
+		var news []store.NewRecord
+		for i, id := range many {
+			v := map[string]any{}
+			for k, x := range values[i] {
+				v[k] = x.(string) + "2"
+			}
+			news = append(news, store.NewRecord{ID: id, Values: v, Journal: journal()})
+		}
+		recs, err := w.CreateMany(ctx, child, news)
+		if err == nil && (len(recs) != 2 || recs[1].ID != many[1] || recs[0].Revision != 1) {
+			t.Errorf("records %+v", recs)
+		}
+		return &store.Outcome{}, err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	shape := func(ids []string) string {
+		var out string
+		for _, id := range ids {
+			var rec, rev, audit string
+			pool.QueryRow(ctx, `SELECT revision || lifecycle || package_revision || left(f_national_id, 1) || coalesce(f_age::text, '<null>') || (created_at = updated_at)::text FROM registrum_data.e_child WHERE record_id = $1`, id).Scan(&rec)
+			pool.QueryRow(ctx, `SELECT entity_id || revision || lifecycle || package_revision || coalesce(change_context::text, '<null>') FROM registrum.revisions WHERE record_id = $1`, id).Scan(&rev)
+			pool.QueryRow(ctx, `SELECT count(*) || operation || outcome || entity_id || revision || coalesce(principal_reference, '<null>') FROM registrum.audit WHERE revision = 1 AND operation = 'create' AND entity_id = 'child' GROUP BY operation, outcome, entity_id, revision, principal_reference`).Scan(&audit)
+			out += rec + "|" + rev + "|" + audit + "\n"
+		}
+		return out
+	}
+	if a, b := shape(one), shape(many); a != b || a == "" {
+		t.Fatalf("Create wrote\n%s, CreateMany\n%s", a, b)
+	}
+	// A duplicate national id (unique per child) in the batch: nothing stays.
+	before := count(t, pool, "select count(*) from registrum.revisions")
+	_, _, err = s.Write(ctx, nil, func(w *store.Writer) (*store.Outcome, error) {
+		_, err := w.CreateMany(ctx, child, []store.NewRecord{{ID: uuid.NewString(), Values: map[string]any{"national-id": "B"}, Journal: journal()},
+			{ID: uuid.NewString(), Values: map[string]any{"national-id": "A1"}, Journal: journal()}})
+		return &store.Outcome{}, err
+	})
+	var ce *store.ConstraintError
+	if !errors.As(err, &ce) {
+		t.Fatalf("duplicate in CreateMany: %v", err)
+	}
+	if after := count(t, pool, "select count(*) from registrum.revisions"); after != before {
+		t.Fatalf("a refused CreateMany left %d revisions", after-before)
+	}
+}

@@ -84,9 +84,15 @@ func (s *Service) Batch(ctx context.Context, c Call, e *model.Entity, body []byt
 // order, and returns the batch response.
 func (s *Service) batchWrites(ctx context.Context, w *store.Writer, c Call, e *model.Entity, grant *access.Grant, items []batchItem, changeContext []byte) (*store.Outcome, error) {
 	resp := BatchResponse{Results: make([]BatchResult, 0, len(items))}
+	recs, err := s.createAll(ctx, w, c, e, grant, items, changeContext)
+	if err != nil {
+		return nil, err
+	}
 	for i, it := range items {
-		rec, err := s.batchItem(ctx, w, c, e, grant, it, changeContext)
-		if err != nil {
+		var rec *store.Record
+		if recs != nil {
+			rec = recs[i]
+		} else if rec, err = s.batchItem(ctx, w, c, e, grant, it, changeContext); err != nil {
 			return nil, inItem(err, i)
 		}
 		rev := strconv.FormatInt(rec.Revision, 10)
@@ -108,6 +114,29 @@ func (s *Service) batchWrites(ctx context.Context, w *store.Writer, c Call, e *m
 		return nil, err
 	}
 	return &store.Outcome{Status: http.StatusOK, Body: b}, nil
+}
+
+// createAll writes a batch of creates only in a few multi-row statements
+// (store.Writer.CreateMany), the same rows the items' creates one by one
+// write. It returns nil records when an item is no create.
+func (s *Service) createAll(ctx context.Context, w *store.Writer, c Call, e *model.Entity, grant *access.Grant, items []batchItem, cc []byte) ([]*store.Record, error) {
+	news := make([]store.NewRecord, len(items))
+	for i, it := range items {
+		if it.operation != model.OpCreate {
+			return nil, nil
+		}
+		if !grant.Admits(it.values) {
+			return nil, inItem(store.ErrNotFound, i)
+		}
+		id := uuid.NewString()
+		j, err := s.journal(c, grant, e, id, it.values)
+		if err != nil {
+			return nil, inItem(err, i)
+		}
+		j.ChangeContext = cc
+		news[i] = store.NewRecord{ID: id, Values: it.values, Journal: j}
+	}
+	return w.CreateMany(ctx, e, news)
 }
 
 func (s *Service) batchItem(ctx context.Context, w *store.Writer, c Call, e *model.Entity, grant *access.Grant, it batchItem, cc []byte) (*store.Record, error) {
