@@ -385,18 +385,27 @@ func (c *Client) Upload(ctx context.Context, run *Run, plan *Plan, src io.Reader
 	if run.Status != "open" && !run.Complete {
 		return run, c.refusal(run, plan, run.NextChunkIndex, &Problem{Code: "run." + run.Status, Detail: "the run is " + run.Status + blockedWhy(run)})
 	}
-	buf := make([]byte, 0, 1<<16)
+	// The next chunk is read and rebuilt while the current one is on its
+	// way: the host and this client work at the same time.
+	var ahead chan prepared
 	for i := run.NextChunkIndex; i < len(plan.Chunks); {
 		ch := plan.Chunks[i]
-		raw := make([]byte, ch.Length)
-		if _, err := src.ReadAt(raw, ch.Offset); err != nil {
-			return run, fmt.Errorf("ingest: read chunk %d of the source: %w", i, err)
+		var next prepared
+		if ahead != nil {
+			next = <-ahead
+			ahead = nil
 		}
-		body, err := chunking.Rebuild(ch, raw, plan.Operation)
-		if err != nil {
-			return run, err
+		if next.index != i || next.body == nil {
+			next = prepare(plan, src, i)
 		}
-		buf = chunking.AppendSubmission(buf[:0], ch, body)
+		if next.err != nil {
+			return run, next.err
+		}
+		if i+1 < len(plan.Chunks) {
+			ahead = make(chan prepared, 1)
+			go func(next int, out chan<- prepared) { out <- prepare(plan, src, next) }(i+1, ahead)
+		}
+		buf := next.body
 		start := time.Now()
 		replayed, err := c.submit(ctx, run, ch, buf)
 		took := time.Since(start)
@@ -443,6 +452,29 @@ func (c *Client) Upload(ctx context.Context, run *Run, plan *Plan, src io.Reader
 		run = again
 	}
 	return run, nil
+}
+
+// prepared is the submission of one chunk, read and rebuilt from the
+// source.
+type prepared struct {
+	index int
+	body  []byte
+	err   error
+}
+
+// prepare reads chunk i of plan from src, checks it against the plan and
+// returns its submission.
+func prepare(plan *Plan, src io.ReaderAt, i int) prepared {
+	ch := plan.Chunks[i]
+	raw := make([]byte, ch.Length)
+	if _, err := src.ReadAt(raw, ch.Offset); err != nil {
+		return prepared{index: i, err: fmt.Errorf("ingest: read chunk %d of the source: %w", i, err)}
+	}
+	body, err := chunking.Rebuild(ch, raw, plan.Operation)
+	if err != nil {
+		return prepared{index: i, err: err}
+	}
+	return prepared{index: i, body: chunking.AppendSubmission(make([]byte, 0, len(body)+256), ch, body)}
 }
 
 func blockedWhy(run *Run) string {
