@@ -407,9 +407,13 @@ func (s *Service) journal(c Call, grant *access.Grant, e *model.Entity, id strin
 			wire[f.ID] = values.Encode(f, v)
 		}
 	}
-	data, err := canonjson.Marshal(wire)
+	// The reflection-free writer first (the same bytes, canonjson's tests
+	// hold them equal); Marshal for the value kinds it does not know.
+	data, err := canonjson.AppendValue(make([]byte, 0, 256), wire)
 	if err != nil {
-		return store.Journal{}, fmt.Errorf("records: journal data: %w", err)
+		if data, err = canonjson.Marshal(wire); err != nil {
+			return store.Journal{}, fmt.Errorf("records: journal data: %w", err)
+		}
 	}
 	return store.Journal{
 		OperationID:        uuid.NewString(),
