@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -264,6 +265,24 @@ func TestClientAgainstTheExampleHost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A supporting document, streamed into the draft's slot under its ETag.
+	letter := []byte("The family moved on 1 November.\n")
+	draft, err = c.UploadAttachment(ctx, "child-details-changes", draft.ID, "supporting-document", draft.ETag, "text/plain", bytes.NewReader(letter), int64(len(letter)), cw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.UploadAttachment(ctx, "child-details-changes", draft.ID, "supporting-document", draft.ETag, "image/gif", bytes.NewReader(letter), -1, cw); !client.IsCode(err, client.CodeRequestInvalid) {
+		t.Fatalf("a content type the slot refuses: %v", err)
+	}
+	att, err := c.DownloadAttachment(ctx, "child-details-changes", draft.ID, "supporting-document", draft.Request.ProposalVersion, cw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, _ := io.ReadAll(att.Body)
+	att.Body.Close()
+	if !bytes.Equal(back, letter) || att.ContentType != "text/plain" || att.Size != int64(len(letter)) {
+		t.Fatalf("download: %q %+v", back, att)
+	}
 	submit, ok := draft.Request.Action("submit_request")
 	if !ok || draft.Request.EngineState != "draft" {
 		t.Fatalf("draft: %+v", draft.Request)
@@ -317,6 +336,20 @@ func TestClientAgainstTheExampleHost(t *testing.T) {
 	}
 	if len(found) != 1 {
 		t.Fatalf("features: %v", found)
+	}
+	// A closed office is tombstoned: it leaves the map.
+	office, err := c.Read(ctx, "service-offices", found[0], nil, cw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ts, err := c.Tombstone(ctx, "service-offices", office.ID, office.ETag, cw); err != nil || !ts.Tombstoned || ts.Revision != "2" {
+		t.Fatalf("tombstone: %+v %v", ts, err)
+	}
+	if fc, err := anon.FeaturePage(ctx, "service-offices", client.FeatureQuery{BBox: &client.BBox{West: 24, South: 60, East: 26, North: 61}}); err != nil || len(fc.Features) != 0 {
+		t.Fatalf("a tombstoned office on the map: %+v %v", fc, err)
+	}
+	if _, err := c.Read(ctx, "service-offices", office.ID, nil, cw); !client.IsCode(err, client.CodeNotFound) {
+		t.Fatalf("a tombstoned office read live: %v", err)
 	}
 	if _, err := anon.FeaturePage(ctx, "service-offices", client.FeatureQuery{Limit: 10001}); !client.IsCode(err, client.CodeQueryInvalid) {
 		t.Fatalf("limit over 10000: %v", err)

@@ -89,8 +89,8 @@ func TestOpenAPIIsExactForTheExample(t *testing.T) {
 	}
 	for route := range have {
 		switch {
-		case strings.HasPrefix(route, "DELETE /v1/records/") && !strings.Contains(route, "/attachments/"):
-			t.Errorf("%s: no entity of the example declares tombstone", route)
+		case strings.HasPrefix(route, "DELETE /v1/records/") && !strings.Contains(route, "/attachments/") && route != "DELETE /v1/records/service-offices/{recordId}":
+			t.Errorf("%s: only service offices declare tombstone", route)
 		case route == "PATCH /v1/records/decisions/{recordId}":
 			t.Errorf("%s: decisions are create-only", route)
 		case strings.Contains(route, "applications:batch"), strings.Contains(route, "children:batch"):

@@ -156,13 +156,19 @@ type request struct {
 	method string
 	// path is a path below the base URL, or an href the host gave (a path
 	// with its own query).
-	path   string
-	query  url.Values
-	body   []byte
+	path  string
+	query url.Values
+	body  []byte
+	// stream, when set, is the body instead; it is retried only when it
+	// can be rewound (an io.Seeker).
+	stream io.Reader
+	size   int64
 	ctype  string
 	header http.Header
 	// idempotent marks a write that carries an Idempotency-Key.
 	idempotent bool
+	// open keeps the body of a 2xx answer open for the caller to stream.
+	open bool
 }
 
 // response is an answer with a 2xx status.
@@ -170,6 +176,8 @@ type response struct {
 	status int
 	header http.Header
 	body   []byte
+	// stream is the open body of a request with open set.
+	stream io.ReadCloser
 }
 
 // write prepares a write's Idempotency-Key.
@@ -218,8 +226,18 @@ func (c *Client) do(ctx context.Context, r *request, profile string) (*response,
 		return nil, err
 	}
 	retryable := r.method == http.MethodGet || r.method == http.MethodHead || r.idempotent
+	var seeker io.Seeker
+	if r.stream != nil {
+		seeker, _ = r.stream.(io.Seeker)
+		retryable = retryable && seeker != nil
+	}
 	wait := c.wait
 	for attempt := 0; ; attempt++ {
+		if attempt > 0 && seeker != nil {
+			if _, err := seeker.Seek(0, io.SeekStart); err != nil {
+				return nil, fmt.Errorf("client: rewind the body: %w", err)
+			}
+		}
 		resp, err := c.once(ctx, r, target)
 		again := retryable && attempt < c.retries && ctx.Err() == nil
 		switch {
@@ -251,12 +269,18 @@ var errToken = errors.New("client: no access token")
 
 func (c *Client) once(ctx context.Context, r *request, target string) (*response, error) {
 	var body io.Reader
-	if r.body != nil {
+	switch {
+	case r.stream != nil:
+		body = io.NopCloser(r.stream)
+	case r.body != nil:
 		body = bytes.NewReader(r.body)
 	}
 	req, err := http.NewRequestWithContext(ctx, r.method, target, body)
 	if err != nil {
 		return nil, fmt.Errorf("client: %s %s: %w", r.method, r.path, err)
+	}
+	if r.stream != nil {
+		req.ContentLength = r.size // -1: unknown, sent chunked
 	}
 	for k, vs := range r.header {
 		req.Header[k] = vs
@@ -264,7 +288,9 @@ func (c *Client) once(ctx context.Context, r *request, target string) (*response
 	if r.ctype != "" {
 		req.Header.Set("Content-Type", r.ctype)
 	}
-	req.Header.Set("Accept", "application/json, application/geo+json, application/problem+json")
+	if req.Header.Get("Accept") == "" {
+		req.Header.Set("Accept", "application/json, application/geo+json, application/problem+json")
+	}
 	if c.tokens != nil {
 		tok, err := c.tokens.Token(ctx)
 		if err != nil {
@@ -275,6 +301,9 @@ func (c *Client) once(ctx context.Context, r *request, target string) (*response
 	resp, err := c.http.Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("client: %s %s: %w", r.method, r.path, err)
+	}
+	if r.open && resp.StatusCode >= 200 && resp.StatusCode < 300 {
+		return &response{status: resp.StatusCode, header: resp.Header, stream: resp.Body}, nil
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(resp.Body, MaxResponseBytes+1))
