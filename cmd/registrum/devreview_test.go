@@ -26,19 +26,21 @@ var deskStep = regexp.MustCompile(`open (http://127\.0\.0\.1:\d+) in a browser, 
 type approver func(t *testing.T, deskURL, password, recordID string)
 
 // runReviewedJourney runs the printed reviewed journey (part of the next
-// steps, after its heading): the draft, a read of its actions, submit, the
-// desk's approval by approve, reads as the applier until the approval
-// arrives, apply, and a read of the changed record.
+// steps, after its heading) line by line: setup creates, the draft, reads of
+// its actions, the attachment upload, submit, the desk's approval by
+// approve before the first read as the applier (repeated until apply is
+// offered), apply, and the read or filtered list that shows the record the
+// request changed or created.
 func runReviewedJourney(t *testing.T, part string, subst map[string]string, approve approver) {
 	t.Helper()
-	do := func(what, line string, status int) journeyDoc {
+	do := func(what, line string, status int) (journeyDoc, []byte) {
 		t.Helper()
 		resp, b := runCurl(t, line, subst)
 		var doc journeyDoc
 		if resp.StatusCode != status || json.Unmarshal(b, &doc) != nil {
 			t.Fatalf("the printed %s answered %d %s\n%s", what, resp.StatusCode, b, line)
 		}
-		return doc
+		return doc, b
 	}
 	m := deskStep.FindStringSubmatch(part)
 	if m == nil {
@@ -51,77 +53,114 @@ func runReviewedJourney(t *testing.T, part string, subst map[string]string, appr
 	}
 	password := strings.TrimSpace(string(pw))
 
-	lines := printed(part, "curl ")
-	n := len(lines)
-	if n < 6 {
-		t.Fatalf("want the reviewed journey's curl lines, got:\n%s", part)
+	setupPart, steps, found := strings.Cut(part, "Draft the request")
+	if !found {
+		t.Fatalf("no draft in:\n%s", part)
 	}
-	setup, draft, read, submit, readApplier, apply, readChanged := lines[:n-6], lines[n-6], lines[n-5], lines[n-4], lines[n-3], lines[n-2], lines[n-1]
-	for _, line := range setup {
-		doc := do("setup create", line, http.StatusCreated)
+	for _, line := range printed(setupPart, "curl ") {
+		doc, _ := do("setup create", line, http.StatusCreated)
 		subst["<"+doc.Meta.EntityTypeIdentifier+" id>"] = doc.Data.RecordIdentifier
 	}
-	placeholder := regexp.MustCompile(`<[a-z-]+ id>`).FindString(read[strings.Index(read, "/v1/records/"):])
-	created := do("draft", draft, http.StatusCreated)
-	id := created.Data.RecordIdentifier
+	lines := printed(steps, "curl ")
+	draft := lines[0]
+	placeholder := regexp.MustCompile(`<[a-z-]+ id>`).FindString(lines[1])
+	doc, _ := do("draft", draft, http.StatusCreated)
+	id := doc.Data.RecordIdentifier
 	subst[placeholder] = id
 	var wanted map[string]any
 	json.Unmarshal([]byte(regexp.MustCompile(`-d '(.*)'$`).FindStringSubmatch(draft)[1]), &struct {
 		Data *map[string]any `json:"data"`
 	}{&wanted})
 
-	r := do("read of the draft", read, http.StatusOK).Data.Request
-	if r == nil || r.EngineState != "draft" {
-		t.Fatalf("the draft reads as %+v", r)
-	}
-	r.offer(t, "submit_request", subst)
-	if sub := do("submit", submit, http.StatusOK); sub.Request == nil || sub.Request.EngineState != "submitted" {
-		t.Fatalf("the printed submit answered %+v", sub)
-	}
-	var target struct {
-		Data struct {
-			DomainData      map[string]any `json:"domainData"`
-			RequestPresence *struct {
-				Pending []map[string]any `json:"pending"`
-			} `json:"requestPresence"`
-		} `json:"data"`
-	}
-	resp, b := runCurl(t, readChanged, subst)
-	if json.Unmarshal(b, &target); resp.StatusCode != http.StatusOK || target.Data.RequestPresence == nil || len(target.Data.RequestPresence.Pending) != 1 {
-		t.Fatalf("the changed record, read while the request is pending, answered %d %s", resp.StatusCode, b)
-	}
-	before := target.Data.DomainData
-
-	approve(t, deskURL, password, id)
-
-	// The host polls the desk; the approval makes apply_request offered.
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		doc := do("read as the applier", readApplier, http.StatusOK)
-		if a := doc.Data.Request; a != nil && offered(a, "apply_request") {
-			a.offer(t, "apply_request", subst)
-			break
+	var submitted, approved, applied, attached, checked bool
+	for _, line := range lines[1:] {
+		switch {
+		case strings.Contains(line, "-X PATCH"):
+			// The upload answers the request with the slot filled.
+			_, b := do("attachment upload", line, http.StatusOK)
+			if !strings.Contains(string(b), `"sha256"`) {
+				t.Fatalf("the upload's answer names no SHA-256: %s", b)
+			}
+			attached = true
+		case strings.Contains(line, "<submit_request href>"):
+			sub, _ := do("submit", line, http.StatusOK)
+			if sub.Request == nil || sub.Request.EngineState != "submitted" {
+				t.Fatalf("the printed submit answered %+v", sub)
+			}
+			submitted = true
+		case strings.Contains(line, "<apply_request href>"):
+			a, _ := do("apply", line, http.StatusOK)
+			if a.Request == nil || a.Request.EngineState != "applied" {
+				t.Fatalf("the printed apply answered %+v", a)
+			}
+			applied = true
+		case applied && strings.Contains(line, " -G "):
+			// The record the request created, found by a filter.
+			_, b := do("list of the created record", line, http.StatusOK)
+			var page struct {
+				Items []struct {
+					DomainData map[string]any `json:"domainData"`
+				} `json:"items"`
+			}
+			if json.Unmarshal(b, &page); len(page.Items) != 1 {
+				t.Fatalf("the printed list finds %d records: %s", len(page.Items), b)
+			}
+			checkChanged(t, wanted, page.Items[0].DomainData)
+			checked = true
+		case applied:
+			d, _ := do("read of the changed record", line, http.StatusOK)
+			checkChanged(t, wanted, d.Data.DomainData)
+			checked = true
+		case !submitted:
+			r, _ := do("read of the draft", line, http.StatusOK)
+			if r.Data.Request == nil || r.Data.Request.EngineState != "draft" {
+				t.Fatalf("the draft reads as %+v", r.Data.Request)
+			}
+			r.Data.Request.offer(t, "submit_request", subst)
+		default:
+			// Read as the applier: the desk approves first; the host polls
+			// it, then offers apply_request.
+			if !approved {
+				approve(t, deskURL, password, id)
+				approved = true
+			}
+			deadline := time.Now().Add(60 * time.Second)
+			for {
+				d, _ := do("read as the applier", line, http.StatusOK)
+				if a := d.Data.Request; a != nil && offered(a, "apply_request") {
+					a.offer(t, "apply_request", subst)
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("apply_request was never offered after the desk's approval: %+v", d.Data.Request)
+				}
+				time.Sleep(200 * time.Millisecond)
+			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("apply_request was never offered after the desk's approval: %+v", doc.Data.Request)
-		}
-		time.Sleep(200 * time.Millisecond)
 	}
-	if a := do("apply", apply, http.StatusOK); a.Request == nil || a.Request.EngineState != "applied" {
-		t.Fatalf("the printed apply answered %+v", a)
+	if !submitted || !approved || !applied || !checked {
+		t.Fatalf("the reviewed journey missed a step (submitted %v, approved %v, applied %v, checked %v):\n%s", submitted, approved, applied, checked, part)
 	}
-	after := do("read of the changed record", readChanged, http.StatusOK).Data.DomainData
-	changed := false
+	if strings.Contains(part, "attachments/") != attached {
+		t.Fatalf("the printed attachment step was not run")
+	}
+}
+
+// checkChanged checks that every value the draft set and the record holds
+// under the same name is the draft's.
+func checkChanged(t *testing.T, wanted, got map[string]any) {
+	t.Helper()
+	same := 0
 	for k, v := range wanted {
-		if cur, ok := after[k]; ok {
+		if cur, ok := got[k]; ok {
 			if fmt.Sprint(cur) != fmt.Sprint(v) {
 				t.Errorf("after apply %s is %v, want %v", k, cur, v)
 			}
-			changed = changed || fmt.Sprint(before[k]) != fmt.Sprint(v)
+			same++
 		}
 	}
-	if !changed {
-		t.Fatalf("the apply changed nothing the request set: before %v, after %v", before, after)
+	if same == 0 {
+		t.Fatalf("the record after apply shares nothing with the request: %v", got)
 	}
 }
 

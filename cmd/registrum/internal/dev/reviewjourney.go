@@ -30,6 +30,10 @@ type ReviewedJourney struct {
 	Default, ApplyDefault bool
 	Setup                 []*SetupRecord
 	Draft                 string
+	// Slot is the entity's required attachment slot, filled before submit
+	// (nil when it has none); SlotType the media type uploaded.
+	Slot     *model.AttachmentSlot
+	SlotType string
 	// Unique names the draft fields that end up in a unique field of the
 	// created record: the printed draft applies once.
 	Unique []string
@@ -53,9 +57,9 @@ type FindCreated struct {
 // draft, submit and apply (possibly under two profiles), with declared
 // effects whose first one patches a record the journey creates or creates
 // one a usable profile can find with a filter. Records the earlier journey
-// creates are reused. The walkthrough uploads no attachments, so an entity
-// with a required attachment slot (which cannot be submitted without one)
-// is left out.
+// creates are reused. A required attachment slot is filled before submit;
+// an entity with more than one, or one the grant cannot write and read, is
+// left out.
 func planReviewedJourney(p *model.Package, usable []string, claims map[string]string, earlier *RequestJourney) *ReviewedJourney {
 	for _, pr := range p.Profiles {
 		if pr.Anonymous || !slices.Contains(usable, pr.ID) {
@@ -64,8 +68,11 @@ func planReviewedJourney(p *model.Package, usable []string, claims map[string]st
 		for _, g := range pr.Grants {
 			e := p.EntityByID(g.Entity)
 			if e == nil || !e.IsRequestEntity() || e.ChangeRequest.Review.Mode != model.ReviewAuthority ||
-				e.ChangeRequest.Application.Mode != model.ApplyManual || len(e.ChangeRequest.Effects) == 0 ||
-				slices.ContainsFunc(e.Attachments, func(s *model.AttachmentSlot) bool { return s.Required }) {
+				e.ChangeRequest.Application.Mode != model.ApplyManual || len(e.ChangeRequest.Effects) == 0 {
+				continue
+			}
+			slot, slotType, ok := requiredSlot(e, g)
+			if !ok {
 				continue
 			}
 			if !allowsAll(g, model.OpCreate, model.OpGet, model.OpSubmitRequest) || !g.RowBoundaries.Unrestricted {
@@ -86,7 +93,7 @@ func planReviewedJourney(p *model.Package, usable []string, claims map[string]st
 				continue
 			}
 			j := &ReviewedJourney{Entity: e, Profile: pr.ID, Default: pr.Default, ApplyProfile: applier.ID, ApplyDefault: applier.Default,
-				Setup: jp.setup, Draft: placeholderBody(data)}
+				Setup: jp.setup, Draft: placeholderBody(data), Slot: slot, SlotType: slotType}
 			switch first := e.ChangeRequest.Effects[0]; first.Operation {
 			case model.EffectPatch:
 				if f := e.Field(first.Target.FromField); f != nil {
@@ -103,6 +110,34 @@ func planReviewedJourney(p *model.Package, usable []string, claims map[string]st
 	}
 	return nil
 }
+
+// requiredSlot returns e's one required attachment slot and the media type
+// to upload (nil when it has none); ok is false when it has more than one or
+// the grant cannot write and read it, or it needs a verifier (dev runs none).
+func requiredSlot(e *model.Entity, g *model.Grant) (*model.AttachmentSlot, string, bool) {
+	var slot *model.AttachmentSlot
+	for _, s := range e.Attachments {
+		if !s.Required {
+			continue
+		}
+		if slot != nil || !slices.Contains(g.WritableFields, s.ID) || !slices.Contains(g.ReadableFields, s.ID) || s.Verification != nil || len(s.ContentTypes) == 0 {
+			return nil, "", false
+		}
+		slot = s
+	}
+	if slot == nil {
+		return nil, "", true
+	}
+	if slices.Contains(slot.ContentTypes, "application/pdf") {
+		return slot, "application/pdf", true
+	}
+	return slot, slot.ContentTypes[0], true
+}
+
+// reviewedAttachment is the document the reviewed journey uploads: the
+// header of a PDF, enough for a slot that takes application/pdf (the host
+// checks the declared media type, not the content).
+const reviewedAttachment = "%PDF-1.7 example certificate for the registrum dev walkthrough"
 
 // effectTargets are the entities a request's declared effects write.
 func effectTargets(e *model.Entity) []string {
@@ -205,7 +240,13 @@ func (j *ReviewedJourney) print(w io.Writer, base, auth string, rd *reviewDesk) 
 	fmt.Fprintln(w)
 	fmt.Fprintf(w, "Read it for its submit_request action (href and ifMatch):\n")
 	fmt.Fprintf(w, "  curl -sS '%s/v1/records/%s/%s%s' %s\n\n", base, e.Route, id, q, auth)
-	fmt.Fprintf(w, "Submit it; the record host sends the frozen proposal to the review desk:\n")
+	if s := j.Slot; s != nil {
+		fmt.Fprintf(w, "Attach the required %s (%s, at most %d bytes) under the draft's ETag (the submit_request ifMatch), then read the draft again for the new ifMatch:\n", s.ID, j.SlotType, s.MaximumBytes)
+		fmt.Fprintf(w, "  curl -sS -X PATCH '%s/v1/records/%s/%s/attachments/%s%s' %s -H 'If-Match: <submit_request ifMatch>' -H 'Idempotency-Key: attach-%s' -H 'Content-Type: %s' --data-binary '%s'\n",
+			base, e.Route, id, s.ID, q, auth, id, j.SlotType, reviewedAttachment)
+		fmt.Fprintf(w, "  curl -sS '%s/v1/records/%s/%s%s' %s\n\n", base, e.Route, id, q, auth)
+	}
+	fmt.Fprintf(w, "Submit it; the record host sends the frozen proposal (with its attachments' manifest) to the review desk:\n")
 	fmt.Fprintf(w, "  curl -sS -X POST '%s<submit_request href>' %s -H 'If-Match: <submit_request ifMatch>' -H 'Idempotency-Key: submit-%s' -H 'Content-Type: application/json' -d '{\"actorReference\":%q}'\n\n", base, auth, id, journeyActor)
 	fmt.Fprintf(w, "Approve it in the review desk: open %s in a browser, sign in with the password in %s, open the %s request of record %s, and press Approve.\n\n", rd.Config.PublicURL, rd.PasswordFile, e.ID, id)
 	fmt.Fprintf(w, "Read it as its applier until data.request.review.result.state is approved (the host asks the desk every %d seconds); apply_request is then offered:\n", reviewPollSeconds)
