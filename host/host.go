@@ -32,6 +32,7 @@ import (
 	"github.com/registrum/registrum/model"
 	"github.com/registrum/registrum/planners"
 	"github.com/registrum/registrum/plugins"
+	"github.com/registrum/registrum/plugins/contract"
 	"github.com/registrum/registrum/plugins/verifier"
 	"github.com/registrum/registrum/store"
 )
@@ -225,7 +226,7 @@ func (h *Host) stopWorkers() {
 func loadPlanners(ctx context.Context, cfg *config.Config, pkg *model.Package, svc *records.Service) (*plugins.Runtime, error) {
 	var rt *plugins.Runtime
 	var set *plugins.Set
-	if mods := planners.Modules(pkg); len(mods) > 0 {
+	if mods := append(planners.Modules(pkg), actionModules(pkg)...); len(mods) > 0 {
 		var err error
 		if rt, err = plugins.NewRuntime(ctx, plugins.Config{}); err != nil {
 			return nil, err
@@ -247,7 +248,32 @@ func loadPlanners(ctx context.Context, cfg *config.Config, pkg *model.Package, s
 		return nil, err
 	}
 	svc.UsePlanners(ps)
+	if set != nil {
+		svc.UseActionHandlers(set)
+	}
 	return rt, nil
+}
+
+// actionModules lists the handler modules of the package's immediate
+// actions, with their declared writes and refusal codes.
+func actionModules(pkg *model.Package) []plugins.Module {
+	var out []plugins.Module
+	for _, a := range pkg.Actions {
+		if a.Handler == nil {
+			continue
+		}
+		m := pkg.ModuleByID(a.Handler.Module)
+		if m == nil {
+			continue
+		}
+		writes := []contract.DeclaredActionWrite{}
+		for _, w := range a.Handler.Writes {
+			writes = append(writes, contract.DeclaredActionWrite{ID: w.Effect, Fields: w.Fields})
+		}
+		refusals := append([]string{}, a.Handler.Refusals...)
+		out = append(out, plugins.Module{Module: *m, ActionWrites: writes, Refusals: refusals})
+	}
+	return out
 }
 
 // decider returns the access decider of a package: access profiles checked

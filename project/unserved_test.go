@@ -14,6 +14,15 @@ import (
 // while the package still compiles and its OpenAPI document leaves the
 // routes out.
 func TestCompileWarnsAboutUnservedCapabilities(t *testing.T) {
+	unserved := 0
+	for _, c := range generate.Capabilities() {
+		if !c.Served {
+			unserved++
+		}
+	}
+	if unserved == 0 {
+		t.Skip("every capability is served: there is nothing to warn about (generate's TestOpenAPIListsOnlyServedRoutes takes one out of service)")
+	}
 	res, err := Compile("testdata/full", opts(false))
 	if err != nil {
 		t.Fatal(err)
@@ -57,7 +66,7 @@ func TestCompileWarnsAboutUnservedCapabilities(t *testing.T) {
 		t.Fatal(err)
 	}
 	for path := range d.Paths {
-		for _, unserved := range []string{"/v1/actions/"} {
+		for _, unserved := range []string{} { // every capability is served
 			if strings.Contains(path, unserved) {
 				t.Errorf("openapi.json lists %s, which the host does not serve", path)
 			}

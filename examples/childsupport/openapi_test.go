@@ -64,6 +64,8 @@ func TestOpenAPIIsExactForTheExample(t *testing.T) {
 		"GET /v1/gis/conformance",
 		"PATCH /v1/records/applications/{recordId}/attachments/medical-certificate", // attachments are served
 		"GET /v1/records/applications/{recordId}/attachments/medical-certificate",
+		"POST /v1/actions/close-case", // immediate actions are served
+		"POST /v1/actions/close-case/target-conditions",
 	} {
 		if !have[want] {
 			t.Errorf("%s missing", want)
@@ -80,8 +82,7 @@ func TestOpenAPIIsExactForTheExample(t *testing.T) {
 			unserved[rt.Method+" "+rt.Path] = true
 		}
 	}
-	for _, later := range []string{
-		"POST /v1/actions/close-case",
+	for _, later := range []string{ // every route the example declares is served
 	} {
 		if have[later] || !unserved[later] {
 			t.Errorf("%s: listed %v, declared and unserved %v; want left out until served", later, have[later], unserved[later])

@@ -40,6 +40,7 @@ type Profiles struct {
 	principalRef func(string) string
 	codec        *values.Codec
 	refs         referenceCache
+	pkg          *model.Package
 }
 
 // referenceCacheEntries bounds the cache of principal references.
@@ -116,7 +117,7 @@ func NewProfiles(pkg *model.Package, v *auth.Verifier, principalRef func(princip
 	if err != nil {
 		return nil, fmt.Errorf("access: %w", err)
 	}
-	d := &Profiles{byID: map[string]*profile{}, routes: map[string]*route{}, verifier: v, principalRef: principalRef, codec: codec}
+	d := &Profiles{byID: map[string]*profile{}, routes: map[string]*route{}, verifier: v, principalRef: principalRef, codec: codec, pkg: pkg}
 	for i, mp := range pkg.Profiles {
 		at := fmt.Sprintf("profiles[%d]", i)
 		if mp == nil || mp.ID == "" {

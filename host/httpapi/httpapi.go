@@ -80,6 +80,7 @@ func New(o Options) *API {
 	}
 	a.recordRoutes(r)
 	a.gisRoutes(r)
+	a.actionRoutes(r)
 	a.router = r
 	a.handler = a.observe(r)
 	return a

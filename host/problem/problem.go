@@ -29,8 +29,11 @@ const (
 	IdempotencyConflict    Code = "idempotency.conflict"
 	MutationConflict       Code = "mutation.conflict"
 	IngestionReceiptErased Code = "ingestion.receipt_erased"
-	SourceUnavailable      Code = "source.unavailable"
-	ServiceUnavailable     Code = "service.unavailable"
+	// ActionRefused is an immediate action's handler refusing with one of
+	// its declared codes (named in the detail).
+	ActionRefused      Code = "action.refused"
+	SourceUnavailable  Code = "source.unavailable"
+	ServiceUnavailable Code = "service.unavailable"
 	// Internal is an unexpected failure; its detail never carries internals.
 	Internal Code = "service.internal_error"
 )
@@ -53,6 +56,7 @@ var table = map[Code]entry{
 	IdempotencyConflict:    {http.StatusConflict, "Idempotency key conflict"},
 	MutationConflict:       {http.StatusConflict, "Mutation conflict"},
 	IngestionReceiptErased: {http.StatusGone, "Ingestion receipt erased"},
+	ActionRefused:          {http.StatusUnprocessableEntity, "Action refused"},
 	SourceUnavailable:      {http.StatusServiceUnavailable, "Source unavailable"},
 	ServiceUnavailable:     {http.StatusServiceUnavailable, "Service unavailable"},
 	Internal:               {http.StatusInternalServerError, "Internal error"},

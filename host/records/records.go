@@ -46,6 +46,8 @@ type Service struct {
 	review ReviewAuthorities
 	// content keeps attachment content (UseContent; default the database).
 	content store.ContentStore
+	// handlers run the handler modules of immediate actions (UseActionHandlers).
+	handlers ActionHandlers
 }
 
 // New returns the records service of the store's active package.

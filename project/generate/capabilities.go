@@ -65,7 +65,7 @@ var capabilities = []Capability{
 	{ID: CapIngestionRuns, Title: "ingestion runs", Served: true, Declared: "batch"},
 	{ID: CapChangeRequests, Title: "change request records and actions", Served: true, Declared: "changeRequest"},
 	{ID: CapAttachments, Title: "attachments", Served: true, Declared: "attachments"},
-	{ID: CapImmediateActions, Title: "immediate actions", Served: false, Declared: "actions"},
+	{ID: CapImmediateActions, Title: "immediate actions", Served: true, Declared: "actions"},
 	{ID: CapGIS, Title: "spatial adapter (GeoJSON)", Served: true, Declared: "geojson"},
 }
 
