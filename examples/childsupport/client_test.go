@@ -209,6 +209,32 @@ func TestClientAgainstTheExampleHost(t *testing.T) {
 		t.Fatalf("ingested: %+v %v", pg, err)
 	}
 
+	// Snapshots: a captured state stays what it was.
+	snap, err := c.SnapshotPage(ctx, "cases", client.SnapshotQuery{Top: 100}, cw)
+	if err != nil || snap.Snapshot == "" || len(snap.Items) != 7 {
+		t.Fatalf("snapshot: %d items, token %q, %v", len(snap.Items), snap.Snapshot, err)
+	}
+	later, err := c.Create(ctx, "cases", caseData{CaseNumber: "CS-5000", SupportType: "maintenance", ApplicantNationalID: "P-5", HealthDistrict: "north", Status: "open", OpenedOn: "2026-11-05"}, cw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	count := func(q client.SnapshotQuery) int {
+		n := 0
+		for _, err := range c.Snapshot(ctx, "cases", q, cw) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			n++
+		}
+		return n
+	}
+	if n := count(client.SnapshotQuery{Token: snap.Snapshot, Top: 2}); n != 7 {
+		t.Errorf("the captured state has %d cases, want 7", n)
+	}
+	if n := count(client.SnapshotQuery{Token: later.Snapshot, Top: 3}); n != 8 {
+		t.Errorf("the state of the last create has %d cases, want 8", n)
+	}
+
 	// History: revisions with their correction context, one revision.
 	var revs []string
 	for it, err := range c.Revisions(ctx, "cases", rec.ID, 1, cw) {

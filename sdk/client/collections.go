@@ -88,6 +88,8 @@ type Page struct {
 	NextCursor string `json:"-"`
 	// Count is the matching total, with Query.Count.
 	Count *int64 `json:"count,omitempty"`
+	// Snapshot is the token of the state a :snapshot page shows.
+	Snapshot string `json:"snapshot,omitempty"`
 	Meta  Meta   `json:"meta"`
 }
 
@@ -212,4 +214,46 @@ func (c *Client) AsOf(ctx context.Context, route string, asOf time.Time, q Query
 	p := &pager{c: c, path: recordPath(route) + ":as-of", first: q.values(), always: url.Values{"asOf": {asOf.UTC().Format(time.RFC3339Nano)}},
 		cursor: "$skiptoken", o: options(opts)}
 	return p.all(ctx)
+}
+
+// SnapshotQuery is the options of a :snapshot read.
+type SnapshotQuery struct {
+	// Token names the state to read (a data.snapshot of a write, or the
+	// Snapshot of an earlier page); "" captures the latest committed state.
+	Token string
+	// ValidAt, on temporal entities, keeps the records valid then: a date
+	// for a date interval, a UTC RFC 3339 timestamp for a timestamp one.
+	ValidAt string
+	Select  []string
+	Top     int
+}
+
+func (c *Client) snapshotPager(route string, q SnapshotQuery, opts []CallOption) *pager {
+	first := url.Values{}
+	if q.Token != "" {
+		first.Set("snapshot", q.Token)
+	}
+	if q.ValidAt != "" {
+		first.Set("validAt", q.ValidAt)
+	}
+	if len(q.Select) > 0 {
+		first.Set("$select", join(q.Select))
+	}
+	if q.Top > 0 {
+		first.Set("$top", strconv.Itoa(q.Top))
+	}
+	return &pager{c: c, path: recordPath(route) + ":snapshot", first: first, cursor: "$skiptoken", o: options(opts)}
+}
+
+// SnapshotPage reads the first page of a :snapshot read; its Snapshot names
+// the state every later page (and a later read with that token) shows.
+func (c *Client) SnapshotPage(ctx context.Context, route string, q SnapshotQuery, opts ...CallOption) (*Page, error) {
+	return c.snapshotPager(route, q, opts).page(ctx, "")
+}
+
+// Snapshot iterates over the records of route as they stood in one state
+// (q.Token, or the latest committed state captured by the first page),
+// following the cursors, which stay in that state.
+func (c *Client) Snapshot(ctx context.Context, route string, q SnapshotQuery, opts ...CallOption) iter.Seq2[Item, error] {
+	return c.snapshotPager(route, q, opts).all(ctx)
 }
