@@ -90,7 +90,7 @@ type Page struct {
 	Count *int64 `json:"count,omitempty"`
 	// Snapshot is the token of the state a :snapshot page shows.
 	Snapshot string `json:"snapshot,omitempty"`
-	Meta  Meta   `json:"meta"`
+	Meta     Meta   `json:"meta"`
 }
 
 type pageBody struct {
