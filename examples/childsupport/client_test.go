@@ -282,6 +282,22 @@ func TestClientAgainstTheExampleHost(t *testing.T) {
 		t.Errorf("current: %q", o)
 	}
 
+	// An immediate action: the conditions first, then the invocation under them.
+	pre, err := c.TargetConditions(ctx, "close-case", map[string]any{"case": first.ID}, cw)
+	if err != nil || pre["close"].RecordID != first.ID || pre["close"].IfMatch == "" {
+		t.Fatalf("target conditions: %+v %v", pre, err)
+	}
+	inv, err := c.Invoke(ctx, "close-case", map[string]any{"case": first.ID}, pre, cw)
+	if err != nil || len(inv.Results) != 1 || inv.Results[0].RecordID != first.ID || inv.ApplicationID == "" {
+		t.Fatalf("invoke: %+v %v", inv, err)
+	}
+	if _, err := c.Invoke(ctx, "close-case", map[string]any{"case": first.ID}, pre, cw); !client.IsCode(err, client.CodePreconditionFailed) {
+		t.Fatalf("an invocation under a stale precondition: %v", err)
+	}
+	if closed, err := c.Read(ctx, "cases", first.ID, []string{"status"}, cw); err != nil || string(closed.DomainData) != `{"status":"closed"}` {
+		t.Fatalf("the case after close-case: %+v %v", closed, err)
+	}
+
 	// A change request, followed through the actions its reads offer.
 	child, err := c.Create(ctx, "children", map[string]any{"case": rec.ID, "childNationalId": "C-1"}, cw)
 	if err != nil {
