@@ -241,7 +241,7 @@ func TestDevServesTheExampleKeepsRecordsAndLeavesNoPostgres(t *testing.T) {
 	subst := map[string]string{"$TOKEN": printedToken(t, run, out)}
 
 	curls := printed(out, "curl ")
-	if len(curls) < 5+7+3 {
+	if len(curls) < 5+9+3 {
 		t.Fatalf("want 5 curl lines (create, patch, list, next page, snapshot), then the change-request journey, then the spatial adapter step, got:\n%s", out)
 	}
 	// Create, twice.
@@ -398,7 +398,8 @@ func runJourney(t *testing.T, lines []string, subst map[string]string) {
 		return doc
 	}
 	n := len(lines)
-	setup, draft, read, attach, download, submit, apply, readChanged := lines[:n-7], lines[n-7], lines[n-6], lines[n-5], lines[n-4], lines[n-3], lines[n-2], lines[n-1]
+	setup, draft, read, attach, download, submit, apply, readChanged := lines[:n-9], lines[n-9], lines[n-8], lines[n-7], lines[n-6], lines[n-5], lines[n-4], lines[n-3]
+	conditions, invoke := lines[n-2], lines[n-1]
 	for _, line := range setup {
 		doc := do("setup create", line, http.StatusCreated)
 		subst["<"+doc.Meta.EntityTypeIdentifier+" id>"] = doc.Data.RecordIdentifier
@@ -468,6 +469,41 @@ func runJourney(t *testing.T, lines []string, subst map[string]string) {
 	guardian := do("read of the guardian", fmt.Sprintf(`curl -sS '%s/v1/records/guardians/%s%s' -H "Authorization: Bearer $TOKEN"`, base, child["guardianId"], profileQuery(readChanged)), http.StatusOK)
 	if guardian.Data.DomainData["name"] != "example" {
 		t.Fatalf("the guardian the request created: %v", guardian.Data.DomainData)
+	}
+	runAction(t, conditions, invoke, subst)
+}
+
+// runAction runs the printed immediate action: target-conditions, then the
+// invocation under the ifMatch it gave (twice: the replay answers the same).
+func runAction(t *testing.T, conditions, invoke string, subst map[string]string) {
+	t.Helper()
+	resp, b := runCurl(t, conditions, subst)
+	var tc struct {
+		Preconditions map[string]struct {
+			Entity, RecordID, IfMatch string
+		} `json:"preconditions"`
+	}
+	if json.Unmarshal(b, &tc); resp.StatusCode != http.StatusOK || len(tc.Preconditions) != 1 {
+		t.Fatalf("the printed target-conditions answered %d %s", resp.StatusCode, b)
+	}
+	for effect, p := range tc.Preconditions {
+		q, _ := json.Marshal(p.IfMatch)
+		subst["<"+effect+" ifMatch JSON>"] = string(q)
+	}
+	resp, first := runCurl(t, invoke, subst)
+	var res struct {
+		Action  string `json:"action"`
+		Results []struct {
+			Entity   string `json:"entity"`
+			RecordID string `json:"recordId"`
+			Revision int64  `json:"revision"`
+		} `json:"results"`
+	}
+	if json.Unmarshal(first, &res); resp.StatusCode != http.StatusOK || len(res.Results) != 1 || res.Results[0].Revision < 2 {
+		t.Fatalf("the printed invocation answered %d %s\n%s", resp.StatusCode, first, invoke)
+	}
+	if resp, again := runCurl(t, invoke, subst); resp.StatusCode != http.StatusOK || string(again) != string(first) {
+		t.Fatalf("the printed invocation, repeated, answered %d %s", resp.StatusCode, again)
 	}
 }
 

@@ -168,6 +168,80 @@ type RequestJourney struct {
 	// the media type it uploads.
 	Slot     *model.AttachmentSlot
 	SlotType string
+	// Action is the immediate action run on a record the setup made, nil
+	// when the demo client may invoke none.
+	Action *ActionStep
+}
+
+// ActionStep is the immediate-action part of the walkthrough: an action
+// whose required inputs all name records the journey's setup creates, its
+// target-conditions read and its invocation under the ifMatch of its first
+// patch effect.
+type ActionStep struct {
+	Action  *model.Action
+	Profile string
+	Default bool
+	// Input is the {"input": {...}} body, naming setup records by placeholder.
+	Input map[string]any
+	// Effect is the patch effect whose ifMatch the invocation names.
+	Effect string
+}
+
+// planAction picks the first action a usable profile may invoke whose
+// required inputs are references to records the setup made.
+func planAction(p *model.Package, usable []string, made map[string]*SetupRecord) *ActionStep {
+	for _, a := range p.Actions {
+		for _, pr := range p.Profiles {
+			if pr.Anonymous || !slices.Contains(usable, pr.ID) {
+				continue
+			}
+			for _, g := range pr.ActionGrants {
+				if g.Action != a.ID || !slices.Contains(g.Operations, model.OpInvoke) {
+					continue
+				}
+				in, ok := map[string]any{}, true
+				for _, f := range a.Inputs {
+					rec := made[f.Target]
+					switch {
+					case f.Type == model.TypeReference && rec != nil:
+						in[f.APIName] = rec.Placeholder
+					case f.Required:
+						ok = false
+					}
+				}
+				effect := ""
+				for _, ef := range a.Effects {
+					if ef.Operation == model.EffectPatch && ef.Target.FromField != "" && effect == "" {
+						effect = ef.ID
+					}
+				}
+				if ok && effect != "" && a.Handler == nil {
+					return &ActionStep{Action: a, Profile: pr.ID, Default: pr.Default, Input: in, Effect: effect}
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// print writes the action step's two commands.
+func (st *ActionStep) print(w io.Writer, base, auth string) {
+	a, q := st.Action, profileQuery(st.Profile, st.Default)
+	in := placeholderJSON(map[string]any{"input": st.Input})
+	fmt.Fprintf(w, "Run the immediate action %s (profile %s) in one call. First ask which records it would touch and the ifMatch of each:\n", a.ID, st.Profile)
+	fmt.Fprintf(w, "  curl -sS -X POST '%s/v1/actions/%s/target-conditions%s' %s -H 'Content-Type: application/json' -d '%s'\n\n", base, a.ID, q, auth, in)
+	fmt.Fprintf(w, "Invoke it naming that ifMatch for effect %s (<%s ifMatch JSON> is preconditions.%s.ifMatch of the answer, copied as the JSON string it is, quotes escaped); a record changed meanwhile answers 412 and nothing is written:\n", st.Effect, st.Effect, st.Effect)
+	body := strings.TrimSuffix(in, "}") + fmt.Sprintf(`,"preconditions":{%q:{"ifMatch":<%s ifMatch JSON>}}}`, st.Effect, st.Effect)
+	fmt.Fprintf(w, "  curl -sS -X POST '%s/v1/actions/%s%s' %s -H 'Idempotency-Key: %s-1' -H 'Content-Type: application/json' -d '%s'\n\n", base, a.ID, q, auth, a.ID, body)
+}
+
+// placeholderJSON encodes v with placeholders' angle brackets as written.
+func placeholderJSON(v any) string {
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	enc.Encode(v)
+	return strings.TrimSuffix(b.String(), "\n")
 }
 
 // journeySlot picks the first unverified slot of e the grant may write and
@@ -238,6 +312,7 @@ func planRequestJourney(p *model.Package, usable []string, claims map[string]str
 			}
 			j := &RequestJourney{Entity: e, Profile: pr.ID, Default: pr.Default, Setup: jp.setup, Draft: placeholderBody(data)}
 			j.Slot, j.SlotType = journeySlot(e, g)
+			j.Action = planAction(p, usable, jp.made)
 			if pl := e.ChangeRequest.Planner; pl != nil {
 				if m := p.ModuleByID(pl.Module); m != nil {
 					j.PlannerPath = m.Path
@@ -432,6 +507,9 @@ func (j *RequestJourney) print(w io.Writer, base, auth string) {
 	if rec := j.Changed; rec != nil {
 		fmt.Fprintf(w, "Read the %s the request changes (between submit and apply, data.requestPresence names the pending request):\n", rec.Entity.ID)
 		fmt.Fprintf(w, "  curl -sS '%s/v1/records/%s/%s%s' %s\n\n", base, rec.Entity.Route, rec.Placeholder, profileQuery(rec.Profile, rec.Default), auth)
+	}
+	if j.Action != nil {
+		j.Action.print(w, base, auth)
 	}
 }
 
