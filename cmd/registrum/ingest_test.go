@@ -265,17 +265,40 @@ func TestIngestResumesAfterKill9(t *testing.T) {
 	proxy.setBackend(strings.TrimPrefix(base, "http://"))
 	waitFor(t, "the importer going on after the second restart", 60*time.Second, func() bool { return run().NextChunkIndex >= before+4 })
 
-	// 4. The importer itself dies (kill -9) while its chunk commits; the
-	// chunk commits with nobody to hear it.
+	// 4. Ctrl-C while a chunk commits: the importer stops, naming the run
+	// and the command that resumes it.
 	gate.close()
+	gate.waitCommitHeld(db)
+	importer.Process.Signal(os.Interrupt)
+	gate.open()
+	if err := importer.Wait(); err == nil {
+		t.Fatal("an interrupted import exited 0")
+	}
+	if !strings.Contains(out.String(), "retrying in") {
+		t.Fatalf("the importer never retried:\n%s", out.String())
+	}
+	t.Logf("first importer:\n%s", out.String())
+	id := run().RunID
+	if !strings.Contains(out.String(), "ingest: interrupted; run "+id) || !strings.Contains(out.String(), "--run "+id) {
+		t.Fatalf("no resume command after Ctrl-C:\n%s", out.String())
+	}
+
+	// 5. Resumed with --run, the importer itself dies (kill -9) while its
+	// chunk commits; the chunk commits with nobody to hear it.
+	importer = exec.Command(binary, append(args[:len(args)-1:len(args)-1], "--run", id, file)...)
+	out = syncBuffer{}
+	importer.Stdout, importer.Stderr = &out, &out
+	gate.close()
+	if err := importer.Start(); err != nil {
+		t.Fatal(err)
+	}
 	gate.waitCommitHeld(db)
 	kill9(t, importer)
 	gate.open()
 	at := run()
-	if !strings.Contains(out.String(), "retrying in") {
-		t.Fatalf("the importer never retried:\n%s", out.String())
+	if !strings.Contains(out.String(), fmt.Sprintf("run %s resumed at chunk", id)) {
+		t.Fatalf("second importer:\n%s", out.String())
 	}
-	t.Logf("importer before its death:\n%s", out.String())
 
 	// Resumed with --run, the token minted with the client's key.
 	resume := []string{"ingest", "--url", proxy.url(), "--route", "items", "--profile", "clerk", "--run", at.RunID,
