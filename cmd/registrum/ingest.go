@@ -269,7 +269,7 @@ func newMeter(out io.Writer, plan *ingest.Plan, run *ingest.Run) *meter {
 	if fd, ok := out.(interface{ Fd() uintptr }); ok && term.IsTerminal(int(fd.Fd())) {
 		m.bar = progressbar.NewOptions64(int64(plan.ItemCount),
 			progressbar.OptionSetWriter(out),
-			progressbar.OptionSetDescription("items"),
+			progressbar.OptionSetDescription(fmt.Sprintf("%s / %s", mib(committedBytes(plan, run)), mib(plan.InputLength))),
 			progressbar.OptionShowCount(),
 			progressbar.OptionShowIts(),
 			progressbar.OptionSetItsString("items"),
@@ -279,7 +279,6 @@ func newMeter(out io.Writer, plan *ingest.Plan, run *ingest.Run) *meter {
 			progressbar.OptionThrottle(100*time.Millisecond),
 			progressbar.OptionSetWidth(30),
 			progressbar.OptionUseIECUnits(true),
-			progressbar.OptionFullWidth(),
 		)
 		_ = m.bar.Set(run.CommittedItems)
 	}
@@ -323,6 +322,14 @@ func (m *meter) quantile(q float64) time.Duration {
 	s := slices.Clone(m.tooks)
 	slices.Sort(s)
 	return s[min(len(s)-1, int(q*float64(len(s))))].Round(100 * time.Microsecond)
+}
+
+// committedBytes is how much of the source run has committed.
+func committedBytes(plan *ingest.Plan, run *ingest.Run) int64 {
+	if n := run.NextChunkIndex; n > 0 && n <= len(plan.Chunks) {
+		return plan.Chunks[n-1].Offset + plan.Chunks[n-1].Length
+	}
+	return 0
 }
 
 func mib(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
