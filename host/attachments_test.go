@@ -164,7 +164,14 @@ func TestAttachmentUploadDownloadAndSubmit(t *testing.T) {
 		t.Fatalf("unreadable slot shown: %s", b)
 	}
 
-	// Submitting without the required slot: 412.
+	// /v1/registry lists the readable slots with x-registry-attachment.
+	_, reg := owner.do(t, "GET", "/v1/registry", "", "")
+	if !strings.Contains(string(reg), `"id":"evidence","apiName":"evidence","type":"attachment","x-registry-attachment":{"classification":"restricted","contentTypes":["application/pdf","text/plain"],"maximumBytes":1024,"requiredForSubmit":true,"verification":{"required":false}}`) ||
+		!strings.Contains(string(reg), `"verification":{"policyId":"malware-v1","required":true,"verifier":"scanner"}`) || strings.Contains(string(reg), `"hidden"`) {
+		t.Fatalf("registry document: %s", reg)
+	}
+
+		// Submitting without the required slot: 412.
 	var doc envelope
 	json.Unmarshal(b, &doc)
 	submit := doc.Data.Request.action("submit_request")

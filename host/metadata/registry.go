@@ -11,6 +11,7 @@ import (
 	"github.com/registrum/registrum/host/problem"
 	"github.com/registrum/registrum/model"
 	"github.com/registrum/registrum/plugins"
+	"github.com/registrum/registrum/project/generate"
 )
 
 // RegistryDocument is GET /v1/registry: the registry as the caller's
@@ -58,7 +59,14 @@ type FieldEntry struct {
 	ID      string          `json:"id"`
 	APIName string          `json:"apiName"`
 	Type    model.FieldType `json:"type"`
+	// Attachment is set on an attachment slot (type "attachment"): its
+	// requiredForSubmit, maximumBytes, contentTypes, classification and
+	// verification policy.
+	Attachment map[string]any `json:"x-registry-attachment,omitempty"`
 }
+
+// TypeAttachment is the type of a slot in an entity's field list.
+const TypeAttachment model.FieldType = "attachment"
 
 // OperationEntry is one operation the caller's profile grants on an entity.
 type OperationEntry struct {
@@ -239,6 +247,11 @@ func Registry(ctx context.Context, p *model.Package, d access.Decider, caller ac
 		for _, f := range e.Fields {
 			if readable[f.ID] {
 				entry.Fields = append(entry.Fields, FieldEntry{ID: f.ID, APIName: f.APIName, Type: f.Type})
+			}
+		}
+		for _, s := range e.Attachments {
+			if readable[s.ID] {
+				entry.Fields = append(entry.Fields, FieldEntry{ID: s.ID, APIName: s.ID, Type: TypeAttachment, Attachment: generate.AttachmentExtension(s)})
 			}
 		}
 		readableBy[e.ID] = readable
