@@ -52,6 +52,9 @@ type Host struct {
 	runner *river.Client[pgx.Tx]
 	// verifiers are the package's attachment verifiers, opened.
 	verifiers map[string]verifier.VerifyCloser
+	// fingerprint is the schema fingerprint of the package's layout: an
+	// activation of another one stops Serve.
+	fingerprint string
 }
 
 // Open loads the package and secrets named by cfg, connects to the database,
@@ -87,6 +90,15 @@ func Open(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Host, err
 }
 
 func assemble(ctx context.Context, cfg *config.Config, log *slog.Logger, pool *pgxpool.Pool, pkg *model.Package, keys records.Keys) (*Host, error) {
+	if cfg.ActivateOnStart {
+		act, err := store.Activate(ctx, pool, pkg, false)
+		if err != nil {
+			return nil, fmt.Errorf("host: activate the package on start: %w", err)
+		}
+		if act.From != act.To {
+			log.Info("package activated", "from", act.From, "to", act.To, "changes", len(act.Changes))
+		}
+	}
 	st, err := store.Open(ctx, pool, pkg)
 	if err != nil {
 		return nil, err
@@ -137,6 +149,8 @@ func assemble(ctx context.Context, cfg *config.Config, log *slog.Logger, pool *p
 		api:       api,
 		pkg:       pkg,
 		metrics:   promhttp.HandlerFor(reg, promhttp.HandlerOpts{}),
+
+		fingerprint: st.SchemaFingerprint(),
 	}, nil
 }
 
@@ -324,7 +338,16 @@ func (h *Host) Serve(ctx context.Context, ln, metricsLn net.Listener) error {
 		servers = append(servers, newServer(mux))
 		listeners = append(listeners, metricsLn)
 	}
-	errs := make(chan error, len(servers))
+	errs := make(chan error, len(servers)+1)
+	watch, stopWatch := context.WithCancel(ctx)
+	defer stopWatch()
+	go func() {
+		// An activation of another package stops this host: it serves the
+		// package it was started with, or nothing.
+		if err := store.WatchActivations(watch, h.pool, h.fingerprint); err != nil {
+			errs <- err
+		}
+	}()
 	for i, s := range servers {
 		go func() {
 			if err := s.Serve(listeners[i]); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -332,17 +355,18 @@ func (h *Host) Serve(ctx context.Context, ln, metricsLn net.Listener) error {
 			}
 		}()
 	}
+	var err error
 	select {
 	case <-ctx.Done():
-	case err := <-errs:
-		return fmt.Errorf("host: serve: %w", err)
+	case err = <-errs:
+		err = fmt.Errorf("host: serve: %w", err)
 	}
 	shutdown, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	for _, s := range servers {
 		s.Shutdown(shutdown)
 	}
-	return nil
+	return err
 }
 
 func newServer(h http.Handler) *http.Server {

@@ -29,7 +29,12 @@ type Store struct {
 	jobs *river.Client[pgx.Tx]
 	// tag binds snapshot tokens to this database's history (HistoryTag).
 	tag [8]byte
+	// fp is the schema fingerprint of the package's layout.
+	fp string
 }
+
+// SchemaFingerprint returns the schema fingerprint of the package's layout.
+func (s *Store) SchemaFingerprint() string { return s.fp }
 
 // Connect opens a connection pool to the database named by dsn (a URL or
 // key/value connection string) and checks that it answers.
@@ -96,16 +101,20 @@ func Open(ctx context.Context, pool *pgxpool.Pool, p *model.Package) (*Store, er
 					return fmt.Errorf("create layout: %w", err)
 				}
 			}
-			_, err = tx.Exec(ctx, "INSERT INTO registrum.package_state (schema_fingerprint, package_revision, layout_ddl) VALUES ($1, $2, $3)",
-				fp, p.Revision, strings.Join(stmts, ";\n")+";\n")
-			return err
+			if _, err = tx.Exec(ctx, "INSERT INTO registrum.package_state (schema_fingerprint, package_revision, layout_ddl) VALUES ($1, $2, $3)",
+				fp, p.Revision, strings.Join(stmts, ";\n")+";\n"); err != nil {
+				return err
+			}
+			return recordSchema(ctx, tx, p, fp)
 		case err != nil:
 			return err
 		case held != fp:
-			return fmt.Errorf("database layout %s, package layout %s: %w (start from an empty database, or keep the package's entity fields and constraints as they were)", held, fp, ErrLayoutMismatch)
+			return fmt.Errorf("database layout %s, package layout %s: %w (move the database to this package with `registrum activate`)", held, fp, ErrLayoutMismatch)
 		}
-		_, err = tx.Exec(ctx, "UPDATE registrum.package_state SET package_revision = $1, activated_at = now()", p.Revision)
-		return err
+		if _, err = tx.Exec(ctx, "UPDATE registrum.package_state SET package_revision = $1, activated_at = now()", p.Revision); err != nil {
+			return err
+		}
+		return recordSchema(ctx, tx, p, fp)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("store: activate package %s: %w", p.Revision, err)
@@ -114,7 +123,7 @@ func Open(ctx context.Context, pool *pgxpool.Pool, p *model.Package) (*Store, er
 	if err != nil {
 		return nil, err
 	}
-	return &Store{pool: pool, pkg: p, owners: layout.Owners(p), jobs: jobs, tag: tag}, nil
+	return &Store{pool: pool, pkg: p, owners: layout.Owners(p), jobs: jobs, tag: tag, fp: fp}, nil
 }
 
 // Package returns the active package.

@@ -27,9 +27,9 @@ type devRun struct {
 
 // startDev runs `registrum dev` from the repository root and waits for its
 // next steps.
-func startDev(t *testing.T, data string) *devRun {
+func startDev(t *testing.T, data string, args ...string) *devRun {
 	t.Helper()
-	cmd := exec.Command(binary, "dev", "--data", data, "--port", "0", "--issuer-port", "0", "--desk-port", "0")
+	cmd := exec.Command(binary, append([]string{"dev", "--data", data, "--port", "0", "--issuer-port", "0", "--desk-port", "0"}, args...)...)
 	cmd.Dir = filepath.Join("..", "..")
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {

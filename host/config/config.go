@@ -28,6 +28,11 @@ type Config struct {
 	Database Database `yaml:"database"`
 	// Package is the path of the compiled package (folder or package.json).
 	Package string `yaml:"package"`
+	// ActivateOnStart moves the database to the package on start when the
+	// database holds another package, as `registrum activate` does; its
+	// destructive changes are refused (they need `registrum activate
+	// --confirm-destructive`). Without it such a database is refused.
+	ActivateOnStart bool `yaml:"activateOnStart"`
 	// Secrets holds the file-secret root.
 	Secrets Secrets `yaml:"secrets"`
 	// Authentication configures how bearer tokens are verified; see

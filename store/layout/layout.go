@@ -130,9 +130,19 @@ func Fingerprint(p *model.Package) (string, error) {
 }
 
 func entityDDL(p *model.Package, e *model.Entity) (create, deferred []string, err error) {
-	table := Table(e)
+	o, err := entityObjects(p, e)
+	if err != nil {
+		return nil, nil, err
+	}
+	return o.create(), o.foreignKeyStatements(), nil
+}
+
+// entityObjects derives the table of e and the named objects on it.
+func entityObjects(p *model.Package, e *model.Entity) (*EntityObjects, error) {
+	o := &EntityObjects{Entity: e, Table: Table(e)}
+	table := o.Table
 	tname := TableName(e)
-	cols := []string{
+	fixed := []string{
 		ColRecordID + " uuid PRIMARY KEY",
 		ColRevision + " bigint NOT NULL CHECK (" + ColRevision + " > 0)",
 		ColLifecycle + " text NOT NULL CHECK (" + ColLifecycle + " IN ('" + LifecycleActive + "', '" + LifecycleTombstoned + "'))",
@@ -140,22 +150,23 @@ func entityDDL(p *model.Package, e *model.Entity) (create, deferred []string, er
 		ColUpdatedAt + " timestamptz NOT NULL",
 		ColPackageRevision + " text NOT NULL",
 	}
+	o.Fixed = fixed
 	var checks []string
 	for _, f := range e.Fields {
 		typ, err := SQLType(f)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		col := Column(f)
-		def := col + " " + typ
+		def := typ
 		if f.Required {
 			def += " NOT NULL"
 		}
-		cols = append(cols, def)
+		o.Columns = append(o.Columns, Object{Name: col, Def: def})
 		checks = append(checks, fieldChecks(f, col)...)
 	}
 	for i, c := range checks {
-		cols = append(cols, "CONSTRAINT "+pgx.Identifier{name("c_", tname, "v"+strconv.Itoa(i))}.Sanitize()+" CHECK ("+c+")")
+		o.Constraints = append(o.Constraints, Object{Name: pgx.Identifier{name("c_", tname, "v"+strconv.Itoa(i))}.Sanitize(), Def: "CHECK (" + c + ")"})
 	}
 	live := "(" + ColLifecycle + " = '" + LifecycleActive + "')"
 	for _, c := range e.Constraints {
@@ -164,24 +175,24 @@ func entityDDL(p *model.Package, e *model.Entity) (create, deferred []string, er
 		case model.ConstraintUnique:
 			parts, err := columns(e, c.Fields)
 			if err != nil {
-				return nil, nil, fmt.Errorf("layout: entity %s constraint %s: %w", e.ID, c.ID, err)
+				return nil, fmt.Errorf("layout: entity %s constraint %s: %w", e.ID, c.ID, err)
 			}
 			var with []string
 			for _, col := range parts {
 				with = append(with, col+" WITH =")
 			}
-			cols = append(cols, "CONSTRAINT "+cname+" EXCLUDE USING btree ("+strings.Join(with, ", ")+") WHERE "+live+" DEFERRABLE INITIALLY DEFERRED")
+			o.Constraints = append(o.Constraints, Object{Name: cname, Def: "EXCLUDE USING btree (" + strings.Join(with, ", ") + ") WHERE " + live + " DEFERRABLE INITIALLY DEFERRED"})
 		case model.ConstraintTemporalNonOverlap:
 			if e.Temporal == nil {
-				return nil, nil, fmt.Errorf("layout: entity %s constraint %s: temporal-non-overlap on a non-temporal entity", e.ID, c.ID)
+				return nil, fmt.Errorf("layout: entity %s constraint %s: temporal-non-overlap on a non-temporal entity", e.ID, c.ID)
 			}
 			scope, err := columns(e, c.ScopeFields)
 			if err != nil {
-				return nil, nil, fmt.Errorf("layout: entity %s constraint %s: %w", e.ID, c.ID, err)
+				return nil, fmt.Errorf("layout: entity %s constraint %s: %w", e.ID, c.ID, err)
 			}
 			bounds, err := columns(e, []string{e.Temporal.StartField, e.Temporal.EndField})
 			if err != nil {
-				return nil, nil, fmt.Errorf("layout: entity %s constraint %s: %w", e.ID, c.ID, err)
+				return nil, fmt.Errorf("layout: entity %s constraint %s: %w", e.ID, c.ID, err)
 			}
 			rangeFn := "tstzrange"
 			if e.Temporal.Type == model.TypeDate {
@@ -192,49 +203,93 @@ func entityDDL(p *model.Package, e *model.Entity) (create, deferred []string, er
 				with = append(with, col+" WITH =")
 			}
 			with = append(with, rangeFn+"("+bounds[0]+", "+bounds[1]+", '[)') WITH &&")
-			cols = append(cols, "CONSTRAINT "+cname+" EXCLUDE USING gist ("+strings.Join(with, ", ")+") WHERE "+live+" DEFERRABLE INITIALLY DEFERRED")
+			o.Constraints = append(o.Constraints, Object{Name: cname, Def: "EXCLUDE USING gist (" + strings.Join(with, ", ") + ") WHERE " + live + " DEFERRABLE INITIALLY DEFERRED"})
 		case model.ConstraintCheck:
 			expr, err := checkExpr(e, c)
 			if err != nil {
-				return nil, nil, fmt.Errorf("layout: entity %s constraint %s: %w", e.ID, c.ID, err)
+				return nil, fmt.Errorf("layout: entity %s constraint %s: %w", e.ID, c.ID, err)
 			}
-			cols = append(cols, "CONSTRAINT "+cname+" CHECK ("+expr+")")
+			o.Constraints = append(o.Constraints, Object{Name: cname, Def: "CHECK (" + expr + ")"})
 		case model.ConstraintReference:
 			// Reference fields get their foreign key below in any case.
 		default:
-			return nil, nil, fmt.Errorf("layout: entity %s constraint %s: unknown kind %q", e.ID, c.ID, c.Kind)
+			return nil, fmt.Errorf("layout: entity %s constraint %s: unknown kind %q", e.ID, c.ID, c.Kind)
 		}
 	}
-	create = append(create, "CREATE TABLE "+table+" (\n  "+strings.Join(cols, ",\n  ")+"\n)")
 	for _, f := range e.Fields {
 		if f.Type != model.TypeReference {
 			continue
 		}
 		target := p.EntityByID(f.Target)
 		if target == nil {
-			return nil, nil, fmt.Errorf("layout: entity %s field %s references unknown entity %q", e.ID, f.ID, f.Target)
+			return nil, fmt.Errorf("layout: entity %s field %s references unknown entity %q", e.ID, f.ID, f.Target)
 		}
-		deferred = append(deferred,
-			"ALTER TABLE "+table+" ADD CONSTRAINT "+pgx.Identifier{name("r_", tname, f.ID)}.Sanitize()+
-				" FOREIGN KEY ("+Column(f)+") REFERENCES "+Table(target)+" ("+ColRecordID+") DEFERRABLE INITIALLY DEFERRED")
-		create = append(create, "CREATE INDEX "+pgx.Identifier{name("i_", tname, f.ID)}.Sanitize()+" ON "+table+" ("+Column(f)+")")
+		o.ForeignKeys = append(o.ForeignKeys, Object{Name: pgx.Identifier{name("r_", tname, f.ID)}.Sanitize(),
+			Def: "FOREIGN KEY (" + Column(f) + ") REFERENCES " + Table(target) + " (" + ColRecordID + ") DEFERRABLE INITIALLY DEFERRED"})
+		iname := pgx.Identifier{name("i_", tname, f.ID)}.Sanitize()
+		o.Indexes = append(o.Indexes, Object{Name: iname, Def: "CREATE INDEX " + iname + " ON " + table + " (" + Column(f) + ")"})
 	}
 	if e.GeoJSON != nil {
 		f := e.Field(e.GeoJSON.GeometryField)
 		if f == nil || f.Type != model.TypeCRS84Point {
-			return nil, nil, fmt.Errorf("layout: entity %s geojson.geometryField %q is not a crs84-point field", e.ID, e.GeoJSON.GeometryField)
+			return nil, fmt.Errorf("layout: entity %s geojson.geometryField %q is not a crs84-point field", e.ID, e.GeoJSON.GeometryField)
 		}
-		create = append(create, "CREATE INDEX "+pgx.Identifier{name("g_", tname, f.ID)}.Sanitize()+" ON "+table+
-			" USING gist ("+PointExpr(f)+") WHERE "+live)
+		gname := pgx.Identifier{name("g_", tname, f.ID)}.Sanitize()
+		o.Indexes = append(o.Indexes, Object{Name: gname, Def: "CREATE INDEX " + gname + " ON " + table + " USING gist (" + PointExpr(f) + ") WHERE " + live})
 	}
 	for _, ix := range e.Indexes {
 		parts, err := columns(e, ix.Fields)
 		if err != nil {
-			return nil, nil, fmt.Errorf("layout: entity %s index %s: %w", e.ID, ix.ID, err)
+			return nil, fmt.Errorf("layout: entity %s index %s: %w", e.ID, ix.ID, err)
 		}
-		create = append(create, "CREATE INDEX "+pgx.Identifier{name("x_", tname, ix.ID)}.Sanitize()+" ON "+table+" ("+strings.Join(parts, ", ")+", "+ColRecordID+")")
+		xname := pgx.Identifier{name("x_", tname, ix.ID)}.Sanitize()
+		o.Indexes = append(o.Indexes, Object{Name: xname, Def: "CREATE INDEX " + xname + " ON " + table + " (" + strings.Join(parts, ", ") + ", " + ColRecordID + ")"})
 	}
-	return create, deferred, nil
+	return o, nil
+}
+
+// Object is a named object of an entity table: a column (Def its type and
+// nullability), a table constraint (Def its definition), an index (Def its
+// CREATE INDEX statement) or a foreign key (Def its definition).
+type Object struct {
+	Name, Def string
+}
+
+// EntityObjects is the layout of one entity: its table and the objects on
+// it, in the order the DDL creates them.
+type EntityObjects struct {
+	Entity      *model.Entity
+	Table       string
+	Fixed       []string // the fixed columns' definitions
+	Columns     []Object // field columns
+	Constraints []Object
+	Indexes     []Object
+	ForeignKeys []Object
+}
+
+// create returns the CREATE TABLE statement and the index statements.
+func (o *EntityObjects) create() []string {
+	cols := append([]string(nil), o.Fixed...)
+	for _, c := range o.Columns {
+		cols = append(cols, c.Name+" "+c.Def)
+	}
+	for _, c := range o.Constraints {
+		cols = append(cols, "CONSTRAINT "+c.Name+" "+c.Def)
+	}
+	out := []string{"CREATE TABLE " + o.Table + " (\n  " + strings.Join(cols, ",\n  ") + "\n)"}
+	for _, ix := range o.Indexes {
+		out = append(out, ix.Def)
+	}
+	return out
+}
+
+// foreignKeyStatements returns the statements that add the foreign keys.
+func (o *EntityObjects) foreignKeyStatements() []string {
+	out := make([]string, 0, len(o.ForeignKeys))
+	for _, fk := range o.ForeignKeys {
+		out = append(out, "ALTER TABLE "+o.Table+" ADD CONSTRAINT "+fk.Name+" "+fk.Def)
+	}
+	return out
 }
 
 // PointExpr returns the SQL expression of a crs84-point field as a

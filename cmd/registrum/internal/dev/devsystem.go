@@ -197,7 +197,7 @@ func Run(ctx context.Context, o Options) error {
 		go func() { errs <- d.Serve(ctx, deskLn) }()
 	}
 
-	h, err := openHost(ctx, dd, cluster, hostLn, auth, o.Log)
+	h, err := openHost(ctx, dd, cluster, hostLn, auth, o.Log, o.Out)
 	if err != nil {
 		cancel()
 		for ; pending > 0; pending-- {
@@ -295,7 +295,7 @@ func authBlock(icfg *issuer.Config, issuerAddr, purposeClaim string) string {
 
 // openHost writes the record host's configuration, migrates the database
 // and opens the host.
-func openHost(ctx context.Context, dd *dataDir, cluster *pglocal.Cluster, ln net.Listener, auth string, log *slog.Logger) (*host.Host, error) {
+func openHost(ctx context.Context, dd *dataDir, cluster *pglocal.Cluster, ln net.Listener, auth string, log *slog.Logger, out io.Writer) (*host.Host, error) {
 	data := dd.path
 	cfgPath, err := writeHostConfig(data, cluster.DSN(databaseName), ln.Addr().(*net.TCPAddr).Port, auth)
 	if err != nil {
@@ -309,19 +309,36 @@ func openHost(ctx context.Context, dd *dataDir, cluster *pglocal.Cluster, ln net
 	if err != nil {
 		return nil, err
 	}
-	_, err = store.Migrate(ctx, pool)
-	pool.Close()
+	defer pool.Close()
+	if _, err = store.Migrate(ctx, pool); err != nil {
+		return nil, err
+	}
+	// A changed project moves the database to its package as `registrum
+	// activate` does: additive changes apply, destructive ones are refused.
+	pkg, err := model.Load(cfg.Package)
 	if err != nil {
 		return nil, err
 	}
-	h, err := host.Open(ctx, cfg, log)
-	if errors.Is(err, store.ErrLayoutMismatch) {
+	act, err := store.Activate(ctx, pool, pkg, false)
+	var destructive *store.DestructiveError
+	if errors.As(err, &destructive) {
 		remove := data
 		if dd.marker.ClusterDir != "" {
 			remove += " and " + dd.marker.ClusterDir
 		}
-		return nil, fmt.Errorf("dev: %w\nThe project's entities changed since the data folder was created: remove %s to start afresh, or pass --data with a new folder", err, remove)
+		return nil, fmt.Errorf("dev: the project changed since the data folder was last used: %w\nRemove %s to start afresh, pass --data with a new folder, or apply them with `registrum activate --config %s --confirm-destructive %s`", err, remove, cfgPath, cfg.Package)
 	}
+	if err != nil {
+		return nil, err
+	}
+	if len(act.Changes) > 0 {
+		fmt.Fprintf(out, "The project changed since the data folder was last used; its package is now active with these table changes:\n")
+		for _, c := range act.Changes {
+			fmt.Fprintf(out, "  - %s\n", c.Description)
+		}
+		fmt.Fprintln(out)
+	}
+	h, err := host.Open(ctx, cfg, log)
 	return h, err
 }
 
