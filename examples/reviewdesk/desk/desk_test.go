@@ -630,3 +630,33 @@ func TestConfigIsChecked(t *testing.T) {
 		}
 	}
 }
+
+// TestSessionCookieUnderHTTPS: with an https publicUrl the session cookie
+// is Secure and __Host- prefixed (HttpOnly, SameSite=Strict, path /).
+func TestSessionCookieUnderHTTPS(t *testing.T) {
+	e := start(t)
+	e.stop()
+	e.stop = nil
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.cfg.PublicURL = "https://desk.example.test"
+	d, err := desk.New(e.cfg, desk.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- d.Serve(ctx, ln) }()
+	defer func() { cancel(); <-done }()
+	resp, err := http.Get("http://" + ln.Addr().String() + "/login")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	c := resp.Cookies()
+	if len(c) != 1 || c[0].Name != "__Host-reviewdesk" || !c[0].Secure || !c[0].HttpOnly || c[0].SameSite != http.SameSiteStrictMode || c[0].Path != "/" || c[0].Domain != "" {
+		t.Fatalf("session cookie under https: %+v", c)
+	}
+}
