@@ -171,7 +171,7 @@ func TestAttachmentUploadDownloadAndSubmit(t *testing.T) {
 		t.Fatalf("registry document: %s", reg)
 	}
 
-		// Submitting without the required slot: 412.
+	// Submitting without the required slot: 412.
 	var doc envelope
 	json.Unmarshal(b, &doc)
 	submit := doc.Data.Request.action("submit_request")
