@@ -223,6 +223,12 @@ func TestAttachmentUploadDownloadAndSubmit(t *testing.T) {
 	resp, b2 = owner.upload(t, loc, "evidence", "text/plain", etag, "k1", []byte("other"))
 	wantProblem(t, "same key, other bytes", 409, b2, "idempotency.conflict")
 
+	// Collection reads carry the slots of each request's current proposal.
+	_, lb := owner.do(t, "GET", "/v1/records/claims", "", "")
+	if !strings.Contains(string(lb), `"evidence":{"byteSize":1024,`) || !strings.Contains(string(lb), `"scan":null`) {
+		t.Fatalf("list: %s", lb)
+	}
+
 	// Download: the exact bytes, as an attachment, never cached or sniffed.
 	resp, got := owner.do(t, "GET", loc+"/attachments/evidence?proposalVersion=1", "", "")
 	if resp.StatusCode != 200 || !bytes.Equal(got, exact) {

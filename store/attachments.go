@@ -47,21 +47,35 @@ func (a *Attachment) Downloadable() bool {
 	return !a.Erased && (a.Status == VerificationNotRequired || a.Status == VerificationApproved)
 }
 
-const attachmentColumns = `a.slot_id, a.proposal_version, a.sha256, a.byte_size, coalesce(a.content_type, ''), a.uploaded_at,
+const attachmentSelect = `a.slot_id, a.proposal_version, a.sha256, a.byte_size, coalesce(a.content_type, ''), a.uploaded_at,
     coalesce(a.uploaded_by, ''), coalesce(a.policy_digest, ''), a.erased_at IS NOT NULL, coalesce(v.verdict, '')
 FROM registrum.request_attachments a
-LEFT JOIN registrum.attachment_verifications v ON v.sha256 = a.sha256 AND v.content_type = a.content_type AND v.policy_digest = a.policy_digest
+LEFT JOIN registrum.attachment_verifications v ON v.sha256 = a.sha256 AND v.content_type = a.content_type AND v.policy_digest = a.policy_digest`
+
+const attachmentColumns = attachmentSelect + `
 WHERE a.entity_id = $1 AND a.record_id = $2 AND a.proposal_version = $3`
 
 func scanAttachments(rows pgx.Rows) ([]Attachment, error) {
+	out, _, err := scanAttachmentsOf(rows, false)
+	return out, err
+}
+
+// scanAttachmentsOf scans slot rows, each led by its record id when
+// withRecord is set (then the second result maps record ids to their slots).
+func scanAttachmentsOf(rows pgx.Rows, withRecord bool) ([]Attachment, map[string][]Attachment, error) {
 	defer rows.Close()
 	var out []Attachment
+	byRecord := map[string][]Attachment{}
 	for rows.Next() {
 		var a Attachment
 		var at *time.Time
-		var verdict string
-		if err := rows.Scan(&a.SlotID, &a.ProposalVersion, &a.SHA256, &a.Size, &a.ContentType, &at, &a.UploadedBy, &a.PolicyDigest, &a.Erased, &verdict); err != nil {
-			return nil, fmt.Errorf("store: read attachments: %w", err)
+		var verdict, record string
+		dest := []any{&a.SlotID, &a.ProposalVersion, &a.SHA256, &a.Size, &a.ContentType, &at, &a.UploadedBy, &a.PolicyDigest, &a.Erased, &verdict}
+		if withRecord {
+			dest = append([]any{&record}, dest...)
+		}
+		if err := rows.Scan(dest...); err != nil {
+			return nil, nil, fmt.Errorf("store: read attachments: %w", err)
 		}
 		if at != nil {
 			a.UploadedAt = at.UTC()
@@ -75,12 +89,29 @@ func scanAttachments(rows pgx.Rows) ([]Attachment, error) {
 		default:
 			a.Status = verdict
 		}
-		out = append(out, a)
+		if withRecord {
+			byRecord[record] = append(byRecord[record], a)
+		} else {
+			out = append(out, a)
+		}
 	}
 	if err := rows.Err(); err != nil {
+		return nil, nil, fmt.Errorf("store: read attachments: %w", err)
+	}
+	return out, byRecord, nil
+}
+
+// CurrentAttachments returns the filled slots of the current proposal
+// version of each request record in ids, by record id, in one query.
+func (s *Store) CurrentAttachments(ctx context.Context, e *model.Entity, ids []string) (map[string][]Attachment, error) {
+	rows, err := s.pool.Query(ctx, `SELECT a.record_id::text, `+attachmentSelect+`
+JOIN registrum.requests r ON r.entity_id = a.entity_id AND r.record_id = a.record_id AND r.proposal_version = a.proposal_version
+WHERE a.entity_id = $1 AND a.record_id = ANY($2::uuid[]) ORDER BY a.record_id, a.slot_id`, e.ID, ids)
+	if err != nil {
 		return nil, fmt.Errorf("store: read attachments: %w", err)
 	}
-	return out, nil
+	_, by, err := scanAttachmentsOf(rows, true)
+	return by, err
 }
 
 type rowsQuerier interface {

@@ -79,10 +79,17 @@ func (s *Service) list(ctx context.Context, c Call, e *model.Entity, opts query.
 	}
 	page := Collection{Items: make([]CollectionItem, 0, len(recs)), Meta: MetaOf(s.pkg, e)}
 	page.PageInfo.NextCursor = next
+	slots, err := s.pageSlots(ctx, e, grant, recs)
+	if err != nil {
+		return nil, err
+	}
 	for _, rec := range recs {
 		dd := make(map[string]any, len(q.Select))
 		for _, f := range q.Select {
 			dd[f.APIName] = values.Encode(f, rec.Values[f.ID])
+		}
+		if slots != nil {
+			slotsInto(dd, e, &store.Request{Attachments: slots[rec.ID]}, grant.Readable)
 		}
 		page.Items = append(page.Items, CollectionItem{
 			RecordIdentifier:   rec.ID,
@@ -175,4 +182,28 @@ func storeBoundaries(g *access.Grant) []store.Boundary {
 		out = append(out, store.Boundary{FieldID: b.Field, Values: b.Values})
 	}
 	return out
+}
+
+// pageSlots reads the current slots of a page of request records, nil when
+// the entity has no slot the grant may read.
+func (s *Service) pageSlots(ctx context.Context, e *model.Entity, grant *access.Grant, recs []*store.Record) (map[string][]store.Attachment, error) {
+	readable := false
+	for _, slot := range e.Attachments {
+		readable = readable || grant.Readable.Has(slot.ID)
+	}
+	if !readable || !e.IsRequestEntity() || len(recs) == 0 {
+		return nil, nil
+	}
+	ids := make([]string, len(recs))
+	for i, rec := range recs {
+		ids[i] = rec.ID
+	}
+	by, err := s.store.CurrentAttachments(ctx, e, ids)
+	if err != nil {
+		return nil, err
+	}
+	if by == nil {
+		by = map[string][]store.Attachment{}
+	}
+	return by, nil
 }
