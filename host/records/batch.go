@@ -216,15 +216,25 @@ func (s *Service) parseBatch(ctx context.Context, c Call, e *model.Entity, grant
 			return nil, nil, err
 		}
 	}
+	items, err := s.parseItems(ctx, c, e, grant, rawItems)
+	if err != nil {
+		return nil, nil, err
+	}
+	return items, cc, nil
+}
+
+// parseItems checks decoded batch items, each against the entity and the
+// grant; a refusal names its item.
+func (s *Service) parseItems(ctx context.Context, c Call, e *model.Entity, grant *access.Grant, rawItems []any) ([]batchItem, error) {
 	items := make([]batchItem, 0, len(rawItems))
 	for i, raw := range rawItems {
 		it, err := s.parseItem(ctx, c, e, grant, raw)
 		if err != nil {
-			return nil, nil, inItem(err, i)
+			return nil, inItem(err, i)
 		}
 		items = append(items, it)
 	}
-	return items, cc, nil
+	return items, nil
 }
 
 func (s *Service) parseItem(ctx context.Context, c Call, e *model.Entity, grant *access.Grant, raw any) (batchItem, error) {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/registrum/registrum/host/access"
 	"github.com/registrum/registrum/host/problem"
+	"github.com/registrum/registrum/internal/canonjson"
 	"github.com/registrum/registrum/internal/chunking"
 	"github.com/registrum/registrum/internal/strictjson"
 	"github.com/registrum/registrum/model"
@@ -438,7 +439,8 @@ type ChunkBody struct {
 	Items        []any
 	Digest       string
 	PrefixDigest string
-	// Canonical is JCS({"items": items}), the batch body the digest covers.
+	// Canonical is JCS({"items": items}), the batch body the digest covers;
+	// Items are what decoding it gives.
 	Canonical []byte
 }
 
@@ -473,6 +475,13 @@ func ParseChunk(body []byte) (*ChunkBody, error) {
 	canonical, err := chunking.Body(items)
 	if err != nil {
 		return nil, problem.At(problem.RequestInvalid, "/items", "the items have no canonical form (numbers must fit binary64)")
+	}
+	// The items as the canonical body holds them (numbers in their
+	// canonical form), which is what the chunk's items are checked as.
+	for i := range items {
+		if items[i], err = canonjson.CanonicalNumbers(items[i]); err != nil {
+			return nil, problem.At(problem.RequestInvalid, "/items", "the items have no canonical form (numbers must fit binary64)")
+		}
 	}
 	return &ChunkBody{Index: idx, Items: items, Digest: digest, PrefixDigest: prefix, Canonical: canonical}, nil
 }
@@ -575,7 +584,9 @@ func (s *Service) Chunk(ctx context.Context, c Call, e *model.Entity, runID stri
 				return nil, refuse(OutcomeInvalidItem, problem.RequestInvalid, "/items/"+strconv.Itoa(i)+"/operation", "every item of this run is a %s", run.Operation)
 			}
 		}
-		items, cc, err = s.parseBatch(ctx, c, e, grant, cb.Canonical)
+		// The items are the decoded canonical body (ParseChunk); a chunk
+		// carries no changeContext.
+		items, err = s.parseItems(ctx, c, e, grant, cb.Items)
 		if err != nil {
 			return nil, &chunkRefusal{OutcomeInvalidItem, err}
 		}

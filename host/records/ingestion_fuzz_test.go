@@ -5,10 +5,12 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"reflect"
 	"testing"
 
 	"github.com/registrum/registrum/host/problem"
 	"github.com/registrum/registrum/internal/canonjson"
+	"github.com/registrum/registrum/internal/strictjson"
 )
 
 // FuzzChunkBody feeds arbitrary bytes to the chunk body parser: it never
@@ -52,6 +54,11 @@ func FuzzChunkBody(f *testing.F) {
 		sum := sha256.Sum256(cb.Canonical)
 		if cb.CanonicalDigest() != hex.EncodeToString(sum[:]) {
 			t.Fatal("digest is not the SHA-256 of the canonical body")
+		}
+		// The items are the decoded canonical body.
+		doc, err := strictjson.Decode(cb.Canonical)
+		if err != nil || !reflect.DeepEqual(doc.(map[string]any)["items"], cb.Items) {
+			t.Fatalf("items %#v are not the decoded canonical body %q (%v)", cb.Items, cb.Canonical, err)
 		}
 		if !bytes.HasPrefix(cb.Canonical, []byte(`{"items":[`)) {
 			t.Fatalf("canonical body %q", cb.Canonical)

@@ -215,3 +215,39 @@ func AppendValue(buf []byte, v any) ([]byte, error) {
 	}
 	return nil, fmt.Errorf("canonjson: %T is not a decoded JSON value", v)
 }
+
+// CanonicalNumbers rewrites every json.Number of a decoded JSON value (as
+// strictjson.Decode returns it: strings valid UTF-8) into its RFC 8785
+// form, in place in maps and slices, and returns the value: what decoding
+// the value's canonical form gives, without writing and parsing it again.
+func CanonicalNumbers(v any) (any, error) {
+	switch x := v.(type) {
+	case json.Number:
+		f, err := strconv.ParseFloat(string(x), 64)
+		if err != nil {
+			return nil, fmt.Errorf("canonjson: number %s: %w", x, err)
+		}
+		b, err := AppendNumber(make([]byte, 0, 24), f)
+		if err != nil {
+			return nil, err
+		}
+		return json.Number(b), nil
+	case map[string]any:
+		for k, e := range x {
+			c, err := CanonicalNumbers(e)
+			if err != nil {
+				return nil, err
+			}
+			x[k] = c
+		}
+	case []any:
+		for i, e := range x {
+			c, err := CanonicalNumbers(e)
+			if err != nil {
+				return nil, err
+			}
+			x[i] = c
+		}
+	}
+	return v, nil
+}

@@ -5,9 +5,12 @@ import (
 	"encoding/json"
 	"math"
 	"math/rand/v2"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/registrum/registrum/internal/strictjson"
 )
 
 // randomString draws strings rich in what escaping and ordering get wrong:
@@ -132,6 +135,27 @@ func TestAppendValueMatchesMarshal(t *testing.T) {
 		got, err := AppendValue(nil, v)
 		if err != nil || !bytes.Equal(got, want) {
 			t.Fatalf("AppendValue = %s (%v), Marshal %s", got, err, want)
+		}
+	}
+	// CanonicalNumbers gives what decoding the canonical form gives.
+	for range 2000 {
+		// As strictjson decodes it: valid UTF-8, numbers as json.Number.
+		raw, _ := json.Marshal(randomValue(r, 0))
+		v, err := strictjson.Decode(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		canon, err := Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := strictjson.Decode(canon)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := CanonicalNumbers(v)
+		if err != nil || !reflect.DeepEqual(got, want) {
+			t.Fatalf("CanonicalNumbers = %#v (%v), decoded canonical form %#v", got, err, want)
 		}
 	}
 	if _, err := AppendValue(nil, json.Number("1e400")); err == nil {
