@@ -2,6 +2,9 @@ package host_test
 
 import (
 	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"testing"
 
 	"github.com/registrum/registrum/host/auth/authtest"
@@ -12,7 +15,16 @@ import (
 func TestImmediateActions(t *testing.T) {
 	is := authtest.StartIssuer(t, issuertest.DevOptions{Scopes: []string{"accounts:write"}, Claims: map[string]string{"region": "north"}}, nil)
 	dsn := storetest.NewDatabase(t)
-	cfg := deployment(t, "testdata/actions", dsn, is.HostAuthentication())
+	dir := t.TempDir()
+	if err := os.CopyFS(dir, os.DirFS("testdata/actions")); err != nil {
+		t.Fatal(err)
+	}
+	build := exec.Command("go", "build", "-buildmode=c-shared", "-trimpath", "-o", filepath.Join(dir, "plugins", "adjust.wasm"), "./testdata/actions/wasm")
+	build.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build the WebAssembly handler: %v\n%s", err, out)
+	}
+	cfg := deployment(t, dir, dsn, is.HostAuthentication())
 	_, srv := serve(t, cfg)
 	c := caller{srv: srv, token: is.Token(t, issuertest.StandardClientID)}
 	north, _ := c.create(t, "accounts", `{"region":"north","status":"open","balance":0}`)
@@ -27,7 +39,7 @@ func TestImmediateActions(t *testing.T) {
 	conditions := func(action, account string) string {
 		t.Helper()
 		extra := ""
-		if action == "adjust" {
+		if action != "close-account" {
 			extra = `,"amount":1`
 		}
 		s, b := post("/v1/actions/"+action+"/target-conditions", `{"input":{"account":"`+account+`"`+extra+`}}`)
@@ -129,6 +141,19 @@ func TestImmediateActions(t *testing.T) {
 	}
 	if n := countRows(t, dsn, `SELECT count(*) FROM registrum.revisions WHERE entity_id = 'ledger'`); n != 1 {
 		t.Fatalf("%d ledger rows after adjust", n)
+	}
+
+	// The same handler in WebAssembly: values, and the declared refusal.
+	etag = conditions("adjust-wasm", openID)
+	s, b = post("/v1/actions/adjust-wasm", `{"input":{"account":"`+openID+`","amount":2000},"preconditions":{"change":{"ifMatch":`+jsonString(etag)+`}}}`, "Idempotency-Key", "w1")
+	wantProblem(t, "WebAssembly handler refusal", 422, b, "action.refused")
+	s, b = post("/v1/actions/adjust-wasm", `{"input":{"account":"`+openID+`","amount":50},"preconditions":{"change":{"ifMatch":`+jsonString(etag)+`}}}`, "Idempotency-Key", "w2")
+	if s != 200 {
+		t.Fatalf("adjust-wasm: %d %s", s, b)
+	}
+	_, b = c.do(t, "GET", open, "", "")
+	if !contains(string(b), `"balance":100`) {
+		t.Fatalf("account after adjust-wasm: %s", b)
 	}
 }
 
