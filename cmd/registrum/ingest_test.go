@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -358,4 +359,108 @@ func callWith(t *testing.T, token, method, u string) (int, http.Header, string) 
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, resp.Header, string(b)
+}
+
+// TestIngestStopsWhenThePackageChanges: an activation that adds a field
+// while an import runs blocks the run (activePackageChanged); the importer,
+// meeting the new host, stops and names the successor run over the rest
+// of the file under the new package.
+func TestIngestStopsWhenThePackageChanges(t *testing.T) {
+	dir := t.TempDir()
+	pkg1 := compileVariant(t, dir, "v1", func(s string) string { return s })
+	pkg2 := compileVariant(t, dir, "v2", func(s string) string {
+		s = strings.Replace(s, "      - {id: qty, type: integer}\n", "      - {id: qty, type: integer}\n      - {id: note, type: string, maxLength: 40}\n", 1)
+		return strings.ReplaceAll(s, "[code, qty]", "[code, qty, note]")
+	})
+	dsn := storetest.NewDatabase(t)
+	is := authtest.StartIssuer(t, issuertest.DevOptions{Scopes: []string{"stock:write"}}, nil)
+	tokenFile := filepath.Join(dir, "token")
+	os.WriteFile(tokenFile, []byte(is.Token(t, issuertest.StandardClientID)), 0o600)
+	os.MkdirAll(filepath.Join(dir, "secrets"), 0o700)
+	os.WriteFile(filepath.Join(dir, "secrets", "host-key"), bytes.Repeat([]byte{9}, 32), 0o600)
+	cfgFor := func(pkg string) string {
+		return fmt.Sprintf("version: 1\ndatabase: {url: %q}\npackage: %s\nsecrets: {root: secrets}\nhostKeyRef: secret:file/host-key\n%s", dsn, pkg, is.HostAuthentication())
+	}
+	var src strings.Builder
+	for i := range 400 {
+		fmt.Fprintf(&src, `{"operation":"create","data":{"code":"P-%d","qty":%d}}`+"\n", i, i)
+	}
+	file := filepath.Join(dir, "items.jsonl")
+	os.WriteFile(file, []byte(src.String()), 0o600)
+	db, err := pgx.Connect(context.Background(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close(context.Background())
+	lockConn, err := pgx.Connect(context.Background(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lockConn.Close(context.Background())
+	gate := &chunkGate{t: t, conn: lockConn}
+
+	host1, base := startHost(t, cfgFor(pkg1), dir)
+	cfgPath := filepath.Join(dir, "host-"+base[strings.LastIndex(base, ":")+1:]+".yaml")
+	proxy := newFaultProxy(t)
+	proxy.setBackend(strings.TrimPrefix(base, "http://"))
+	importer := exec.Command(binary, "ingest", "--url", proxy.url(), "--route", "items", "--profile", "clerk", "--token-file", tokenFile, file)
+	var out syncBuffer
+	importer.Stdout, importer.Stderr = &out, &out
+	gate.close()
+	if err := importer.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { importer.Process.Kill(); importer.Wait() })
+	gate.waitCommitHeld(db)
+	// The activation waits for the held chunk's transaction (it alters the
+	// table the chunk writes); the chunk commits, then the package moves.
+	activate := exec.Command(binary, "activate", pkg2, "--config", cfgPath)
+	var activated syncBuffer
+	activate.Stdout, activate.Stderr = &activated, &activated
+	if err := activate.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	gate.open()
+	if err := activate.Wait(); err != nil {
+		t.Fatalf("activate: %v\n%s", err, activated.String())
+	}
+	if !exited(host1, 10*time.Second) {
+		t.Fatal("the host of the previous package still serves")
+	}
+	_, base = startHost(t, cfgFor(pkg2), dir)
+	proxy.setBackend(strings.TrimPrefix(base, "http://"))
+	done := make(chan error, 1)
+	go func() { done <- importer.Wait() }()
+	select {
+	case err = <-done:
+	case <-time.After(90 * time.Second):
+		t.Fatalf("the importer did not stop:\n%s", out.String())
+	}
+	var committed int
+	var status string
+	db.QueryRow(context.Background(), "SELECT committed_items, status FROM registrum.ingestion_runs").Scan(&committed, &status)
+	msg := out.String()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 || committed == 0 || committed == 400 ||
+		!strings.Contains(msg, "412 precondition.failed") || !strings.Contains(msg, "activePackageChanged") ||
+		!strings.Contains(msg, "Start a successor run under the new package over the rest of the file, from line "+strconv.Itoa(committed+1)) ||
+		!strings.Contains(msg, fmt.Sprintf("tail -n +%d %s > ", committed+1, file)) {
+		t.Fatalf("importer (%v, %d committed, run %s):\n%s", err, committed, status, msg)
+	}
+	t.Logf("importer:\n%s", msg)
+
+	// The successor run, as printed, imports the rest under the new package.
+	lines := strings.Split(strings.TrimSpace(msg), "\n")
+	tail, again := strings.TrimSpace(lines[len(lines)-2]), shellWords(strings.TrimSpace(lines[len(lines)-1]))
+	if res, err := exec.Command("sh", "-c", tail).CombinedOutput(); err != nil {
+		t.Fatalf("%s: %v %s", tail, err, res)
+	}
+	if res, err := exec.Command(binary, again[1:]...).CombinedOutput(); err != nil || !strings.Contains(string(res), fmt.Sprintf("complete: %d items", 400-committed)) {
+		t.Fatalf("the successor run: %v\n%s", err, res)
+	}
+	var records int
+	db.QueryRow(context.Background(), "SELECT count(*) FROM registrum_data.e_item").Scan(&records)
+	if records != 400 {
+		t.Fatalf("%d records after the successor run", records)
+	}
 }
