@@ -93,6 +93,12 @@ func TestActivateMovesTheDatabaseAndEveryHostSeesIt(t *testing.T) {
 		t.Fatalf("create: %d %s", s, b)
 	}
 	loc := hdr.Get("Location")
+	var created struct {
+		Data struct {
+			Snapshot string `json:"snapshot"`
+		} `json:"data"`
+	}
+	json.Unmarshal([]byte(b), &created)
 	p1, err := model.Load(pkg1)
 	if err != nil {
 		t.Fatal(err)
@@ -144,6 +150,10 @@ func TestActivateMovesTheDatabaseAndEveryHostSeesIt(t *testing.T) {
 	hostC, baseC := startHost(t, cfgFor(pkg2, ""), dir)
 	if s, _, b := call(t, "GET", baseC+loc, "", ""); s != 200 || !strings.Contains(b, `"qty":3`) || !strings.Contains(b, `"note":null`) {
 		t.Fatalf("the record under the new package: %d %s", s, b)
+	}
+	// A snapshot taken under the previous package reads under the new one.
+	if s, _, b := call(t, "GET", baseC+"/v1/records/items:snapshot?snapshot="+created.Data.Snapshot, "", ""); s != 200 || !strings.Contains(b, `"code":"A-1"`) {
+		t.Fatalf("a snapshot of the previous package: %d %s", s, b)
 	}
 	s, _, b = call(t, "GET", baseC+"/v1/records/items/ingestion-runs/"+opened.RunID, "", "")
 	if s != 200 || !strings.Contains(b, `"status":"blocked"`) || !strings.Contains(b, `"blockedReason":"activePackageChanged"`) {

@@ -83,3 +83,24 @@ func FuzzSnapshotToken(f *testing.F) {
 		}
 	})
 }
+
+// A state with too many transactions in progress has no token: the read
+// or write that needs one answers 503 source.unavailable.
+func TestSnapshotTokenBound(t *testing.T) {
+	s := store.Snapshot{Xmin: 1, Xmax: 1 << 40}
+	for i := range 2000 {
+		s.Xip = append(s.Xip, 2+uint64(i)*100000)
+	}
+	if _, err := SnapshotToken([8]byte{}, s); !errors.Is(err, errSnapshotTooLong) {
+		t.Fatalf("a token of %d in-progress ids: %v", len(s.Xip), err)
+	}
+	s.Xip = s.Xip[:300]
+	tok, err := SnapshotToken([8]byte{}, s)
+	if err != nil || len(tok) > MaxSnapshotTokenBytes {
+		t.Fatalf("300 in-progress ids: %d bytes, %v", len(tok), err)
+	}
+	var pe *problem.Error
+	if !errors.As(sourceUnavailable(errSnapshotTooLong), &pe) || pe.Code != problem.SourceUnavailable {
+		t.Fatal("a token too long is not source.unavailable")
+	}
+}
