@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -90,7 +91,7 @@ func startAttachments(t *testing.T, workers bool) attachEnv {
 	yaml = bytes.ReplaceAll(yaml, []byte("VERIFIER_ENDPOINT"), []byte(scanSrv.URL+"/scan"))
 	os.WriteFile(filepath.Join(dir, "registry.yaml"), yaml, 0o644)
 
-	is := authtest.StartIssuer(t, issuertest.DevOptions{Scopes: []string{"families:write"}}, addClient(t, `"families:write"`))
+	is := authtest.StartIssuer(t, issuertest.DevOptions{Scopes: []string{"families:write"}, Claims: map[string]string{"region": "north"}}, addRegionalClient(t))
 	is.Setup.Clients = append(is.Setup.Clients, issuertest.DevClient{ID: "colleague", Profile: "standard",
 		KeyFile: filepath.Join(filepath.Dir(is.Setup.ConfigPath), "client-keys", "colleague.jwk"), Audience: is.Setup.TokenURL})
 	dsn := storetest.NewDatabase(t)
@@ -510,5 +511,44 @@ func TestEICARVerifierRejectsTheTestFileEndToEnd(t *testing.T) {
 		if want := map[string]int{"rejected": 404, "approved": 200}[c.want]; resp.StatusCode != want {
 			t.Fatalf("download of %s content: %d, want %d", c.want, resp.StatusCode, want)
 		}
+	}
+}
+
+// addRegionalClient registers a second client ("colleague", region south)
+// in a dev issuer's folder.
+func addRegionalClient(t *testing.T) func(dir string) {
+	return func(dir string) {
+		priv, pub := issuertest.GenerateKey(t, "ES256")
+		privJSON, _ := priv.MarshalJSON()
+		pubJSON, _ := pub.MarshalJSON()
+		if err := os.WriteFile(filepath.Join(dir, "client-keys", "colleague.jwk"), privJSON, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		reg := fmt.Sprintf("clientId: colleague\nprincipal: service:colleague\nauthorization:\n  scopes: [\"families:write\"]\n  claims:\n    region: south\nkeys:\n  - %s\n", pubJSON)
+		if err := os.WriteFile(filepath.Join(dir, "clients", "colleague.yaml"), []byte(reg), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestAttachmentRowBoundary: a request outside the caller's row boundary
+// is not found for upload, removal and download; inside, it works.
+func TestAttachmentRowBoundary(t *testing.T) {
+	env := startAttachments(t, false)
+	loc, etag := env.owner.create(t, "regional-claims", `{"region":"north"}`)
+	resp, b := env.colleague.upload(t, loc, "evidence", "text/plain", etag, "b1", []byte("x"))
+	wantProblem(t, "upload outside the boundary", 404, b, "resource.not_found")
+	resp, b = env.owner.upload(t, loc, "evidence", "text/plain", etag, "b1", []byte("inside"))
+	if resp.StatusCode != 200 {
+		t.Fatalf("upload inside the boundary: %d %s", resp.StatusCode, b)
+	}
+	etag = resp.Header.Get("ETag")
+	resp, b = env.colleague.do(t, "GET", loc+"/attachments/evidence?proposalVersion=1", "", "")
+	wantProblem(t, "download outside the boundary", 404, b, "resource.not_found")
+	resp, b = env.colleague.do(t, "DELETE", loc+"/attachments/evidence", "", "", "If-Match", etag, "Idempotency-Key", "b2")
+	wantProblem(t, "removal outside the boundary", 404, b, "resource.not_found")
+	resp, b = env.owner.do(t, "GET", loc+"/attachments/evidence?proposalVersion=1", "", "")
+	if resp.StatusCode != 200 || string(b) != "inside" {
+		t.Fatalf("download inside the boundary: %d %s", resp.StatusCode, b)
 	}
 }
