@@ -1,15 +1,20 @@
 package host_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"net/url"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/pb33f/libopenapi"
+	validator "github.com/pb33f/libopenapi-validator"
 
 	"github.com/registrum/registrum/host/auth/authtest"
 	"github.com/registrum/registrum/issuer/issuertest"
@@ -164,6 +169,65 @@ func TestSpatialAdapterOverHTTP(t *testing.T) {
 			if s := strings.ToLower(string(b)); strings.Contains(s, "opengis") || strings.Contains(s, "ogcapi") || strings.Contains(s, "extent") {
 				t.Errorf("%s claims OGC conformance or carries an extent: %s", path, b)
 			}
+		}
+	})
+
+	t.Run("answers match the served OpenAPI document", func(t *testing.T) {
+		_, doc := anon.do(t, "GET", "/openapi.json", "", "")
+		d, err := libopenapi.NewDocument(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, errs := validator.NewValidator(d)
+		if len(errs) > 0 {
+			t.Fatal(errs)
+		}
+		for _, tc := range []struct {
+			c      caller
+			path   string
+			status int
+		}{
+			{anon, "/v1/gis", 200}, {anon, "/v1/gis/conformance", 200}, {anon, "/v1/gis/api", 200},
+			{clerk, "/v1/gis/collections", 200}, {clerk, "/v1/gis/collections/sites", 200},
+			{clerk, "/v1/gis/collections/sites/items?bbox=-180,-90,180,90&limit=2", 200},
+			{clerk, "/v1/gis/collections/sites/items?limit=10000", 200},
+			{anon, "/v1/gis/collections/sites/items?accessProfile=public&bbox=170,-30,-170,0", 200},
+			{clerk, "/v1/gis/collections/sites/items?limit=0", 400},
+			{anon, "/v1/gis/collections/sites/items", 404},
+			{clerk, "/v1/records/sites?bbox=0,40,10,50&$top=1", 200},
+		} {
+			req, _ := http.NewRequest("GET", srv.URL+tc.path, nil)
+			if tc.c.token != "" {
+				req.Header.Set("Authorization", "Bearer "+tc.c.token)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			resp.Body = io.NopCloser(bytes.NewReader(body))
+			if resp.StatusCode != tc.status {
+				t.Errorf("%s: %d %s", tc.path, resp.StatusCode, body)
+				continue
+			}
+			if tc.status == 200 {
+				if ok, errs := v.ValidateHttpRequest(req); !ok {
+					t.Errorf("%s: the request does not match the document: %v", tc.path, errs)
+				}
+			}
+			if ok, errs := v.ValidateHttpResponse(req, resp); !ok {
+				for _, e := range errs {
+					t.Errorf("%s: the answer does not match the document: %s %s %v", tc.path, e.Message, e.Reason, e.SchemaValidationErrors)
+				}
+			}
+		}
+		// The check is not vacuous: a collection that is no GeoJSON fails it.
+		req, _ := http.NewRequest("GET", srv.URL+"/v1/gis/collections/sites/items", nil)
+		bad := &http.Response{StatusCode: 200, Header: http.Header{"Content-Type": {"application/geo+json"}}, Request: req,
+			Body: io.NopCloser(strings.NewReader(`{"type":"FeatureCollection","features":[{"type":"Feature","id":"x","geometry":{"type":"Point","coordinates":[1]},"properties":{}}]}`))}
+		if ok, _ := v.ValidateHttpResponse(req, bad); ok {
+			t.Error("the document accepts a feature whose point has one coordinate")
 		}
 	})
 
