@@ -27,7 +27,9 @@ import (
 	"github.com/registrum/registrum/host"
 	"github.com/registrum/registrum/host/auth/authtest"
 	"github.com/registrum/registrum/issuer/issuertest"
+	"github.com/registrum/registrum/project"
 	"github.com/registrum/registrum/store"
+	"github.com/registrum/registrum/store/layout"
 	"github.com/registrum/registrum/store/storetest"
 )
 
@@ -550,5 +552,35 @@ func TestAttachmentRowBoundary(t *testing.T) {
 	resp, b = env.owner.do(t, "GET", loc+"/attachments/evidence?proposalVersion=1", "", "")
 	if resp.StatusCode != 200 || string(b) != "inside" {
 		t.Fatalf("download inside the boundary: %d %s", resp.StatusCode, b)
+	}
+}
+
+// TestSlotsAreEngineOwnedInEffects: an effect can neither set a slot nor
+// take a value from one; the compiler refuses both.
+func TestSlotsAreEngineOwnedInEffects(t *testing.T) {
+	for name, edit := range map[string][3]string{
+		"set a slot":       {"set: {text: {value: regional}}", "set: {region: {value: north}, evidence: {value: x}}\n          target: {entity: regional_claim}", "slots are engine-owned and effects cannot write them"},
+		"read from a slot": {"set: {text: {fromField: text}}", "set: {text: {fromField: evidence}}", `fromField "evidence" is not a field`},
+	} {
+		dir := t.TempDir()
+		if err := os.CopyFS(dir, os.DirFS("testdata/attachments")); err != nil {
+			t.Fatal(err)
+		}
+		yaml, _ := os.ReadFile(filepath.Join(dir, "registry.yaml"))
+		yaml = bytes.ReplaceAll(yaml, []byte("VERIFIER_ENDPOINT"), []byte("http://127.0.0.1:9/scan"))
+		doc := string(yaml)
+		if name == "set a slot" {
+			doc = strings.Replace(doc, "          target: {entity: note}\n          set: {text: {value: regional}}", "          "+edit[1], 1)
+		} else {
+			doc = strings.Replace(doc, edit[0], edit[1], 1)
+		}
+		if doc == string(yaml) {
+			t.Fatalf("%s: the edit did not apply", name)
+		}
+		os.WriteFile(filepath.Join(dir, "registry.yaml"), []byte(doc), 0o644)
+		_, err := project.Compile(dir, project.Options{Fingerprint: layout.Fingerprint})
+		if err == nil || !strings.Contains(err.Error(), edit[2]) || strings.Count(err.Error(), "\n") != 1 {
+			t.Errorf("%s: compiled (%v)", name, err)
+		}
 	}
 }
