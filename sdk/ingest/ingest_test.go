@@ -1,0 +1,74 @@
+package ingest
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/registrum/registrum/internal/chunking"
+)
+
+func testPlan(t *testing.T) *Plan {
+	t.Helper()
+	var b strings.Builder
+	for i := range 5 {
+		b.WriteString(`{"operation":"create","data":{"n":` + string(rune('0'+i)) + `}}` + "\n")
+	}
+	p, err := PlanReader(strings.NewReader(b.String()), Create, Bounds{MaximumItems: 2, MaximumBytes: 4096})
+	if err != nil || len(p.Chunks) != 3 {
+		t.Fatalf("plan %+v, %v", p, err)
+	}
+	return p
+}
+
+// runOf is the run a host keeps for plan after its first n chunks.
+func runOf(p *Plan, n int) *Run {
+	r := &Run{RunID: "r", Status: "open", Operation: p.Operation, InputDigest: p.InputDigest, InputLength: p.InputLength, ItemCount: p.ItemCount,
+		ChunkCount: len(p.Chunks), MaximumItems: p.Bounds.MaximumItems, MaximumBytes: p.Bounds.MaximumBytes, NextChunkIndex: n, CommittedPrefixDigest: chunking.EmptyDigest}
+	if n > 0 {
+		r.CommittedItems, r.CommittedPrefixDigest = p.Chunks[n-1].FirstItem+p.Chunks[n-1].Items, p.Chunks[n-1].PrefixDigest
+	}
+	return r
+}
+
+func TestMatchesOnlyTheRunOfThisPlan(t *testing.T) {
+	p := testPlan(t)
+	for n := range 4 {
+		if err := Matches(runOf(p, n), p); err != nil {
+			t.Errorf("after %d chunks: %v", n, err)
+		}
+	}
+	for name, edit := range map[string]func(*Run){
+		"another source":         func(r *Run) { r.InputDigest = strings.Repeat("0", 64) },
+		"another operation":      func(r *Run) { r.Operation = Patch },
+		"other bounds":           func(r *Run) { r.MaximumItems = 3 },
+		"a prefix off the plan":  func(r *Run) { r.CommittedPrefixDigest = p.Chunks[0].PrefixDigest },
+		"items off the plan":     func(r *Run) { r.CommittedItems = 3 },
+		"past the last chunk":    func(r *Run) { r.NextChunkIndex = 4 },
+		"another chunk count":    func(r *Run) { r.ChunkCount = 4 },
+		"another length of file": func(r *Run) { r.InputLength++ },
+	} {
+		r := runOf(p, 2)
+		edit(r)
+		if err := Matches(r, p); err == nil {
+			t.Errorf("%s: matched", name)
+		}
+	}
+}
+
+func TestRefusalNamesTheSourceLine(t *testing.T) {
+	p := testPlan(t)
+	c := &Client{}
+	at := "/items/1/data/n"
+	r := c.refusal(runOf(p, 1), p, 1, &Problem{Status: 400, Code: "request.invalid", Detail: "bad", FieldPath: &at})
+	if r.Item != 3 || r.Line != 4 || r.Committed != 2 || !strings.Contains(r.Error(), "line 4 (in chunk 1)") {
+		t.Fatalf("refusal %+v: %v", r, r)
+	}
+	r = c.refusal(runOf(p, 1), p, 1, &Problem{Status: 412, Code: "precondition.failed", Detail: "moved"})
+	if r.Line != 0 || !strings.Contains(r.Error(), "chunk 1 (lines 3-4)") {
+		t.Fatalf("refusal without an item %+v: %v", r, r)
+	}
+	out := "/items/9/data"
+	if r = c.refusal(runOf(p, 1), p, 1, &Problem{FieldPath: &out}); r.Line != 0 {
+		t.Fatalf("an item index outside the chunk named line %d", r.Line)
+	}
+}
