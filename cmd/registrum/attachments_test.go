@@ -119,4 +119,33 @@ func TestVerificationCompletesOnceAfterKill9(t *testing.T) {
 	if attempts < 2 || approvals != 1 || verdicts != 1 {
 		t.Fatalf("%d attempts, %d approvals, %d verdicts (want >= 2, 1, 1)", attempts, approvals, verdicts)
 	}
+
+	// The operator erases the content: the slot keeps size and hash, the
+	// download answers 404, the erasure is audited.
+	cfgs, _ := filepath.Glob(filepath.Join(dir, "host-*.yaml"))
+	id := filepath.Base(loc)
+	out, err := exec.Command(binary, "attachments", "erase", "--config", cfgs[0], "--entity", "claim", "--record", id, "--slot", "scan").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "erased slot scan of claim/"+id+" in 1 proposal version(s); content deleted: true") {
+		t.Fatalf("attachments erase: %v %s", err, out)
+	}
+	if s, _, b := call(t, "GET", base+loc+"/attachments/scan?proposalVersion=1", "", ""); s != 404 {
+		t.Fatalf("download after erasure: %d %s", s, b)
+	}
+	_, _, b = call(t, "GET", base+loc, "", "")
+	if !strings.Contains(b, `"erased":true`) || strings.Contains(b, `"contentType"`) {
+		t.Fatalf("slot after erasure: %s", b)
+	}
+	out, err = exec.Command(binary, "attachments", "erase", "--config", cfgs[0], "--entity", "claim", "--record", id, "--slot", "scan").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "holds no content to erase") {
+		t.Fatalf("second erase: %v %s", err, out)
+	}
+	out, err = exec.Command(binary, "attachments", "erase", "--config", cfgs[0], "--entity", "claim", "--record", id, "--slot", "nope").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), `has no attachment slot "nope"`) {
+		t.Fatalf("erase of an unknown slot: %v %s", err, out)
+	}
+	var erasures int
+	conn.QueryRow(context.Background(), "SELECT count(*) FROM registrum.audit WHERE operation = 'attachment.erase'").Scan(&erasures)
+	if erasures != 1 {
+		t.Fatalf("%d erasures audited", erasures)
+	}
 }
