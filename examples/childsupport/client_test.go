@@ -97,6 +97,18 @@ func TestClientAgainstTheExampleHost(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// The package the host serves is the one compiled here.
+	res, err := project.Compile(".", project.Options{Fingerprint: layout.Fingerprint})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.CheckPackage(ctx, res.Package.Revision, cw); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.CheckPackage(ctx, "sha256:"+strings.Repeat("0", 64), cw); !errors.Is(err, client.ErrPackageMismatch) {
+		t.Fatalf("another revision: %v", err)
+	}
+
 	// Create, read, patch under If-Match.
 	kase := caseData{CaseNumber: "CS-1000", SupportType: "maintenance", ApplicantNationalID: "P-1", HealthDistrict: "north", Status: "open", OpenedOn: "2026-11-01"}
 	rec, err := c.Create(ctx, "cases", kase, cw)

@@ -53,7 +53,7 @@ func GoTypes(p *model.Package, pkgName string) ([]byte, error) {
 		}
 		b.WriteString(")\n\n")
 	}
-	fmt.Fprintf(&b, "// PackageRevision is the revision of the compiled package the types were generated from.\nconst PackageRevision = %q\n\n", p.Revision)
+	fmt.Fprintf(&b, "// PackageRevision is the revision of the compiled package the types were\n// generated from; check it against the host with client.CheckPackage.\nconst PackageRevision = %q\n\n", p.Revision)
 
 	taken := map[string]bool{"PackageRevision": true}
 	point := unique(taken, "Point")

@@ -415,3 +415,38 @@ func (c *Client) Registry(ctx context.Context, opts ...CallOption) (json.RawMess
 	}
 	return json.RawMessage(r.body), nil
 }
+
+// ErrPackageMismatch is returned by CheckPackage when the host serves
+// another package revision than the one a typed client was generated from.
+var ErrPackageMismatch = errors.New("client: the host serves another package revision")
+
+// PackageRevision reads the revision (sha256:<hex>) of the package the
+// host serves, from the registry document.
+func (c *Client) PackageRevision(ctx context.Context, opts ...CallOption) (string, error) {
+	b, err := c.Registry(ctx, opts...)
+	if err != nil {
+		return "", err
+	}
+	var doc struct {
+		PackageRevision string `json:"packageRevision"`
+	}
+	if err := json.Unmarshal(b, &doc); err != nil || doc.PackageRevision == "" {
+		return "", fmt.Errorf("client: the registry document names no packageRevision")
+	}
+	return doc.PackageRevision, nil
+}
+
+// CheckPackage checks that the host serves the package revision want (the
+// PackageRevision constant of code from `registrum generate go`): typed
+// clients are exact for one compiled package. A mismatch wraps
+// ErrPackageMismatch and names both revisions.
+func (c *Client) CheckPackage(ctx context.Context, want string, opts ...CallOption) error {
+	got, err := c.PackageRevision(ctx, opts...)
+	if err != nil {
+		return err
+	}
+	if got != want {
+		return fmt.Errorf("%w: %s, generated from %s", ErrPackageMismatch, got, want)
+	}
+	return nil
+}
