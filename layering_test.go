@@ -60,7 +60,7 @@ var rules = []rule{
 	{folder: "issuer", may: []string{"internal"}},
 	{folder: "issuer/issuertest", may: []string{"issuer", "internal", "sdk/tokensource"}},
 	{folder: "host", may: []string{"model", "store", "planners", "hooks", "plugins", "internal", "project/generate", "sdk/tokensource"},
-		testMay: []string{"project"}, helpers: []string{"issuer/issuertest", "store/storetest"}},
+		testMay: []string{"project", "sdk/webhook"}, helpers: []string{"issuer/issuertest", "store/storetest"}},
 	{folder: "host/httpapi", may: []string{"host", "model", "plugins", "internal", "project/generate"},
 		testMay: []string{"project"}, helpers: []string{"store/storetest"}},
 	{folder: "host/auth/authtest", may: []string{"host", "issuer/issuertest", "internal"}},

@@ -1,43 +1,263 @@
 // Package hooks delivers the events a registry emits.
 //
 // Events are captured in the same transaction as the write that causes them
-// (an outbox row and a River job inserted by the store), then delivered after
-// commit: as signed CloudEvents to webhook destinations, with retry, dead
-// letters and operator replay, and to local handlers (reviewed tengo or wasm
-// modules called through package plugins). River workers of this package do
-// the delivery; nothing here runs inside a request's transaction.
-//
-// The package imports model, store and plugins; it never sees HTTP requests
-// of clients.
+// (Events implements store.Capturer: conditions evaluated on the stored
+// before and after values, the declared projection, one delivery row and one
+// River job carrying only its id), then delivered after commit by the River
+// workers of this package: as signed CloudEvents (HTTP binary mode) to
+// webhook destinations, with a durable attempt audit before each send, the
+// compiled retry schedule, dead letters and operator replay, and to local
+// handlers (reviewed tengo or wasm modules run through package plugins).
+// Nothing here runs a network call inside a request's transaction.
 package hooks
 
 import (
-	"context"
-	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"regexp"
 	"time"
+
+	"github.com/registrum/registrum/internal/canonjson"
+	"github.com/registrum/registrum/model"
+	"github.com/registrum/registrum/plugins"
 )
 
-// Event is one captured event, as handlers and destinations receive it.
-type Event struct {
-	// ID is unique per event; Type is the event type, e.g.
-	// "registry.record.created"; Subject the record route and id.
-	ID, Type, Subject string
-	// Entity and RecordID name the record; Revision the revision the event
-	// describes.
-	Entity, RecordID string
-	Revision         int64
-	// Stage is a change request's review stage, for lifecycle events.
-	Stage string
-	// Time is when the causing transaction committed.
-	Time time.Time
-	// Data is the event body, already narrowed to what the destination's
-	// grant may read.
-	Data json.RawMessage
+// Network policies of a destination.
+const (
+	// NetworkPublic (the default) needs https and a public address.
+	NetworkPublic = "public"
+	// NetworkPrivate admits http and private or loopback addresses too.
+	NetworkPrivate = "private"
+	// NetworkLoopback admits only loopback addresses, http or https.
+	NetworkLoopback = "loopback"
+)
+
+// Destination is a webhook destination bound by the runtime configuration.
+type Destination struct {
+	ID string
+	// URL is the destination: scheme, host and the fixed request path.
+	URL *url.URL
+	// Key is the signing key, its exact bytes (at least MinKeyBytes).
+	Key []byte
+	// Network is NetworkPublic, NetworkPrivate or NetworkLoopback.
+	Network string
+	// Ceiling is the highest event classification the destination may get.
+	Ceiling string
+	// MaximumAttempts, AttemptTimeoutMs and PayloadRetentionSeconds tighten
+	// the compiled policy when set (0: as compiled); they never widen it.
+	MaximumAttempts, AttemptTimeoutMs int
+	PayloadRetentionSeconds           int64
 }
 
-// A Handler receives events: a webhook destination or a local handler
-// module. A returned error means "try again later"; a handler that must
-// refuse an event for good reports it in its result instead.
-type Handler interface {
-	Handle(ctx context.Context, e Event) error
+// BindingDigest identifies what a delivery was captured for: the
+// destination's id, URL, network policy and ceiling (not its key, so a key
+// can be rotated under retained work).
+func (d *Destination) BindingDigest() string {
+	dg, err := canonjson.Digest(map[string]string{"destinationId": d.ID, "url": d.URL.String(), "network": d.Network, "classificationCeiling": d.Ceiling})
+	if err != nil {
+		panic("hooks: binding digest: " + err.Error()) // strings always encode
+	}
+	return dg
+}
+
+// Config configures the events of one host.
+type Config struct {
+	Package *model.Package
+	// InstanceID names this deployment in the event source.
+	InstanceID string
+	// Destinations are the bound webhook destinations by id.
+	Destinations map[string]*Destination
+	// DataSchemas maps "<entity>.<event>" to the event's dataschema URN.
+	DataSchemas map[string]string
+	// RecordReference returns the keyed reference of a record.
+	RecordReference func(entityID, recordID string) string
+	// Handlers run local handler modules (nil when the package has none).
+	Handlers *plugins.Set
+	// Logger receives warnings (default: discarded).
+	Logger *slog.Logger
+	// ReapEvery is the period of the lease reaper and payload expiry
+	// (default 5 s).
+	ReapEvery time.Duration
+	// LeaseGrace is added to the attempt timeout to make a lease (default 5 s).
+	LeaseGrace time.Duration
+	// Metrics receives the delivery figures (default: unregistered).
+	Metrics *Metrics
+}
+
+// MaxHop is the loop limit: an event caused, through local handlers, by a
+// chain of more than MaxHop earlier events is refused with the write that
+// would capture it.
+const MaxHop = 8
+
+// ErrLoop refuses a write whose event would exceed MaxHop.
+var ErrLoop = errors.New("hooks: the event chain is longer than the loop limit")
+
+var instancePattern = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,63}$`)
+
+// bound is one hook as this host captures and delivers it.
+type bound struct {
+	entity     *model.Entity
+	hook       *model.Hook
+	dest       *Destination // url handlers
+	policy     model.Delivery
+	dataschema string
+	binding    string
+	module     *plugins.Module // local handlers
+}
+
+// Events captures and delivers a package's events.
+type Events struct {
+	cfg    Config
+	source string
+	hooks  map[string]*bound // by hook id
+	log    *slog.Logger
+	m      *Metrics
+	// clients are the destinations' HTTP clients, by destination id.
+	clients map[string]Doer
+}
+
+// New checks the configuration against the package and returns the events
+// of a host. It refuses a url hook whose classification exceeds its
+// destination's ceiling, a runtime limit that widens the compiled one, a
+// production package whose url hook has no destination, and a local handler
+// whose module is not loaded. A development package's url hook without a
+// destination is left out (logged): nothing is captured for it.
+func New(cfg Config) (*Events, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.ReapEvery == 0 {
+		cfg.ReapEvery = 5 * time.Second
+	}
+	if cfg.LeaseGrace == 0 {
+		cfg.LeaseGrace = 5 * time.Second
+	}
+	p := cfg.Package
+	ev := &Events{cfg: cfg, hooks: map[string]*bound{}, log: cfg.Logger, clients: map[string]Doer{}, m: cfg.Metrics,
+		source: "urn:engine:registry:" + p.Registry.ID + ":instance:" + cfg.InstanceID}
+	for id, d := range cfg.Destinations {
+		if id != d.ID {
+			return nil, fmt.Errorf("hooks: destination %q is bound under id %q", d.ID, id)
+		}
+		if len(d.Key) < MinKeyBytes {
+			return nil, fmt.Errorf("hooks: destination %s: the signing key must hold at least %d bytes", id, MinKeyBytes)
+		}
+		if model.ClassificationRank(d.Ceiling) < 0 {
+			return nil, fmt.Errorf("hooks: destination %s: unknown classificationCeiling %q", id, d.Ceiling)
+		}
+		ev.clients[id] = newClient(d)
+	}
+	if ev.m == nil {
+		ev.m = NewMetrics(nil)
+	}
+	for _, e := range p.Entities {
+		for _, h := range e.Hooks {
+			if h.Handler == nil {
+				continue
+			}
+			b := &bound{entity: e, hook: h, dataschema: cfg.DataSchemas[e.ID+"."+h.ID]}
+			if b.dataschema == "" {
+				return nil, fmt.Errorf("hooks: event %s.%s has no data schema", e.ID, h.ID)
+			}
+			b.policy = *model.DefaultDelivery()
+			if h.Delivery != nil {
+				b.policy = *h.Delivery
+			}
+			switch h.Handler.Kind {
+			case model.HandlerURL:
+				d := cfg.Destinations[h.Handler.DestinationID]
+				if d == nil {
+					if p.Production {
+						return nil, fmt.Errorf("hooks: hook %s of %s delivers to destination %q, which eventDestinations does not bind", h.ID, e.ID, h.Handler.DestinationID)
+					}
+					ev.log.Warn("events of this hook are not captured: its destination is not bound in eventDestinations", "hook", h.ID, "entity", e.ID, "destination", h.Handler.DestinationID)
+					continue
+				}
+				if cfg.InstanceID == "" || !instancePattern.MatchString(cfg.InstanceID) {
+					return nil, errors.New("hooks: instanceId is required (lowercase letters, digits and dashes) when events are delivered")
+				}
+				if model.ClassificationRank(h.Classification) > model.ClassificationRank(d.Ceiling) {
+					return nil, fmt.Errorf("hooks: hook %s of %s is classified %s, above the classificationCeiling %s of destination %s",
+						h.ID, e.ID, h.Classification, d.Ceiling, d.ID)
+				}
+				if err := tighten(&b.policy, d); err != nil {
+					return nil, fmt.Errorf("hooks: destination %s, hook %s: %w", d.ID, h.ID, err)
+				}
+				b.dest, b.binding = d, d.BindingDigest()
+			case model.HandlerTengo, model.HandlerWASM:
+				if cfg.InstanceID == "" {
+					cfg.InstanceID = "local"
+					ev.source = "urn:engine:registry:" + p.Registry.ID + ":instance:local"
+				}
+				mod, ok := module(cfg.Handlers, h.Handler.Module)
+				if !ok {
+					return nil, fmt.Errorf("hooks: hook %s of %s: its handler module %s is not loaded", h.ID, e.ID, h.Handler.Module)
+				}
+				b.module = mod
+			default:
+				return nil, fmt.Errorf("hooks: hook %s of %s: unknown handler kind %q", h.ID, e.ID, h.Handler.Kind)
+			}
+			ev.hooks[h.ID] = b
+		}
+	}
+	return ev, nil
+}
+
+// tighten applies a destination's limits to the compiled policy, refusing
+// any that would widen it.
+func tighten(p *model.Delivery, d *Destination) error {
+	if n := d.MaximumAttempts; n != 0 {
+		if n < 1 || n > p.MaximumAttempts {
+			return fmt.Errorf("maximumAttempts %d must be between 1 and the compiled %d", n, p.MaximumAttempts)
+		}
+		p.MaximumAttempts = n
+	}
+	if n := d.AttemptTimeoutMs; n != 0 {
+		if n < 100 || n > p.AttemptTimeoutMs {
+			return fmt.Errorf("attemptTimeoutMs %d must be between 100 and the compiled %d", n, p.AttemptTimeoutMs)
+		}
+		p.AttemptTimeoutMs = n
+	}
+	if n := d.PayloadRetentionSeconds; n != 0 {
+		if n < 1 || n > p.PayloadRetentionSeconds {
+			return fmt.Errorf("payloadRetentionSeconds %d must be between 1 and the compiled %d", n, p.PayloadRetentionSeconds)
+		}
+		p.PayloadRetentionSeconds = n
+	}
+	return nil
+}
+
+func module(set *plugins.Set, id string) (*plugins.Module, bool) {
+	if set == nil {
+		return nil, false
+	}
+	for _, m := range set.Modules() {
+		if m.ID == id {
+			return &m, true
+		}
+	}
+	return nil, false
+}
+
+// Bindings returns the binding digest of every bound destination, by id:
+// what a replay or a start-up check compares retained work with.
+func (ev *Events) Bindings() map[string]string {
+	out := map[string]string{}
+	for id, d := range ev.cfg.Destinations {
+		out[id] = d.BindingDigest()
+	}
+	return out
+}
+
+// Modules returns the module digest of every local handler, by hook id.
+func (ev *Events) Modules() map[string]string {
+	out := map[string]string{}
+	for id, b := range ev.hooks {
+		if b.module != nil {
+			out[id] = b.module.SHA256
+		}
+	}
+	return out
 }

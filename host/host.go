@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/riverqueue/river"
 
+	"github.com/registrum/registrum/hooks"
 	"github.com/registrum/registrum/host/access"
 	"github.com/registrum/registrum/host/auth"
 	"github.com/registrum/registrum/host/config"
@@ -48,6 +49,11 @@ type Host struct {
 	metrics  http.Handler
 	// mods are the loaded planner modules, nil when the package has none.
 	mods *plugins.Runtime
+	// hookMods are the loaded local hook handlers, nil when there are none.
+	hookMods *plugins.Runtime
+	// events capture and deliver the package's events.
+	events *hooks.Events
+	store  *store.Store
 	// runner works the post-commit jobs (River).
 	runner *river.Client[pgx.Tx]
 	// verifiers are the package's attachment verifiers, opened.
@@ -115,21 +121,33 @@ func assemble(ctx context.Context, cfg *config.Config, log *slog.Logger, pool *p
 	if err != nil {
 		return nil, err
 	}
-	verifiers, err := openVerifiers(cfg, pkg)
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	ev, hookMods, err := openEvents(ctx, cfg, pkg, st, keys, log, reg)
 	if err != nil {
+		closeRuntime(mods)
 		return nil, err
 	}
-	runner, err := jobRunner(cfg, st, svc, verifiers, log)
+	verifiers, err := openVerifiers(cfg, pkg)
 	if err != nil {
+		closeRuntime(mods)
+		closeRuntime(hookMods)
+		return nil, err
+	}
+	runner, err := jobRunner(cfg, st, svc, verifiers, ev, log)
+	if err != nil {
+		closeRuntime(mods)
+		closeRuntime(hookMods)
 		closeVerifiers(verifiers)
 		return nil, err
 	}
 	docs, err := metadata.Load(pkg, cfg.Package)
 	if err != nil {
+		closeRuntime(mods)
+		closeRuntime(hookMods)
+		closeVerifiers(verifiers)
 		return nil, err
 	}
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	api := httpapi.New(httpapi.Options{
 		Records:   svc,
 		Documents: docs,
@@ -141,6 +159,9 @@ func assemble(ctx context.Context, cfg *config.Config, log *slog.Logger, pool *p
 	return &Host{
 		verifiers: verifiers,
 		mods:      mods,
+		hookMods:  hookMods,
+		events:    ev,
+		store:     st,
 		runner:    runner,
 		cfg:       cfg,
 		verifier:  verifier,
@@ -169,11 +190,22 @@ func (h *Host) Close() {
 		h.verifier.Close()
 	}
 	h.pool.Close()
-	if h.mods != nil {
-		h.mods.Close(context.Background())
-	}
+	closeRuntime(h.mods)
+	closeRuntime(h.hookMods)
 	closeVerifiers(h.verifiers)
 }
+
+func closeRuntime(rt *plugins.Runtime) {
+	if rt != nil {
+		rt.Close(context.Background())
+	}
+}
+
+// Events returns the host's events (capture, delivery, bindings).
+func (h *Host) Events() *hooks.Events { return h.events }
+
+// Store returns the host's store.
+func (h *Host) Store() *store.Store { return h.store }
 
 // openVerifiers opens the package's attachment verifiers: go-plugin
 // binaries checked against their pinned digests, http scanners with their
@@ -197,7 +229,7 @@ func closeVerifiers(vs map[string]verifier.VerifyCloser) {
 
 // jobRunner builds the workers of the post-commit jobs: the review
 // authorities' submissions and results, and automatic application.
-func jobRunner(cfg *config.Config, st *store.Store, svc *records.Service, verifiers map[string]verifier.VerifyCloser, log *slog.Logger) (*river.Client[pgx.Tx], error) {
+func jobRunner(cfg *config.Config, st *store.Store, svc *records.Service, verifiers map[string]verifier.VerifyCloser, ev *hooks.Events, log *slog.Logger) (*river.Client[pgx.Tx], error) {
 	auths, err := review.New(cfg)
 	if err != nil {
 		return nil, err
@@ -213,7 +245,10 @@ func jobRunner(cfg *config.Config, st *store.Store, svc *records.Service, verifi
 	if _, err := verification.Register(workers, st, svc.ContentStore(), verifiers, log, verification.Options{Lease: timeout}); err != nil {
 		return nil, err
 	}
-	return st.NewJobRunner(workers, store.JobRunnerOptions{Logger: log, JobTimeout: timeout, RescueAfter: rescue})
+	if err := ev.Register(workers, st); err != nil {
+		return nil, err
+	}
+	return st.NewJobRunner(workers, store.JobRunnerOptions{Logger: log, JobTimeout: timeout, RescueAfter: rescue, PeriodicJobs: ev.PeriodicJobs()})
 }
 
 // RunWorkers works the host's post-commit jobs without serving HTTP, until

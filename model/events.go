@@ -40,6 +40,36 @@ type Hook struct {
 	Classification string `json:"classification"`
 	// Handler is nil for a hook without a handler (refused in production).
 	Handler *Handler `json:"handler,omitempty"`
+	// Delivery is the compiled delivery policy of a hook with a handler:
+	// runtime configuration may tighten it, never widen it. Nil in packages
+	// compiled before it was recorded: DefaultDelivery applies.
+	Delivery *Delivery `json:"delivery,omitempty"`
+}
+
+// Delivery is a compiled delivery policy (retry profile registry_v1): how
+// often and how long an event is tried, and how long its payload is kept
+// for replay once its attempts are exhausted.
+type Delivery struct {
+	RetryProfile string `json:"retryProfile"`
+	// MaximumAttempts counts every attempt of one generation (1 to 20).
+	MaximumAttempts int `json:"maximumAttempts"`
+	// RetryDelaysMs[i] is the pause after failed attempt i+1 (the last
+	// entry repeats); each 100 ms to 1 h.
+	RetryDelaysMs []int `json:"retryDelaysMs"`
+	// AttemptTimeoutMs bounds one attempt (100 to 10000).
+	AttemptTimeoutMs int `json:"attemptTimeoutMs"`
+	// PayloadRetentionSeconds is how long a captured payload is kept (up to
+	// 30 days): a dead letter is replayable until then.
+	PayloadRetentionSeconds int64 `json:"payloadRetentionSeconds"`
+	// MaximumPayloadBytes bounds the captured body.
+	MaximumPayloadBytes int `json:"maximumPayloadBytes"`
+}
+
+// DefaultDelivery returns the registry_v1 retry profile: 5 attempts,
+// delays 1, 2, 4, 8 s, 5 s per attempt, payloads kept 7 days, at most 1 MiB.
+func DefaultDelivery() *Delivery {
+	return &Delivery{RetryProfile: "registry_v1", MaximumAttempts: 5, RetryDelaysMs: []int{1000, 2000, 4000, 8000},
+		AttemptTimeoutMs: 5000, PayloadRetentionSeconds: 7 * 24 * 3600, MaximumPayloadBytes: 1 << 20}
 }
 
 // When narrows the trigger. Kind fields: tests on field values that combine

@@ -59,6 +59,7 @@ func (c *compiler) hook(e *model.Entity, h *Hook, hp string) *model.Hook {
 		return out
 	}
 	out.Handler = c.handler(h, hp+".handler")
+	out.Delivery = model.DefaultDelivery()
 	return out
 }
 

@@ -91,6 +91,9 @@ type JobRunnerOptions struct {
 	// again: a host that died mid-job leaves it running (default 120 s;
 	// more than JobTimeout).
 	RescueAfter time.Duration
+	// PeriodicJobs are inserted on their schedule by the elected leader
+	// among the hosts (the event reaper).
+	PeriodicJobs []*river.PeriodicJob
 }
 
 // NewJobRunner returns a River client that works the jobs of workers. Any
@@ -120,6 +123,7 @@ func (s *Store) NewJobRunner(workers *river.Workers, o JobRunnerOptions) (*river
 		Logger:               o.Logger,
 		JobTimeout:           o.JobTimeout,
 		RescueStuckJobsAfter: o.RescueAfter,
+		PeriodicJobs:         o.PeriodicJobs,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("store: job runner: %w", err)
@@ -168,3 +172,6 @@ type RequestApplyArgs struct{ RequestJob }
 
 // Kind implements river.JobArgs.
 func (RequestApplyArgs) Kind() string { return KindRequestApply }
+
+// jobAt schedules a job for t.
+func jobAt(t time.Time) *river.InsertOpts { return &river.InsertOpts{ScheduledAt: t} }

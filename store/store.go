@@ -31,6 +31,8 @@ type Store struct {
 	tag [8]byte
 	// fp is the schema fingerprint of the package's layout.
 	fp string
+	// capture captures events in writes (UseCapture), nil for none.
+	capture Capturer
 }
 
 // SchemaFingerprint returns the schema fingerprint of the package's layout.

@@ -152,6 +152,9 @@ func (w *Writer) Create(ctx context.Context, e *model.Entity, id string, values 
 	if err := w.journal(ctx, "create", rec, j); err != nil {
 		return nil, err
 	}
+	if err := w.Capture(ctx, Change{Entity: e, Trigger: model.TriggerCreated, After: rec}); err != nil {
+		return nil, err
+	}
 	return rec, nil
 }
 
@@ -163,6 +166,19 @@ func (w *Writer) Lock(ctx context.Context, e *model.Entity, id string) (*Record,
 // Update writes the full new state of a live record as its next revision.
 // expected is the revision the caller read; anything else is ErrStale.
 func (w *Writer) Update(ctx context.Context, e *model.Entity, id string, expected int64, values map[string]any, j Journal) (*Record, error) {
+	var before *Record
+	if w.capturing(e, model.TriggerPatched) {
+		// Events compare before and after values: read the row (locked, as
+		// the update would lock it).
+		cur, err := w.Lock(ctx, e, id)
+		if errors.Is(err, ErrNotFound) {
+			return nil, ErrStale
+		}
+		if err != nil {
+			return nil, err
+		}
+		before = cur
+	}
 	sets := []string{layout.ColRevision + " = " + layout.ColRevision + " + 1", layout.ColUpdatedAt + " = $3", layout.ColPackageRevision + " = $4"}
 	args := []any{id, expected, w.now, w.s.pkg.Revision}
 	for _, f := range e.Fields {
@@ -183,6 +199,11 @@ func (w *Writer) Update(ctx context.Context, e *model.Entity, id string, expecte
 	if err := w.journal(ctx, "patch", rec, j); err != nil {
 		return nil, err
 	}
+	if before != nil {
+		if err := w.Capture(ctx, Change{Entity: e, Trigger: model.TriggerPatched, Before: before, After: rec}); err != nil {
+			return nil, err
+		}
+	}
 	return rec, nil
 }
 
@@ -196,6 +217,7 @@ func (w *Writer) Tombstone(ctx context.Context, e *model.Entity, id string, expe
 	if current.Revision != expected || current.Lifecycle != layout.LifecycleActive {
 		return nil, ErrStale
 	}
+	before := *current
 	q := "UPDATE " + layout.Table(e) + " SET " + layout.ColRevision + " = " + layout.ColRevision + " + 1, " +
 		layout.ColLifecycle + " = '" + layout.LifecycleTombstoned + "', " + layout.ColUpdatedAt + " = $2, " + layout.ColPackageRevision + " = $3" +
 		" WHERE " + layout.ColRecordID + " = $1"
@@ -204,6 +226,9 @@ func (w *Writer) Tombstone(ctx context.Context, e *model.Entity, id string, expe
 	current.Lifecycle = layout.LifecycleTombstoned
 	current.UpdatedAt = w.now
 	if err := w.journal(ctx, "tombstone", current, j); err != nil {
+		return nil, err
+	}
+	if err := w.Capture(ctx, Change{Entity: e, Trigger: model.TriggerTombstoned, Before: &before, After: current}); err != nil {
 		return nil, err
 	}
 	return current, nil

@@ -46,5 +46,6 @@ kept in the data folder; Ctrl-C or SIGTERM stops it all, PostgreSQL included.`,
 	cmd.Flags().IntVar(&o.IssuerPort, "issuer-port", 8081, "token issuer port on 127.0.0.1 (0 picks a free port)")
 	cmd.Flags().IntVar(&o.DeskPort, "desk-port", 8082, "review desk port on 127.0.0.1 (0 picks a free port)")
 	cmd.Flags().BoolVar(&verbose, "verbose", false, "log every request")
+	cmd.Flags().StringVar(&o.EventDestinations, "event-destinations", "", "file with an eventDestinations block binding the example's url hooks to your own receivers (default: the example receiver dev runs)")
 	return cmd
 }

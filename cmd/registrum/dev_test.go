@@ -240,6 +240,11 @@ func TestDevServesTheExampleKeepsRecordsAndLeavesNoPostgres(t *testing.T) {
 	// The printed token command works.
 	subst := map[string]string{"$TOKEN": printedToken(t, run, out)}
 
+	// The events step comes last, after the reviewed journey.
+	reviewedPart, events, ok := strings.Cut(reviewedPart, "\nEvents:")
+	if !ok {
+		t.Fatalf("no events step in:\n%s", run.output.String())
+	}
 	curls := printed(out, "curl ")
 	if len(curls) < 5+9+3 {
 		t.Fatalf("want 5 curl lines (create, patch, list, next page, snapshot), then the change-request journey, then the spatial adapter step, got:\n%s", out)
@@ -304,6 +309,7 @@ func TestDevServesTheExampleKeepsRecordsAndLeavesNoPostgres(t *testing.T) {
 	runGIS(t, curls[len(curls)-3:], subst)
 	runPrintedIngest(t, out, subst["$TOKEN"])
 	runReviewedJourney(t, reviewedPart, subst, approveOverHTTP)
+	runEvents(t, events, subst)
 	run.stop(t, data, syscall.SIGTERM)
 
 	// A second start finds the record created before.
@@ -555,5 +561,41 @@ func runPrintedIngest(t *testing.T, out, token string) {
 		case i == 1 && (err == nil || !strings.Contains(string(res), "refused line 1 of examples/childsupport/ingest/cases.jsonl") || !strings.Contains(string(res), "successor run")):
 			t.Fatalf("the printed ingest command, again: %v\n%s", err, res)
 		}
+	}
+}
+
+// runEvents fires the printed events step: the patch of the case the
+// journey created changes its status, and the example receiver's log (as
+// printed) shows the verified delivery.
+func runEvents(t *testing.T, out string, subst map[string]string) {
+	t.Helper()
+	patch := printed(out, "curl ")
+	tail := printed(out, "tail -f ")
+	if len(patch) != 1 || len(tail) != 1 {
+		t.Fatalf("the events step prints one patch and the receiver log:\n%s", out)
+	}
+	target := regexp.MustCompile(`'(https?://[^']+)'`).FindStringSubmatch(patch[0])[1]
+	for k, v := range subst {
+		target = strings.ReplaceAll(target, k, v)
+	}
+	resp, b := runCurl(t, `curl -sS '`+target+`' -H "Authorization: Bearer $TOKEN"`, subst)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("read the case: %d %s", resp.StatusCode, b)
+	}
+	subst["<its ETag>"] = resp.Header.Get("ETag")
+	if resp, b := runCurl(t, patch[0], subst); resp.StatusCode != http.StatusOK {
+		t.Fatalf("the printed events patch answered %d %s", resp.StatusCode, b)
+	}
+	logPath := strings.TrimPrefix(tail[0], "tail -f ")
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		b, _ := os.ReadFile(logPath)
+		if strings.Contains(string(b), "verified case-status-changed-v1") {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the receiver log %s shows no verified delivery:\n%s", logPath, b)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }

@@ -48,6 +48,13 @@ type Config struct {
 	Executors map[string]*Executor `yaml:"executors"`
 	// Jobs tune the post-commit job workers (optional).
 	Jobs *Jobs `yaml:"jobs"`
+	// InstanceID names this deployment in the source of its events
+	// (urn:engine:registry:<registry>:instance:<instanceId>); required
+	// when EventDestinations are bound.
+	InstanceID string `yaml:"instanceId"`
+	// EventDestinations bind the package's url hooks to webhook
+	// destinations, by the id the hooks name (handler.destinationId).
+	EventDestinations map[string]*EventDestination `yaml:"eventDestinations"`
 
 	// path is the configuration file, for messages.
 	path string
@@ -153,6 +160,9 @@ func (c *Config) validate() error {
 		if err := c.Authentication.validate(c, dir); err != nil {
 			return err
 		}
+	}
+	if err := c.validateEvents(); err != nil {
+		return err
 	}
 	return c.validateReview()
 }

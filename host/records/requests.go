@@ -228,6 +228,7 @@ func (s *Service) Act(ctx context.Context, c Call, e *model.Entity, id, action, 
 		if ownerAction(action) && req.OwnerReference != grant.PrincipalReference {
 			return nil, problem.New(problem.PreconditionFailed, "only the principal that owns the request may %s it", action)
 		}
+		fromState := req.State
 		switch action {
 		case ActionSubmit:
 			err = s.submit(ctx, w, e, cur, req, plan, grant, in)
@@ -258,6 +259,13 @@ func (s *Service) Act(ctx context.Context, c Call, e *model.Entity, id, action, 
 			return nil, err
 		}
 		// req now holds the state the action wrote.
+		lc := &store.Lifecycle{Transition: action, FromState: fromState, ToState: req.State, ProposalVersion: req.ProposalVersion}
+		if req.Proposal != nil {
+			lc.EffectDigest = req.Proposal.EffectDigest
+		}
+		if err := w.Capture(ctx, store.Change{Entity: e, Trigger: model.TriggerRequestLifecycle, After: rec, Lifecycle: lc}); err != nil {
+			return nil, err
+		}
 		tok, err := s.writeSnapshot(ctx, w)
 		if err != nil {
 			return nil, err

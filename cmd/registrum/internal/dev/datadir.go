@@ -36,6 +36,7 @@ var ownedNames = map[string]bool{
 	"registrum.yaml": true,
 	"issuer":         true,
 	"reviewdesk":     true,
+	receiverLogName:  true,
 }
 
 // owned reports whether dev wrote the data folder entry name (including the

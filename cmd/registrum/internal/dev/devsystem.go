@@ -49,6 +49,11 @@ type Options struct {
 	DeskPort int
 	// Command is how the user invokes registrum, for the printed next steps.
 	Command string
+	// EventDestinations, when set, is a file holding an eventDestinations
+	// block (and optionally instanceId) in the runtime configuration's
+	// format, used instead of the example receiver dev starts; the keys it
+	// names are looked up in the data folder's secrets folder.
+	EventDestinations string
 	// Out receives the next steps; Log the services' logs.
 	Out io.Writer
 	Log *slog.Logger
@@ -197,7 +202,15 @@ func Run(ctx context.Context, o Options) error {
 		go func() { errs <- d.Serve(ctx, deskLn) }()
 	}
 
-	h, err := openHost(ctx, dd, cluster, hostLn, auth, o.Log, o.Out)
+	events, err := startEvents(ctx, o, data, res.Package)
+	if err != nil {
+		cancel()
+		<-errs
+		return err
+	}
+	defer events.close()
+
+	h, err := openHost(ctx, dd, cluster, hostLn, auth+events.config, o.Log, o.Out)
 	if err != nil {
 		cancel()
 		for ; pending > 0; pending-- {
@@ -211,6 +224,8 @@ func Run(ctx context.Context, o Options) error {
 	pending++
 
 	printNextSteps(o, dd, hostLn.Addr().String(), setup, walk, journey, gis, bulk, demo, rd, reviewed)
+	events.print(o.Out, o.Command, data, res.Package, "http://"+hostLn.Addr().String(), `-H "Authorization: Bearer $TOKEN"`)
+	fmt.Fprintln(o.Out, "Press Ctrl-C to stop; the data folder keeps everything for the next start.")
 
 	// Serve until the context ends, a service fails, or PostgreSQL dies: a
 	// host without its database would only answer errors.
@@ -442,5 +457,4 @@ func printNextSteps(o Options, dd *dataDir, hostAddr string, setup *issuer.DevSe
 	if reviewed != nil && rd != nil {
 		reviewed.print(w, base, auth, rd)
 	}
-	fmt.Fprintln(w, "Press Ctrl-C to stop; the data folder keeps everything for the next start.")
 }

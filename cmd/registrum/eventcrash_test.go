@@ -1,0 +1,150 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/registrum/registrum/store/storetest"
+)
+
+// heldReceiver is a webhook receiver whose first request is held until
+// released, so the host can be killed in the middle of a delivery.
+type heldReceiver struct {
+	mu      sync.Mutex
+	first   bool
+	held    chan struct{}
+	release chan struct{}
+	got     []http.Header
+	byEvent map[string][]http.Header
+}
+
+func (r *heldReceiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	io.Copy(io.Discard, req.Body)
+	r.mu.Lock()
+	hold := !r.first
+	r.first = true
+	r.got = append(r.got, req.Header.Clone())
+	id := req.Header.Get("Ce-Id")
+	r.byEvent[id] = append(r.byEvent[id], req.Header.Clone())
+	r.mu.Unlock()
+	if hold {
+		close(r.held)
+		<-r.release
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// TestEventDeliveryLosesNothingAfterKill9 kills the host (SIGKILL) while a
+// delivery is on its way: after a restart every event is delivered, the
+// interrupted one again with its generation's Idempotency-Key, attempt 2.
+func TestEventDeliveryLosesNothingAfterKill9(t *testing.T) {
+	dir := t.TempDir()
+	pkg := filepath.Join(dir, "package")
+	if out, err := exec.Command(binary, "compile", "../../host/testdata/events", "--out", pkg).CombinedOutput(); err != nil {
+		t.Fatalf("compile: %v\n%s", err, out)
+	}
+	dsn := storetest.NewDatabase(t)
+	os.MkdirAll(filepath.Join(dir, "secrets"), 0o700)
+	os.WriteFile(filepath.Join(dir, "secrets", "host-key"), bytes.Repeat([]byte{9}, 32), 0o600)
+	os.WriteFile(filepath.Join(dir, "secrets", "webhook-key"), bytes.Repeat([]byte("k"), 32), 0o600)
+	rcv := &heldReceiver{held: make(chan struct{}), release: make(chan struct{}), byEvent: map[string][]http.Header{}}
+	srv := httptest.NewServer(rcv)
+	defer srv.Close()
+	defer func() {
+		select {
+		case <-rcv.release:
+		default:
+			close(rcv.release)
+		}
+	}()
+	cfg := fmt.Sprintf("version: 1\ndatabase: {url: %q}\npackage: %s\nsecrets: {root: secrets}\nhostKeyRef: secret:file/host-key\n"+
+		"instanceId: crash\neventDestinations:\n  receiver: {url: %q, hmacSha256KeyRef: secret:file/webhook-key, classificationCeiling: internal, network: loopback}\n"+
+		// Jobs the killed host had fetched but not started are rescued
+		// after rescueAfterSeconds (default 120).
+		"jobs: {timeoutSeconds: 10, rescueAfterSeconds: 12}\n",
+		dsn, pkg, srv.URL+"/hooks/registry")
+
+	first, base := startHost(t, cfg, dir)
+	const n = 5
+	for i := 0; i < n; i++ {
+		if s, _, b := call(t, "POST", base+"/v1/records/parcels", "application/json", fmt.Sprintf(`{"data":{"parcelCode":"K-%d"}}`, i)); s != 201 {
+			t.Fatalf("create: %d %s", s, b)
+		}
+	}
+	select {
+	case <-rcv.held:
+	case <-time.After(30 * time.Second):
+		t.Fatal("no delivery came")
+	}
+	kill9(t, first)
+	close(rcv.release)
+	rcv.mu.Lock()
+	heldHeader := rcv.got[0]
+	rcv.mu.Unlock()
+
+	_, _ = startHost(t, cfg, dir)
+	list := func() []map[string]any {
+		out, err := exec.Command(binary, "deliveries", "list", "--config", filepath.Join(dir, lastConfig(t, dir))).Output()
+		if err != nil {
+			t.Fatalf("deliveries list: %v", err)
+		}
+		var doc struct{ Deliveries []map[string]any }
+		json.Unmarshal(out, &doc)
+		return doc.Deliveries
+	}
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		ds, delivered := list(), 0
+		for _, d := range ds {
+			if d["state"] == "delivered" {
+				delivered++
+			}
+		}
+		if delivered == n {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after the restart, not every event delivered: %v", ds)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	rcv.mu.Lock()
+	defer rcv.mu.Unlock()
+	if len(rcv.byEvent) != n {
+		t.Fatalf("%d events received, want %d", len(rcv.byEvent), n)
+	}
+	again := rcv.byEvent[heldHeader.Get("Ce-Id")]
+	last := again[len(again)-1]
+	if len(again) < 2 || last.Get("Idempotency-Key") != heldHeader.Get("Idempotency-Key") || last.Get("X-Registry-Delivery-Attempt") != "2" ||
+		last.Get("X-Registry-Event-Generation") != "1" {
+		t.Fatalf("the interrupted delivery: first %v, then %d more, last %v", heldHeader, len(again)-1, last)
+	}
+}
+
+// lastConfig names the newest host configuration startHost wrote in dir.
+func lastConfig(t *testing.T, dir string) string {
+	t.Helper()
+	matches, _ := filepath.Glob(filepath.Join(dir, "host-*.yaml"))
+	var newest string
+	var at time.Time
+	for _, m := range matches {
+		if st, err := os.Stat(m); err == nil && st.ModTime().After(at) {
+			newest, at = filepath.Base(m), st.ModTime()
+		}
+	}
+	if newest == "" {
+		t.Fatal("no host configuration")
+	}
+	return newest
+}

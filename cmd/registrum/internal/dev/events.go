@@ -1,0 +1,197 @@
+package dev
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/registrum/registrum/examples/webhookreceiver"
+	"github.com/registrum/registrum/model"
+	"github.com/registrum/registrum/sdk/webhook"
+)
+
+// receiverLogName is the example receiver's log in the data folder.
+const receiverLogName = "webhook-receiver.log"
+
+// receiverPath is the request path of the example receiver.
+const receiverPath = "/registry-events"
+
+// devInstance names the dev deployment in event sources.
+const devInstance = "dev"
+
+// devEvents is the event part of a dev system: the configuration block
+// binding the package's url hooks, and the example receiver when dev runs
+// one.
+type devEvents struct {
+	config  string
+	logPath string
+	own     string // the operator's own destinations file, when given
+	srv     *http.Server
+	logFile *os.File
+	dests   []string
+}
+
+// startEvents binds every destination the package's url hooks name: to
+// the operator's own eventDestinations file when one is given, otherwise to
+// the example receiver, started here on loopback with a signing key kept in
+// the data folder's secrets and a log in the data folder.
+func startEvents(ctx context.Context, o Options, data string, p *model.Package) (*devEvents, error) {
+	ev := &devEvents{}
+	ceiling := 0
+	for _, e := range p.Entities {
+		for _, h := range e.Hooks {
+			if h.Handler != nil && h.Handler.Kind == model.HandlerURL && !slices.Contains(ev.dests, h.Handler.DestinationID) {
+				ev.dests = append(ev.dests, h.Handler.DestinationID)
+			}
+			if r := model.ClassificationRank(h.Classification); h.Handler != nil && h.Handler.Kind == model.HandlerURL && r > ceiling {
+				ceiling = r
+			}
+		}
+	}
+	if o.EventDestinations != "" {
+		b, err := os.ReadFile(o.EventDestinations)
+		if err != nil {
+			return nil, fmt.Errorf("dev: --event-destinations: %w", err)
+		}
+		block := string(b)
+		if !strings.Contains(block, "instanceId:") {
+			block = "instanceId: " + devInstance + "\n" + block
+		}
+		ev.config, ev.own = "\n"+strings.TrimRight(block, "\n")+"\n", o.EventDestinations
+		return ev, nil
+	}
+	if len(ev.dests) == 0 {
+		return ev, nil
+	}
+	keyPath := filepath.Join(data, "secrets", "webhook-key")
+	if err := os.MkdirAll(filepath.Dir(keyPath), 0o700); err != nil {
+		return nil, fmt.Errorf("dev: %w", err)
+	}
+	if _, err := os.Stat(keyPath); errors.Is(err, os.ErrNotExist) {
+		key := make([]byte, 32)
+		rand.Read(key)
+		if err := os.WriteFile(keyPath, key, 0o600); err != nil {
+			return nil, fmt.Errorf("dev: write webhook key: %w", err)
+		}
+	}
+	key, err := os.ReadFile(keyPath)
+	if err != nil {
+		return nil, fmt.Errorf("dev: %w", err)
+	}
+	ev.logPath = filepath.Join(data, receiverLogName)
+	if ev.logFile, err = os.OpenFile(ev.logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600); err != nil {
+		return nil, fmt.Errorf("dev: receiver log: %w", err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		ev.logFile.Close()
+		return nil, fmt.Errorf("dev: example receiver: %w", err)
+	}
+	source := "urn:engine:registry:" + p.Registry.ID + ":instance:" + devInstance
+	rcv := webhookreceiver.New(&webhook.Verifier{Key: key, Path: receiverPath, Source: source}, ev.logFile)
+	ev.srv = &http.Server{Handler: rcv, ReadHeaderTimeout: 10 * time.Second}
+	go ev.srv.Serve(ln)
+	var b strings.Builder
+	b.WriteString("\n# Event destinations: the example receiver dev runs (see " + ev.logPath + ").\ninstanceId: " + devInstance + "\neventDestinations:\n")
+	for _, id := range ev.dests {
+		fmt.Fprintf(&b, "  %s:\n    url: http://%s%s\n    hmacSha256KeyRef: secret:file/webhook-key\n    classificationCeiling: %s\n    network: loopback\n",
+			id, ln.Addr(), receiverPath, model.Classifications[ceiling])
+	}
+	ev.config = b.String()
+	return ev, nil
+}
+
+func (ev *devEvents) close() {
+	if ev.srv != nil {
+		ev.srv.Close()
+	}
+	if ev.logFile != nil {
+		ev.logFile.Close()
+	}
+}
+
+// firePatch returns a patch command that fires a url hook on a patched
+// trigger whose when.changed names a field some profile may write, or "".
+func firePatch(p *model.Package, e *model.Entity, h *model.Hook, base, auth string) string {
+	if h.Trigger != model.TriggerPatched || h.When == nil || len(h.When.Changed) == 0 {
+		return ""
+	}
+	f := e.Field(h.When.Changed[0])
+	v, ok := sampleValue(f, 1)
+	if !ok {
+		return ""
+	}
+	val, _ := json.Marshal(v)
+	for _, pr := range p.Profiles {
+		for _, g := range pr.Grants {
+			if g.Entity == e.ID && g.Allows(model.OpPatch) && g.CanWrite(f.ID) {
+				return fmt.Sprintf("  curl -sS -i -X PATCH '%s/v1/records/%s/<%s id>%s' %s -H 'If-Match: <its ETag>' -H 'Content-Type: application/json-patch+json' -d '[{\"op\":\"replace\",\"path\":\"/data/%s\",\"value\":%s}]'",
+					base, e.Route, e.ID, profileQuery(pr.ID, pr.Default), auth, f.APIName, val)
+			}
+		}
+	}
+	return ""
+}
+
+// print is the events step of the walkthrough.
+func (ev *devEvents) print(w io.Writer, command, data string, p *model.Package, base, auth string) {
+	var hooks, fire []string
+	for _, e := range p.Entities {
+		for _, h := range e.Hooks {
+			if h.Handler == nil {
+				continue
+			}
+			to := "destination " + h.Handler.DestinationID
+			if h.Handler.Kind != model.HandlerURL {
+				to = "local " + h.Handler.Kind + " handler (its output is in the host's log with --verbose)"
+			}
+			cond := ""
+			if h.When != nil {
+				switch {
+				case len(h.When.Changed) > 0:
+					cond = " when " + strings.Join(h.When.Changed, ", ") + " changes"
+				case len(h.When.ToStates) > 0:
+					cond = " entering " + strings.Join(h.When.ToStates, ", ")
+				case len(h.When.Transitions) > 0:
+					cond = " on " + strings.Join(h.When.Transitions, ", ")
+				}
+			}
+			hooks = append(hooks, fmt.Sprintf("  %s: %s %s%s -> %s", h.EventType, e.ID, h.Trigger, cond, to))
+			if h.Handler.Kind == model.HandlerURL {
+				if cmd := firePatch(p, e, h, base, auth); cmd != "" {
+					fire = append(fire, fmt.Sprintf("Fire %s: patch a %s record (the one created above; read it for its ETag) so that %s changes:\n%s", h.EventType, e.ID, h.When.Changed[0], cmd))
+				}
+			}
+		}
+	}
+	if len(hooks) == 0 {
+		return
+	}
+	cfg := filepath.Join(data, "registrum.yaml")
+	fmt.Fprintf(w, "Events: the registry's hooks, delivered after commit as signed CloudEvents:\n%s\n\n", strings.Join(hooks, "\n"))
+	switch {
+	case ev.own != "":
+		fmt.Fprintf(w, "Url hooks deliver to the destinations of %s (keys under %s).\n\n", ev.own, filepath.Join(data, "secrets"))
+	case ev.logPath != "":
+		fmt.Fprintf(w, "They go to the example receiver (examples/webhookreceiver), which verifies each delivery with sdk/webhook; watch its log:\n")
+		fmt.Fprintf(w, "  tail -f %s\n\n", ev.logPath)
+	}
+	for _, f := range fire {
+		fmt.Fprintf(w, "%s\n\n", f)
+	}
+	fmt.Fprintf(w, "List the deliveries (states, never values) and replay a dead letter, on the database directly:\n")
+	fmt.Fprintf(w, "  %s deliveries list --config %s\n", command, cfg)
+	fmt.Fprintf(w, "  %s deliveries replay --config %s --event-id <eventId> --delivery-id <deliveryId> --expected-generation <generation>\n\n", command, cfg)
+	fmt.Fprintf(w, "To send them to your own receiver instead: %s dev --event-destinations FILE, FILE holding an eventDestinations\n", command)
+	fmt.Fprintf(w, "block (url, hmacSha256KeyRef, classificationCeiling, network: loopback) with its key file in %s.\n\n", filepath.Join(data, "secrets"))
+}
