@@ -362,6 +362,14 @@ func TestRetriesKeepTheIdempotencyKeyUntilDelivered(t *testing.T) {
 	if d.Payload != nil {
 		t.Fatal("the payload of a delivered event is erased")
 	}
+	rec := httptest.NewRecorder()
+	h.MetricsHandler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	for _, want := range []string{"registrum_events_captured_total 1", "registrum_events_retried_total 2", "registrum_events_delivered_total 1",
+		"registrum_events_commit_to_delivery_seconds_count 1"} {
+		if !strings.Contains(rec.Body.String(), want) {
+			t.Fatalf("metrics lack %q", want)
+		}
+	}
 }
 
 // A receiver down past the retries yields a dead letter; replay delivers it

@@ -14,7 +14,8 @@ func newWorkerCmd() *cobra.Command {
 		Long: `Worker runs only the post-commit jobs of the record host described by the
 runtime configuration FILE (the same file serve reads): sending change
 request submissions to review authorities, pulling their results, applying
-approved requests automatically. serve runs the same workers itself; run
+approved requests automatically, delivering events to their webhook
+destinations and local handlers. serve runs the same workers itself; run
 worker for hosts that should do this work apart from the API. Any number of
 serve and worker processes may share one database: each job is worked by
 one of them at a time. It runs until SIGINT or SIGTERM and lets running jobs
