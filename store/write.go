@@ -344,6 +344,11 @@ func (w *Writer) CreateMany(ctx context.Context, e *model.Entity, recs []NewReco
 	w.sendRows(`INSERT INTO registrum.audit
     (operation, outcome, entity_id, record_reference, revision, principal_reference, trace_id) VALUES `, "", auditRows,
 		func(err error) error { return fmt.Errorf("store: append audit entries: %w", err) })
+	for _, rec := range out {
+		if err := w.Capture(ctx, Change{Entity: e, Trigger: model.TriggerCreated, After: rec}); err != nil {
+			return nil, err
+		}
+	}
 	return out, nil
 }
 
