@@ -37,6 +37,7 @@ var ownedNames = map[string]bool{
 	"issuer":         true,
 	"reviewdesk":     true,
 	receiverLogName:  true,
+	receiverAddrName: true,
 }
 
 // owned reports whether dev wrote the data folder entry name (including the

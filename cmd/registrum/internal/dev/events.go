@@ -20,8 +20,12 @@ import (
 	"github.com/registrum/registrum/sdk/webhook"
 )
 
-// receiverLogName is the example receiver's log in the data folder.
-const receiverLogName = "webhook-receiver.log"
+// receiverLogName is the example receiver's log in the data folder;
+// receiverAddrName keeps its address across runs.
+const (
+	receiverLogName  = "webhook-receiver.log"
+	receiverAddrName = "webhook-receiver.addr"
+)
 
 // receiverPath is the request path of the example receiver.
 const receiverPath = "/registry-events"
@@ -92,10 +96,22 @@ func startEvents(ctx context.Context, o Options, data string, p *model.Package) 
 	if ev.logFile, err = os.OpenFile(ev.logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600); err != nil {
 		return nil, fmt.Errorf("dev: receiver log: %w", err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	// The receiver keeps its address across runs: the destination's binding
+	// (its URL) must not change under deliveries still pending.
+	addrPath := filepath.Join(data, receiverAddrName)
+	addr := "127.0.0.1:0"
+	if b, err := os.ReadFile(addrPath); err == nil {
+		addr = strings.TrimSpace(string(b))
+	}
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		ev.logFile.Close()
-		return nil, fmt.Errorf("dev: example receiver: %w", err)
+		return nil, fmt.Errorf("dev: the example receiver cannot listen on %s again (the event destination's address must stay as it was while deliveries are pending): %w", addr, err)
+	}
+	if err := os.WriteFile(addrPath, []byte(ln.Addr().String()+"\n"), 0o600); err != nil {
+		ln.Close()
+		ev.logFile.Close()
+		return nil, fmt.Errorf("dev: %w", err)
 	}
 	source := "urn:engine:registry:" + p.Registry.ID + ":instance:" + devInstance
 	rcv := webhookreceiver.New(&webhook.Verifier{Key: key, Path: receiverPath, Source: source}, ev.logFile)
