@@ -30,7 +30,9 @@ narrowed bound, a new constraint) are refused, each named, unless
 --confirm-destructive is given; nothing changes when they are refused or when
 the stored records do not fit the new tables. Hosts serving the previous
 package stop; open ingestion runs become blocked (activePackageChanged). Point
-the configuration's package at PACKAGE_DIR and start the hosts again.`,
+the configuration's package at PACKAGE_DIR and start the hosts again.
+Activation is refused, nothing changed, while pending event deliveries were
+captured for a destination the configuration no longer binds as it was.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg, err := config.Load(cfgPath)
@@ -50,6 +52,9 @@ the configuration's package at PACKAGE_DIR and start the hosts again.`,
 				return err
 			}
 			defer pool.Close()
+			if err := checkEventBindings(cmd, cfg, pkg, pool); err != nil {
+				return err
+			}
 			act, err := store.Activate(cmd.Context(), pool, pkg, confirm)
 			var de *store.DestructiveError
 			if errors.As(err, &de) {

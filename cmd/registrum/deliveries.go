@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"os/user"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/spf13/cobra"
 
 	"github.com/registrum/registrum/hooks"
@@ -185,4 +186,28 @@ func eventBindings(cfg *config.Config, pkg *model.Package) (map[string]string, m
 		}
 	}
 	return bindings, modules, nil
+}
+
+// checkEventBindings refuses when pending or leased url deliveries were
+// captured for a destination binding the configuration no longer has: the
+// change would strand them.
+func checkEventBindings(cmd *cobra.Command, cfg *config.Config, pkg *model.Package, pool *pgxpool.Pool) error {
+	st, err := store.ForOperator(cmd.Context(), pool)
+	if err != nil {
+		return err
+	}
+	pending, err := st.PendingBindings(cmd.Context())
+	if err != nil {
+		return err
+	}
+	bindings, _, err := eventBindings(cfg, pkg)
+	if err != nil {
+		return err
+	}
+	for _, b := range pending {
+		if bindings[b.DestinationID] != b.BindingDigest {
+			return fmt.Errorf("activate: refused, nothing changed: %d pending event deliveries were captured for destination %s as it was bound before; bind it as it was (url, network, classificationCeiling) until they end", b.Deliveries, b.DestinationID)
+		}
+	}
+	return nil
 }

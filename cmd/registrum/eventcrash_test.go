@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -147,4 +148,50 @@ func lastConfig(t *testing.T, dir string) string {
 		t.Fatal("no host configuration")
 	}
 	return newest
+}
+
+// TestActivateRefusesToStrandPendingDeliveries leaves a delivery pending
+// (the host killed before sending it), then activates a package under a
+// configuration whose destination moved: refused, nothing changed; under
+// the configuration as it was, activation goes through.
+func TestActivateRefusesToStrandPendingDeliveries(t *testing.T) {
+	dir := t.TempDir()
+	pkg := filepath.Join(dir, "package")
+	if out, err := exec.Command(binary, "compile", "../../host/testdata/events", "--out", pkg).CombinedOutput(); err != nil {
+		t.Fatalf("compile: %v\n%s", err, out)
+	}
+	dsn := storetest.NewDatabase(t)
+	os.MkdirAll(filepath.Join(dir, "secrets"), 0o700)
+	os.WriteFile(filepath.Join(dir, "secrets", "host-key"), bytes.Repeat([]byte{9}, 32), 0o600)
+	os.WriteFile(filepath.Join(dir, "secrets", "webhook-key"), bytes.Repeat([]byte("k"), 32), 0o600)
+	rcv := &heldReceiver{held: make(chan struct{}), release: make(chan struct{}), byEvent: map[string][]http.Header{}}
+	srv := httptest.NewServer(rcv)
+	defer srv.Close()
+	defer close(rcv.release)
+	cfgFor := func(url string) string {
+		return fmt.Sprintf("version: 1\ndatabase: {url: %q}\npackage: %s\nsecrets: {root: secrets}\nhostKeyRef: secret:file/host-key\n"+
+			"instanceId: act\neventDestinations:\n  receiver: {url: %q, hmacSha256KeyRef: secret:file/webhook-key, classificationCeiling: internal, network: loopback}\n",
+			dsn, pkg, url)
+	}
+	host, base := startHost(t, cfgFor(srv.URL+"/hooks/registry"), dir)
+	if s, _, b := call(t, "POST", base+"/v1/records/parcels", "application/json", `{"data":{"parcelCode":"A-1"}}`); s != 201 {
+		t.Fatalf("create: %d %s", s, b)
+	}
+	<-rcv.held
+	kill9(t, host) // the delivery stays leased, then pending: not ended
+
+	write := func(name, text string) string {
+		p := filepath.Join(dir, name)
+		os.WriteFile(p, []byte("listener: {address: 127.0.0.1, port: 0}\n"+text), 0o600)
+		return p
+	}
+	moved := write("moved.yaml", cfgFor("http://127.0.0.1:9/hooks/registry"))
+	out, err := exec.Command(binary, "activate", pkg, "--config", moved).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "1 pending event deliveries were captured for destination receiver") {
+		t.Fatalf("activate with the destination moved: %v\n%s", err, out)
+	}
+	same := write("same.yaml", cfgFor(srv.URL+"/hooks/registry"))
+	if out, err := exec.Command(binary, "activate", pkg, "--config", same).CombinedOutput(); err != nil {
+		t.Fatalf("activate with the destination as it was: %v\n%s", err, out)
+	}
 }
