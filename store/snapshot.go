@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/registrum/registrum/model"
+	"github.com/registrum/registrum/store/layout"
 )
 
 // Snapshot reads (docs/decisions/snapshot-reads.md). Every revision records
@@ -173,12 +174,19 @@ func (s *Store) SnapshotRevisions(ctx context.Context, e *model.Entity, snap Sna
 	if after == "" {
 		after = "00000000-0000-0000-0000-000000000000"
 	}
+	// Records in id order from the entity's table (a record keeps its row
+	// for life), each with its latest revision the snapshot sees: index
+	// reads per record, whatever the size of the history.
 	rows, err := s.pool.Query(ctx, `SELECT `+revisionColumns+` FROM (
-  SELECT DISTINCT ON (r.record_id) r.*
-  FROM registrum.revisions r
-  WHERE r.entity_id = $1 AND r.record_id > $3::uuid AND pg_visible_in_snapshot(r.xid, $2::pg_snapshot)
-  ORDER BY r.record_id, r.revision DESC
-) s WHERE lifecycle = 'active' ORDER BY record_id LIMIT $4`, e.ID, snap.String(), after, limit)
+  SELECT r.* FROM `+layout.Table(e)+` t
+  CROSS JOIN LATERAL (
+    SELECT * FROM registrum.revisions r
+    WHERE r.entity_id = $1 AND r.record_id = t.`+layout.ColRecordID+` AND pg_visible_in_snapshot(r.xid, $2::pg_snapshot)
+    ORDER BY r.revision DESC LIMIT 1
+  ) r
+  WHERE t.`+layout.ColRecordID+` > $3::uuid AND r.lifecycle = 'active'
+  ORDER BY t.`+layout.ColRecordID+` LIMIT $4
+) s ORDER BY record_id`, e.ID, snap.String(), after, limit)
 	return collectRevisions(rows, err, "snapshot of "+e.ID)
 }
 
