@@ -6,7 +6,6 @@ import (
 	"os"
 	"testing"
 	"time"
-
 )
 
 // TestSnapshotReadReport times pages of a snapshot read over many records
