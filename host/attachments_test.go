@@ -467,6 +467,16 @@ func TestAttachmentErasureDiscardsALateVerdict(t *testing.T) {
 	if _, err := store.EraseAttachment(context.Background(), pool, "claim", id, "scan", strings.Repeat("ab", 16)); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("second erasure: %v", err)
 	}
+	// The same bytes uploaded again are verified afresh.
+	resp, b = owner.do(t, "GET", loc, "", "")
+	resp, b = owner.upload(t, loc, "scan", "application/octet-stream", resp.Header.Get("ETag"), "e2", []byte("erase me"))
+	if resp.StatusCode != 200 || slotOf(t, b, "scan")["verificationStatus"] != "pending" {
+		t.Fatalf("upload after erasure: %d %s", resp.StatusCode, b)
+	}
+	waitFor(t, 15*time.Second, "the new verdict", func() bool {
+		_, b := owner.do(t, "GET", loc, "", "")
+		return slotOf(t, b, "scan")["verificationStatus"] == "approved"
+	})
 }
 
 // TestEICARVerifierRejectsTheTestFileEndToEnd builds the example EICAR

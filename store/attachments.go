@@ -219,8 +219,12 @@ type VerifyAttachmentArgs struct{ VerificationKey }
 // Kind implements river.JobArgs.
 func (VerifyAttachmentArgs) Kind() string { return KindVerifyAttachment }
 
-// verifyOpts keep one verification job per verdict at a time.
-var verifyOpts = &river.InsertOpts{UniqueOpts: river.UniqueOpts{ByArgs: true}}
+// verifyOpts: verification jobs are not unique. A second job for one
+// verdict is harmless (the lease lets one worker at a time claim it, and a
+// settled verdict ends the others), and a verdict that is pending again
+// (its content erased, then uploaded anew) must get a job even when an
+// earlier one completed.
+var verifyOpts *river.InsertOpts
 
 // RequestVerification makes sure a verdict exists for k: an existing one
 // (approved, rejected or pending) is reused; otherwise a pending one is
@@ -241,6 +245,11 @@ func (w *Writer) RequestVerification(ctx context.Context, k VerificationKey, ver
 	if err := w.queryRow(ctx, `SELECT verdict FROM registrum.attachment_verifications WHERE sha256 = $1 AND content_type = $2 AND policy_digest = $3`,
 		k.SHA256, k.ContentType, k.PolicyDigest).Scan(&verdict); err != nil {
 		return "", fmt.Errorf("store: request verification: %w", err)
+	}
+	if verdict == VerificationPending {
+		// Another upload waits for the same verdict: one more job costs
+		// little and revives a verdict whose jobs ran out of attempts.
+		return verdict, w.Enqueue(ctx, VerifyAttachmentArgs{k}, verifyOpts)
 	}
 	return verdict, nil
 }
@@ -350,6 +359,9 @@ func (s *Store) SettleVerification(ctx context.Context, v *Verification, verdict
 		outcome := verdict
 		if !settled {
 			outcome = "discarded"
+			if err := dropOrphanVerification(ctx, tx, v.VerificationKey); err != nil {
+				return err
+			}
 		}
 		return verificationAudit(ctx, tx, v.EntityID, "attachment.verify", outcome, traceID)
 	})
@@ -494,4 +506,19 @@ func SweepContent(ctx context.Context, pool *pgxpool.Pool, age time.Duration, tr
 		return 0, fmt.Errorf("store: sweep attachment content: %w", err)
 	}
 	return n, nil
+}
+
+// dropOrphanVerification deletes a pending verdict whose content is gone:
+// a later upload of the same bytes starts a fresh one with its own job.
+func dropOrphanVerification(ctx context.Context, tx pgx.Tx, k VerificationKey) error {
+	_, err := tx.Exec(ctx, `DELETE FROM registrum.attachment_verifications
+    WHERE sha256 = $1 AND content_type = $2 AND policy_digest = $3 AND verdict = 'pending'
+      AND NOT EXISTS (SELECT 1 FROM registrum.attachment_blobs b WHERE b.sha256 = $1)`, k.SHA256, k.ContentType, k.PolicyDigest)
+	return err
+}
+
+// DropOrphanVerification deletes the pending verdict of k when its content
+// is gone (erased before it could be verified).
+func (s *Store) DropOrphanVerification(ctx context.Context, k VerificationKey) error {
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error { return dropOrphanVerification(ctx, tx, k) })
 }

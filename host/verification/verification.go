@@ -90,6 +90,9 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[store.VerifyAttachment
 		if rerr := w.store.ReleaseVerification(context.WithoutCancel(ctx), v, trace); rerr != nil {
 			return rerr
 		}
+		if derr := w.store.DropOrphanVerification(context.WithoutCancel(ctx), v.VerificationKey); derr != nil {
+			return derr
+		}
 		return river.JobCancel(err)
 	}
 	if err != nil {
