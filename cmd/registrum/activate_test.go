@@ -55,7 +55,8 @@ func exited(cmd *exec.Cmd, d time.Duration) bool {
 // a host of the new one serves the stored record and reports the open
 // ingestion run blocked (activePackageChanged). A host configured with
 // activateOnStart applies the next package itself, and the running host
-// stops.
+// stops. After a confirmed type change, snapshots over values the field no
+// longer accepts answer 503 source.unavailable.
 func TestActivateMovesTheDatabaseAndEveryHostSeesIt(t *testing.T) {
 	dir := t.TempDir()
 	same := func(s string) string { return s }
@@ -165,7 +166,7 @@ func TestActivateMovesTheDatabaseAndEveryHostSeesIt(t *testing.T) {
 
 	// activateOnStart: a host of the next package activates it on start;
 	// the running host stops.
-	_, baseD := startHost(t, cfgFor(pkg4, "activateOnStart: true\n"), dir)
+	hostD, baseD := startHost(t, cfgFor(pkg4, "activateOnStart: true\n"), dir)
 	if !exited(hostC, 10*time.Second) {
 		t.Error("the host of the previous package still serves after an activation on start")
 	}
@@ -178,6 +179,32 @@ func TestActivateMovesTheDatabaseAndEveryHostSeesIt(t *testing.T) {
 	out, err = exec.CommandContext(ctx, binary, "serve", "--config", back).CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "field shelf is dropped") {
 		t.Fatalf("a destructive activation on start: %v\n%s", err, out)
+	}
+
+	// A confirmed type change: the stored values no longer match the field
+	// metadata, so snapshots over them are unavailable; revision reads show
+	// the stored values.
+	pkg5 := compileVariant(t, dir, "v5", func(s string) string {
+		s = strings.Replace(s, "      - {id: qty, type: integer}\n", "      - {id: qty, type: string, maxLength: 10}\n", 1)
+		s = strings.Replace(s, "      - {id: qty, type: string, maxLength: 10}\n", "      - {id: qty, type: string, maxLength: 10}\n      - {id: note, type: string, maxLength: 40}\n      - {id: shelf, type: string, maxLength: 10}\n", 1)
+		return strings.ReplaceAll(s, "[code, qty]", "[code, qty, note, shelf]")
+	})
+	out, err = exec.Command(binary, "activate", pkg5, "--config", cfgPath, "--confirm-destructive").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "entity item: field qty changes type from integer (bigint) to string (text) (destructive)") {
+		t.Fatalf("a confirmed type change: %v\n%s", err, out)
+	}
+	if !exited(hostD, 10*time.Second) {
+		t.Error("the host of the previous package still serves after a confirmed activation")
+	}
+	_, baseE := startHost(t, cfgFor(pkg5, ""), dir)
+	if s, _, b := call(t, "GET", baseE+"/v1/records/items:snapshot?snapshot="+created.Data.Snapshot, "", ""); s != 503 || !strings.Contains(b, "source.unavailable") {
+		t.Errorf("a snapshot whose values no longer match: %d %s", s, b)
+	}
+	if s, _, b := call(t, "GET", baseE+loc+"/revisions/1", "", ""); s != 200 || !strings.Contains(b, `"qty":3`) {
+		t.Errorf("a revision written under the previous type: %d %s", s, b)
+	}
+	if s, _, b := call(t, "GET", baseE+loc, "", ""); s != 200 || !strings.Contains(b, `"qty":"3"`) {
+		t.Errorf("the record after the type change: %d %s", s, b)
 	}
 }
 
