@@ -188,15 +188,16 @@ func WatchActivations(ctx context.Context, pool *pgxpool.Pool, fp string) error 
 }
 
 func watchOnce(ctx context.Context, pool *pgxpool.Pool, fp string) error {
-	conn, err := pool.Acquire(ctx)
+	// A connection of its own, outside the pool: listening holds it for
+	// the host's life, and the pool's connections serve requests.
+	conn, err := pgx.ConnectConfig(ctx, pool.Config().ConnConfig.Copy())
 	if err != nil {
 		return err
 	}
-	defer conn.Release()
+	defer conn.Close(context.Background())
 	if _, err := conn.Exec(ctx, "LISTEN "+ActivationChannel); err != nil {
 		return err
 	}
-	defer conn.Exec(context.Background(), "UNLISTEN "+ActivationChannel)
 	var held string
 	if err := conn.QueryRow(ctx, "SELECT schema_fingerprint FROM registrum.package_state").Scan(&held); err != nil {
 		return err
@@ -205,7 +206,7 @@ func watchOnce(ctx context.Context, pool *pgxpool.Pool, fp string) error {
 		if held != fp {
 			return fmt.Errorf("%w (schema fingerprint %s; this host serves %s)", ErrPackageChanged, held, fp)
 		}
-		n, err := conn.Conn().WaitForNotification(ctx)
+		n, err := conn.WaitForNotification(ctx)
 		if err != nil {
 			return err
 		}
