@@ -101,6 +101,21 @@ func TestActivationAppliesAdditiveChangesAndRefusesDestructiveOnes(t *testing.T)
 			t.Errorf("changes lack %q: %q", want, described)
 		}
 	}
+	// A write of the store still bound to the previous package is refused
+	// when it takes its snapshot, and nothing of it is committed.
+	late := uuid.NewString()
+	if _, _, err := s.Write(ctx, nil, func(w *store.Writer) (*store.Outcome, error) {
+		if _, err := w.Create(ctx, hh, late, map[string]any{"name": "late"}, journal()); err != nil {
+			return nil, err
+		}
+		_, err := w.Snapshot(ctx)
+		return &store.Outcome{}, err
+	}); !errors.Is(err, store.ErrPackageChanged) {
+		t.Fatalf("a write under the previous package: %v", err)
+	}
+	if n := count(t, pool, "select count(*) from registrum_data.e_household where record_id = '"+late+"'"); n != 0 {
+		t.Fatal("the refused write was committed")
+	}
 	fresh := storetest.NewPool(t)
 	if _, err := store.Open(ctx, fresh, additive); err != nil {
 		t.Fatal(err)

@@ -193,16 +193,24 @@ func (s *Store) SnapshotRevisions(ctx context.Context, e *model.Entity, snap Sna
 // Snapshot returns the snapshot of the state just after w's transaction
 // commits: what the database had committed when it was called, and w's own
 // writes. It is taken once all the transaction's revisions are written; a
-// revision appended afterwards is refused. Transactions that commit between
+// revision appended afterwards is refused. When the database was moved to
+// another package meanwhile it returns an error wrapping ErrPackageChanged. Transactions that commit between
 // this call and w's commit are not in it: neither saw the other's writes,
 // so the state is that of w committing first.
 func (w *Writer) Snapshot(ctx context.Context) (Snapshot, error) {
 	if w.snapshot != nil {
 		return *w.snapshot, nil
 	}
-	var own, text string
-	if err := w.queryRow(ctx, `SELECT pg_current_xact_id()::text, pg_current_snapshot()::text`).Scan(&own, &text); err != nil {
+	// The same statement reads the active package: a write whose last
+	// statements ran after an activation to another layout is refused
+	// (ErrPackageChanged), so no host of the previous package commits
+	// under the new one.
+	var own, text, active string
+	if err := w.queryRow(ctx, `SELECT pg_current_xact_id()::text, pg_current_snapshot()::text, (SELECT schema_fingerprint FROM registrum.package_state)`).Scan(&own, &text, &active); err != nil {
 		return Snapshot{}, fmt.Errorf("store: snapshot of a write: %w", err)
+	}
+	if active != w.s.fp {
+		return Snapshot{}, fmt.Errorf("%w (schema fingerprint %s)", ErrPackageChanged, active)
 	}
 	snap, err := parseSnapshot(text)
 	if err != nil {

@@ -470,6 +470,9 @@ func (s *Service) render(rec *store.Record, req *store.Request, presence json.Ra
 // source.unavailable, nothing written).
 func (s *Service) writeSnapshot(ctx context.Context, w *store.Writer) (string, error) {
 	snap, err := w.Snapshot(ctx)
+	if errors.Is(err, store.ErrPackageChanged) {
+		return "", &problem.Error{Code: problem.ServiceUnavailable, Detail: "The database moved to another package; this host stops. Retry on a host of the active package.", Cause: err}
+	}
 	if err != nil {
 		return "", err
 	}
