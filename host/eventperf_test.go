@@ -36,13 +36,13 @@ func (w *noopWorker) Work(context.Context, *river.Job[noopArgs]) error { w.done.
 // writeInBatches commits n records of the events test project, per
 // transactions of batch creates, each with jobs of its own (each create
 // captures one parcel-created event); extra runs in each transaction.
-func writeInBatches(t *testing.T, st *store.Store, n, batch int, extra func(context.Context, *store.Writer) error) {
+func writeInBatches(t *testing.T, st *store.Store, from, n, batch int, extra func(context.Context, *store.Writer) error) {
 	t.Helper()
 	e := st.Package().EntityByID("parcel")
 	ctx := context.Background()
-	for i := 0; i < n; i += batch {
+	for i := from; i < from+n; i += batch {
 		_, _, err := st.Write(ctx, nil, func(w *store.Writer) (*store.Outcome, error) {
-			for j := i; j < i+batch && j < n; j++ {
+			for j := i; j < i+batch && j < from+n; j++ {
 				if extra != nil {
 					if err := extra(ctx, w); err != nil {
 						return nil, err
@@ -85,7 +85,7 @@ func TestEventDeliveryReport(t *testing.T) {
 			t.Fatal(err)
 		}
 		start := time.Now()
-		writeInBatches(t, h.Store(), n, batch, func(ctx context.Context, w *store.Writer) error { return w.Enqueue(ctx, noopArgs{}, nil) })
+		writeInBatches(t, h.Store(), 0, n, batch, func(ctx context.Context, w *store.Writer) error { return w.Enqueue(ctx, noopArgs{}, nil) })
 		if err := runner.Start(context.Background()); err != nil {
 			t.Fatal(err)
 		}
@@ -100,7 +100,21 @@ func TestEventDeliveryReport(t *testing.T) {
 	}
 
 	// Events: n creates, each capturing one event, delivered while the
-	// writes go on.
+	// writes go on: first as fast as the writes commit (burst), then paced
+	// at 1,000 events a second (10 per transaction every 10 ms).
+	for _, phase := range []struct {
+		name  string
+		batch int
+		pace  time.Duration
+	}{{"burst", batch, 0}, {"paced 1,000/s", 10, 10 * time.Millisecond}} {
+		eventPhase(t, phase.name, n, phase.batch, phase.pace)
+	}
+}
+
+// eventPhase delivers n events to a local receiver and reports the rate and
+// the commit→delivery latency (receipt time minus the event's time, the
+// writing transaction's clock).
+func eventPhase(t *testing.T, name string, n, batch int, pace time.Duration) {
 	var mu sync.Mutex
 	var lat []time.Duration
 	rcv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -118,7 +132,16 @@ func TestEventDeliveryReport(t *testing.T) {
 	h, _ := serve(t, cfg)
 	runWorkers(t, h)
 	start := time.Now()
-	writeInBatches(t, h.Store(), n, batch, nil)
+	if pace == 0 {
+		writeInBatches(t, h.Store(), 0, n, batch, nil)
+	} else {
+		tick := time.NewTicker(pace)
+		for i := 0; i < n; i += batch {
+			<-tick.C
+			writeInBatches(t, h.Store(), i, batch, batch, nil)
+		}
+		tick.Stop()
+	}
 	committed := time.Since(start)
 	for {
 		mu.Lock()
@@ -134,7 +157,7 @@ func TestEventDeliveryReport(t *testing.T) {
 	}
 	el := time.Since(start)
 	slices.Sort(lat)
-	t.Logf("events: %d committed in %v, all delivered in %v: %.0f deliveries/s; commit→delivery p50 %v, p99 %v, max %v",
-		n, committed.Round(time.Millisecond), el.Round(time.Millisecond), float64(n)/el.Seconds(),
+	t.Logf("events, %s: %d committed in %v, all delivered in %v: %.0f deliveries/s; commit→delivery p50 %v, p99 %v, max %v",
+		name, n, committed.Round(time.Millisecond), el.Round(time.Millisecond), float64(n)/el.Seconds(),
 		lat[len(lat)/2].Round(time.Millisecond), lat[len(lat)*99/100].Round(time.Millisecond), lat[len(lat)-1].Round(time.Millisecond))
 }

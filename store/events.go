@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
 
 	"github.com/registrum/registrum/model"
 	"github.com/registrum/registrum/model/values"
@@ -129,7 +130,22 @@ func (w *Writer) InsertDelivery(ctx context.Context, d *Delivery) error {
     VALUES ($1, $2, $3, $4, $5, nullif($6, ''), nullif($7, ''), nullif($8, ''), $9, 'pending', 1, 0, $10, $11, $12, $13, $14, $15, $16, $17, $17, $17)`,
 		d.DeliveryID, d.EventID, d.EntityID, d.HookID, d.HandlerKind, d.DestinationID, d.BindingDigest, d.ModuleDigest, d.PackageRevision,
 		d.MaximumAttempts, d.RetryDelaysMs, d.AttemptTimeoutMs, d.Payload, d.PayloadDigest, d.PayloadExpiresAt, d.CausationHop, w.now)
-	return w.Enqueue(ctx, DeliverEventArgs{DeliveryID: d.DeliveryID}, nil)
+	// The jobs of a transaction's deliveries are inserted together, once,
+	// before it commits (Store.Write).
+	w.deliveryJobs = append(w.deliveryJobs, river.InsertManyParams{Args: DeliverEventArgs{DeliveryID: d.DeliveryID}})
+	return nil
+}
+
+// insertDeliveryJobs inserts the jobs of the deliveries captured in the
+// transaction, in one statement.
+func (w *Writer) insertDeliveryJobs(ctx context.Context) error {
+	if len(w.deliveryJobs) == 0 {
+		return nil
+	}
+	if _, err := w.s.jobs.InsertManyTx(ctx, w.sqlTx, w.deliveryJobs); err != nil {
+		return fmt.Errorf("store: enqueue deliveries: %w", err)
+	}
+	return nil
 }
 
 const deliveryColumns = `delivery_id::text, event_id::text, entity_id, hook_id, handler_kind, coalesce(destination_id, ''), coalesce(binding_digest, ''),
@@ -164,39 +180,30 @@ type Lease struct {
 
 // ClaimDelivery leases a due pending delivery for one attempt: it counts
 // the attempt, sets the lease (attempt timeout plus grace) and commits the
-// attempt audit before returning, so the audit precedes the send. It
-// returns nil when the delivery is not pending and due (delivered, leased
-// by another worker, or not yet due): the caller then has nothing to do.
+// attempt audit, in one statement, before returning, so the audit precedes
+// the send. It returns nil when the delivery is not pending and due
+// (delivered, leased by another worker, or not yet due): the caller then
+// has nothing to do. Two claims of one delivery serialise on its row; the
+// second finds it leased.
 func (s *Store) ClaimDelivery(ctx context.Context, id string, grace time.Duration) (*Lease, error) {
-	var out *Lease
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		d, err := scanDelivery(tx.QueryRow(ctx, "SELECT "+deliveryColumns+` FROM registrum.event_deliveries
-    WHERE delivery_id = $1 AND state = 'pending' AND next_attempt_at <= now() FOR UPDATE SKIP LOCKED`, id))
-		if errors.Is(err, ErrNotFound) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		var now time.Time
-		if err := tx.QueryRow(ctx, `UPDATE registrum.event_deliveries SET state = 'leased', attempt = attempt + 1,
-    lease_expires_at = now() + make_interval(secs => ($2::double precision + attempt_timeout_ms) / 1000), updated_at = now()
-    WHERE delivery_id = $1 RETURNING attempt, lease_expires_at, now()`, id, float64(grace.Milliseconds())).Scan(&d.Attempt, &d.LeaseExpiresAt, &now); err != nil {
-			return fmt.Errorf("store: lease delivery: %w", err)
-		}
-		d.State = DeliveryLeased
-		now = now.UTC().Truncate(time.Millisecond)
-		if _, err := tx.Exec(ctx, `INSERT INTO registrum.event_delivery_attempts (delivery_id, generation, attempt, started_at, delivery_time)
-    VALUES ($1, $2, $3, $4, $5)`, id, d.Generation, d.Attempt, now, FormatTime(now)); err != nil {
-			return fmt.Errorf("store: attempt audit: %w", err)
-		}
-		out = &Lease{Delivery: d, DeliveryTime: now}
-		return nil
-	})
-	if err != nil {
-		return nil, err
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	d, err := scanDelivery(s.pool.QueryRow(ctx, `WITH d AS (
+    UPDATE registrum.event_deliveries SET state = 'leased', attempt = attempt + 1,
+        lease_expires_at = now() + make_interval(secs => ($2::double precision + attempt_timeout_ms) / 1000), updated_at = now()
+    WHERE delivery_id = $1 AND state = 'pending' AND next_attempt_at <= now()
+    RETURNING *
+), a AS (
+    INSERT INTO registrum.event_delivery_attempts (delivery_id, generation, attempt, started_at, delivery_time)
+    SELECT delivery_id, generation, attempt, $3, $4 FROM d
+)
+SELECT `+deliveryColumns+` FROM d`, id, float64(grace.Milliseconds()), now, FormatTime(now)))
+	if errors.Is(err, ErrNotFound) {
+		return nil, nil
 	}
-	return out, nil
+	if err != nil {
+		return nil, fmt.Errorf("store: lease delivery: %w", err)
+	}
+	return &Lease{Delivery: d, DeliveryTime: now}, nil
 }
 
 // FormatTime is the wire form of event times: RFC 3339 in UTC with
@@ -226,6 +233,22 @@ type AttemptResult struct {
 // state. A lease that is no longer held (reaped meanwhile) changes nothing
 // and returns "".
 func (s *Store) FinishAttempt(ctx context.Context, l *Lease, r AttemptResult) (string, error) {
+	if r.Delivered {
+		// The common case in one statement: audit, state and erasure.
+		tag, err := s.pool.Exec(ctx, `WITH d AS (
+    UPDATE registrum.event_deliveries SET state = 'delivered', payload = NULL, lease_expires_at = NULL, updated_at = now()
+    WHERE delivery_id = $1 AND state = 'leased' AND generation = $2 AND attempt = $3 RETURNING delivery_id
+)
+UPDATE registrum.event_delivery_attempts SET outcome = 'delivered', status_code = nullif($4, 0), finished_at = now()
+WHERE delivery_id = $1 AND generation = $2 AND attempt = $3 AND EXISTS (SELECT 1 FROM d)`, l.DeliveryID, l.Generation, l.Attempt, r.StatusCode)
+		if err != nil {
+			return "", fmt.Errorf("store: finish attempt: %w", err)
+		}
+		if tag.RowsAffected() == 0 {
+			return "", nil
+		}
+		return DeliveryDelivered, nil
+	}
 	var state string
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		var ok bool

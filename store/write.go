@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/riverqueue/river"
 
 	"github.com/registrum/registrum/model"
 	"github.com/registrum/registrum/store/layout"
@@ -53,7 +54,9 @@ type Writer struct {
 	sqlTx    pgx.Tx
 	commitID string
 	now      time.Time
-	pending  []pendingStatement
+	// deliveryJobs are the jobs of the event deliveries captured so far.
+	deliveryJobs []river.InsertManyParams
+	pending      []pendingStatement
 	// snapshot is the state just after the commit, once taken (Snapshot);
 	// no revision may be appended after it.
 	snapshot *Snapshot
@@ -87,6 +90,9 @@ func (s *Store) Write(ctx context.Context, idem *Idempotency, fn func(w *Writer)
 		}
 		o, err := fn(w)
 		if err != nil {
+			return err
+		}
+		if err := w.insertDeliveryJobs(ctx); err != nil {
 			return err
 		}
 		if idem != nil {
