@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -14,6 +15,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/registrum/registrum/store/storetest"
 )
@@ -193,5 +196,110 @@ func TestActivateRefusesToStrandPendingDeliveries(t *testing.T) {
 	same := write("same.yaml", cfgFor(srv.URL+"/hooks/registry"))
 	if out, err := exec.Command(binary, "activate", pkg, "--config", same).CombinedOutput(); err != nil {
 		t.Fatalf("activate with the destination as it was: %v\n%s", err, out)
+	}
+}
+
+// flakyReceiver answers 500 until healed, then 204, recording each
+// delivery's headers.
+type flakyReceiver struct {
+	mu     sync.Mutex
+	healed bool
+	got    []http.Header
+}
+
+func (r *flakyReceiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	io.Copy(io.Discard, req.Body)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.got = append(r.got, req.Header.Clone())
+	if !r.healed {
+		w.WriteHeader(http.StatusInternalServerError)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// TestDeliveriesListAndReplayCommands runs the operator commands as
+// processes: a receiver down past the (tightened) attempts leaves a dead
+// letter the list shows without values; a replay naming another
+// generation is refused with the one value-free message; the right one is
+// delivered as generation 2 with a new key.
+func TestDeliveriesListAndReplayCommands(t *testing.T) {
+	dir := t.TempDir()
+	pkg := filepath.Join(dir, "package")
+	if out, err := exec.Command(binary, "compile", "../../host/testdata/events", "--out", pkg).CombinedOutput(); err != nil {
+		t.Fatalf("compile: %v\n%s", err, out)
+	}
+	os.MkdirAll(filepath.Join(dir, "secrets"), 0o700)
+	os.WriteFile(filepath.Join(dir, "secrets", "host-key"), bytes.Repeat([]byte{9}, 32), 0o600)
+	os.WriteFile(filepath.Join(dir, "secrets", "webhook-key"), bytes.Repeat([]byte("k"), 32), 0o600)
+	rcv := &flakyReceiver{}
+	srv := httptest.NewServer(rcv)
+	defer srv.Close()
+	dsn := storetest.NewDatabase(t)
+	cfg := fmt.Sprintf("version: 1\ndatabase: {url: %q}\npackage: %s\nsecrets: {root: secrets}\nhostKeyRef: secret:file/host-key\n"+
+		"instanceId: ops\neventDestinations:\n  receiver: {url: %q, hmacSha256KeyRef: secret:file/webhook-key, classificationCeiling: internal, network: loopback, maximumAttempts: 2}\n",
+		dsn, pkg, srv.URL+"/hooks/registry")
+	_, base := startHost(t, cfg, dir)
+	if s, _, b := call(t, "POST", base+"/v1/records/parcels", "application/json", `{"data":{"parcelCode":"SECRET-CODE-1"}}`); s != 201 {
+		t.Fatalf("create: %d %s", s, b)
+	}
+	cfgPath := filepath.Join(dir, lastConfig(t, dir))
+	var dead map[string]any
+	waitFor(t, "a dead letter", 30*time.Second, func() bool {
+		out, err := exec.Command(binary, "deliveries", "list", "--config", cfgPath, "--state", "dead_lettered").Output()
+		if err != nil {
+			t.Fatalf("deliveries list: %v", err)
+		}
+		if strings.Contains(string(out), "SECRET-CODE") {
+			t.Fatalf("the list shows a value:\n%s", out)
+		}
+		var doc struct{ Deliveries []map[string]any }
+		json.Unmarshal(out, &doc)
+		if len(doc.Deliveries) == 1 {
+			dead = doc.Deliveries[0]
+		}
+		return dead != nil
+	})
+	if dead["generation"] != float64(1) || dead["attempt"] != float64(2) || dead["payloadAvailable"] != true {
+		t.Fatalf("dead letter %v", dead)
+	}
+	replay := func(gen string) (string, error) {
+		out, err := exec.Command(binary, "deliveries", "replay", "--config", cfgPath, "--event-id", dead["eventId"].(string),
+			"--delivery-id", dead["deliveryId"].(string), "--expected-generation", gen, "--operator", "test-operator").CombinedOutput()
+		return string(out), err
+	}
+	if out, err := replay("2"); err == nil || !strings.Contains(out, "the delivery is unavailable for replay") {
+		t.Fatalf("replay of another generation: %v\n%s", err, out)
+	}
+	rcv.mu.Lock()
+	rcv.healed = true
+	first := rcv.got[0]
+	rcv.mu.Unlock()
+	if out, err := replay("1"); err != nil || !strings.Contains(out, "replayed as generation 2") {
+		t.Fatalf("replay: %v\n%s", err, out)
+	}
+	waitFor(t, "the replayed delivery", 30*time.Second, func() bool {
+		rcv.mu.Lock()
+		defer rcv.mu.Unlock()
+		return len(rcv.got) == 3
+	})
+	rcv.mu.Lock()
+	last := rcv.got[2]
+	rcv.mu.Unlock()
+	if last.Get("X-Registry-Event-Generation") != "2" || last.Get("X-Registry-Delivery-Attempt") != "1" ||
+		last.Get("Idempotency-Key") == first.Get("Idempotency-Key") || last.Get("Ce-Id") != first.Get("Ce-Id") {
+		t.Fatalf("replayed delivery %v after %v", last, first)
+	}
+	// Both the refusal and the replay are audited, with the operator.
+	conn, err := pgx.Connect(context.Background(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	rows, _ := conn.Query(context.Background(), "SELECT action || ':' || generation || ':' || operator FROM registrum.event_delivery_audit ORDER BY id")
+	audit, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil || strings.Join(audit, ",") != "replay_refused:1:test-operator,replay:2:test-operator" {
+		t.Fatalf("replay audit %v %v", audit, err)
 	}
 }
