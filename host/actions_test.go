@@ -80,6 +80,14 @@ func TestImmediateActions(t *testing.T) {
 	wantProblem(t, "invoke outside the boundary", 404, b, "resource.not_found")
 	s, b = post("/v1/actions/nothing", body, "Idempotency-Key", "c1")
 	wantProblem(t, "unknown action", 404, b, "resource.not_found")
+	s, b = post("/v1/actions/reopen-account", `{"input":{"account":"`+northID+`"},"preconditions":{"reopen":{"ifMatch":`+jsonString(etag)+`}}}`, "Idempotency-Key", "c1")
+	wantProblem(t, "action without an invoke grant", 404, b, "resource.not_found")
+	s, b = post("/v1/actions/reopen-account/target-conditions", `{"input":{"account":"`+northID+`"}}`)
+	wantProblem(t, "conditions without an invoke grant", 404, b, "resource.not_found")
+	resp, b := c.do(t, "POST", "/v1/actions/close-account", "application/json", body, "Idempotency-Key", "c1", "Authorization", "Bearer not-a-token")
+	if resp.StatusCode != 401 {
+		t.Fatalf("a rejected token: %d %s", resp.StatusCode, b)
+	}
 
 	// A stale ifMatch: 412 and nothing written.
 	resp, pb := c.do(t, "PATCH", north, "application/json-patch+json", `[{"op":"replace","path":"/data/note","value":"moved"}]`, "If-Match", etag)
