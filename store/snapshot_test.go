@@ -182,3 +182,46 @@ func TestSnapshotLeavesOutTransactionsInProgressAndLaterTombstones(t *testing.T)
 		t.Fatalf("future snapshot: %v", err)
 	}
 }
+
+// History restored under another transaction counter (stored ids ahead of
+// it) is rebased when a store opens: those revisions move to the current
+// transaction, so the latest state sees them, and the history tag changes,
+// so tokens of before are refused.
+func TestOpenRebasesHistoryWrittenUnderAnotherCounter(t *testing.T) {
+	ctx := context.Background()
+	s, pool := openStore(t)
+	hh := s.Package().EntityByID("household")
+	id := uuid.NewString()
+	if _, err := s.Create(ctx, hh, id, map[string]any{"name": "r"}, journal()); err != nil {
+		t.Fatal(err)
+	}
+	before := s.HistoryTag()
+	if _, err := pool.Exec(ctx, `UPDATE registrum.revisions SET xid = ((pg_current_xact_id()::text)::bigint + 1000000)::text::xid8`); err != nil {
+		t.Fatal(err)
+	}
+	snap, err := s.CurrentSnapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := snapshotIDs(t, s, snap); len(got) != 0 {
+		t.Fatalf("ids ahead of the counter are visible: %v", got)
+	}
+	reopened, err := store.Open(ctx, pool, s.Package())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if reopened.HistoryTag() == before {
+		t.Fatal("the history tag did not change")
+	}
+	snap, err = reopened.CurrentSnapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := snapshotIDs(t, reopened, snap); !slices.Equal(got, []string{id}) {
+		t.Fatalf("after the rebase: %v", got)
+	}
+	again, err := store.Open(ctx, pool, s.Package())
+	if err != nil || again.HistoryTag() != reopened.HistoryTag() {
+		t.Fatalf("a second open changed the tag again: %v", err)
+	}
+}
