@@ -21,6 +21,7 @@ var problemResponses = map[int]problemResponse{
 	409: {"Conflict", []string{"idempotency.conflict", "mutation.conflict"}},
 	410: {"Gone", []string{"ingestion.receipt_erased"}},
 	412: {"PreconditionFailed", []string{"precondition.failed"}},
+	422: {"UnprocessableContent", []string{"action.refused"}},
 	428: {"PreconditionRequired", []string{"precondition.required"}},
 	503: {"ServiceUnavailable", []string{"source.unavailable", "service.unavailable"}},
 }

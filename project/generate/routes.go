@@ -181,7 +181,7 @@ func attachmentOperations(e *model.Entity, ap obj) []operation {
 			operation{method: "patch", path: path, id: e.ID + ".attachments." + s.ID + ".upload", tag: e.ID, summary: "Upload the content of slot " + s.ID + ".",
 				params:    []any{paramRef("recordId"), ap, paramRef("ifMatch"), paramRef("idempotencyKeyRequired")},
 				body:      obj{"required": true, "content": upload},
-				responses: withProblems(obj{"200": mutation}, 400, 401, 404, 409, 412, 428)},
+				responses: withProblems(obj{"200": mutation}, 400, 401, 404, 409, 412, 428, 503)},
 			operation{method: "delete", path: path, id: e.ID + ".attachments." + s.ID + ".remove", tag: e.ID, summary: "Remove the content of slot " + s.ID + ".",
 				params:    []any{paramRef("recordId"), ap, paramRef("ifMatch"), paramRef("idempotencyKeyRequired")},
 				responses: withProblems(obj{"200": mutation}, 400, 401, 404, 409, 412, 428)},
@@ -202,7 +202,7 @@ func actionOperations(p *model.Package, a *model.Action) []operation {
 	return tagged([]operation{
 		{method: "post", path: base, id: "action." + a.ID + ".invoke", tag: "actions", summary: "Invoke action " + a.ID + ".",
 			params: []any{ap, paramRef("idempotencyKeyRequired")}, body: jsonBody(schemaRef(cAction(a))),
-			responses: withProblems(obj{"200": response("The effects written.", schemaRef("ActionResult"), false, nil)}, 400, 401, 404, 409, 412)},
+			responses: withProblems(obj{"200": response("The effects written.", schemaRef("ActionResult"), false, nil)}, actionProblems(a)...)},
 		{method: "post", path: base + "/target-conditions", id: "action." + a.ID + ".targetConditions", tag: "actions", summary: "Show the records action " + a.ID + " would touch and their ifMatch.",
 			params: []any{ap}, body: jsonBody(schemaRef(cConditions(a))),
 			responses: withProblems(obj{"200": response("The target conditions.", schemaRef("ActionTargetConditions"), false, nil)}, 400, 401, 404)},
@@ -294,4 +294,14 @@ func patchPathPattern(e *model.Entity) string {
 	}
 	sort.Strings(names)
 	return `^/data/(` + strings.Join(names, "|") + `)(/.*)?$`
+}
+
+// actionProblems are the problem statuses of an action's invocation: a
+// handler adds its declared refusals (422) and its failures (503).
+func actionProblems(a *model.Action) []int {
+	statuses := []int{400, 401, 404, 409, 412, 428}
+	if a.Handler != nil {
+		statuses = append(statuses, 422, 503)
+	}
+	return statuses
 }
