@@ -251,7 +251,11 @@ func Registry(ctx context.Context, p *model.Package, d access.Decider, caller ac
 		}
 		for _, s := range e.Attachments {
 			if readable[s.ID] {
-				entry.Fields = append(entry.Fields, FieldEntry{ID: s.ID, APIName: s.ID, Type: TypeAttachment, Attachment: generate.AttachmentExtension(s)})
+				ext := generate.AttachmentExtension(s)
+				if d := p.VerificationPolicyDigest(s); d != "" {
+					ext["verification"].(map[string]any)["policyDigest"] = d
+				}
+				entry.Fields = append(entry.Fields, FieldEntry{ID: s.ID, APIName: s.ID, Type: TypeAttachment, Attachment: ext})
 			}
 		}
 		readableBy[e.ID] = readable

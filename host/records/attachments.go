@@ -40,30 +40,10 @@ func (s *Service) contentStore() store.ContentStore {
 	return s.content
 }
 
-// PolicyDigest returns the digest of a slot's verification policy: the
-// verifier (kind, and its pinned binary or endpoint) and the policy id.
-// Changing any of them makes earlier verdicts inapplicable. "" when the slot
-// has no verification.
+// PolicyDigest returns the digest of a slot's verification policy
+// (model.Package.VerificationPolicyDigest), "" when it has none.
 func PolicyDigest(p *model.Package, slot *model.AttachmentSlot) string {
-	if slot.Verification == nil {
-		return ""
-	}
-	doc := map[string]any{"scheme": "registrum-attachment-verification-v1", "verifier": slot.Verification.Verifier, "policyId": slot.Verification.PolicyID}
-	for _, v := range p.Verifiers {
-		if v.ID == slot.Verification.Verifier {
-			doc["kind"] = string(v.Kind)
-			if v.Kind == model.VerifierHTTP {
-				doc["endpoint"] = v.Endpoint
-			} else {
-				doc["sha256"] = v.SHA256
-			}
-		}
-	}
-	d, err := canonjson.Digest(doc)
-	if err != nil {
-		panic("records: policy digest: " + err.Error()) // plain strings always encode
-	}
-	return d
+	return p.VerificationPolicyDigest(slot)
 }
 
 // Upload is an attachment upload as the edge hands it over: the body is
