@@ -23,9 +23,11 @@ import (
 	"github.com/registrum/registrum/host"
 	"github.com/registrum/registrum/host/config"
 	"github.com/registrum/registrum/internal/canonjson"
+	"github.com/registrum/registrum/project"
 	"github.com/registrum/registrum/project/generate"
 	"github.com/registrum/registrum/sdk/webhook"
 	"github.com/registrum/registrum/store"
+	"github.com/registrum/registrum/store/layout"
 	"github.com/registrum/registrum/store/storetest"
 )
 
@@ -599,5 +601,41 @@ func TestExpiredDeadLettersCannotBeReplayed(t *testing.T) {
 	ev := h.Events()
 	if _, err := h.Store().Replay(context.Background(), s.EventID, s.DeliveryID, 1, ev.Bindings(), ev.Modules(), "op"); !errors.Is(err, store.ErrReplayRefused) {
 		t.Fatalf("replay of an expired dead letter: %v", err)
+	}
+}
+
+// A production package's url hook must be bound; a development package's
+// unbound hook captures nothing.
+func TestUnboundDestinations(t *testing.T) {
+	dsn := storetest.NewDatabase(t)
+	dir := t.TempDir()
+	res, err := project.Compile("testdata/events", project.Options{Fingerprint: layout.Fingerprint, Production: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := res.Write(filepath.Join(dir, "package")); err != nil {
+		t.Fatal(err)
+	}
+	os.MkdirAll(filepath.Join(dir, "secrets"), 0o700)
+	os.WriteFile(filepath.Join(dir, "secrets", "host-key"), bytes.Repeat([]byte{7}, 32), 0o600)
+	p := filepath.Join(dir, "registrum.yaml")
+	os.WriteFile(p, []byte("version: 1\nlistener: {address: 127.0.0.1, port: 0}\ndatabase: {url: \""+dsn+"\"}\npackage: package\nsecrets: {root: secrets}\nhostKeyRef: secret:file/host-key\n"), 0o600)
+	cfg, err := config.Load(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h, err := host.Open(context.Background(), cfg, slog.New(slog.DiscardHandler)); err == nil || !strings.Contains(err.Error(), "which eventDestinations does not bind") {
+		if h != nil {
+			h.Close()
+		}
+		t.Fatalf("production package without its destination: %v", err)
+	}
+	// Development: served, nothing captured.
+	h, srv := serve(t, deployment(t, "testdata/events", storetest.NewDatabase(t)))
+	if resp, b := (caller{srv: srv}).do(t, "POST", "/v1/records/parcels", "application/json", `{"data":{"parcelCode":"U-1"}}`); resp.StatusCode != 201 {
+		t.Fatalf("create: %d %s", resp.StatusCode, b)
+	}
+	if n := len(deliveries(t, h)); n != 0 {
+		t.Fatalf("%d deliveries captured for an unbound destination", n)
 	}
 }
