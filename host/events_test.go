@@ -639,3 +639,28 @@ func TestUnboundDestinations(t *testing.T) {
 		t.Fatalf("%d deliveries captured for an unbound destination", n)
 	}
 }
+
+// An attempt is bounded by the (tightened) attempt timeout: a receiver
+// slower than it fails the attempt as a timeout.
+func TestAttemptsTimeOut(t *testing.T) {
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+		case <-time.After(3 * time.Second):
+		}
+	}))
+	defer slow.Close()
+	cfg := eventsDeployment(t, storetest.NewDatabase(t), slow.URL+"/hooks/registry", "    maximumAttempts: 1\n    attemptTimeoutMs: 200\n")
+	h, srv := serve(t, cfg)
+	runWorkers(t, h)
+	if resp, b := (caller{srv: srv}).do(t, "POST", "/v1/records/parcels", "application/json", `{"data":{"parcelCode":"T-1"}}`); resp.StatusCode != 201 {
+		t.Fatalf("create: %d %s", resp.StatusCode, b)
+	}
+	id := deliveries(t, h)[0].DeliveryID
+	start := time.Now()
+	waitState(t, h, id, store.DeliveryDeadLettered, 10*time.Second)
+	atts, _ := h.Store().DeliveryAttempts(context.Background(), id)
+	if len(atts) != 1 || atts[0].Failure != "timeout" || time.Since(start) > 2*time.Second {
+		t.Fatalf("attempts %+v after %v", atts, time.Since(start))
+	}
+}
