@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -178,4 +180,63 @@ func TestLocalHandlerRunsOnlyUnderItsCapturedDigest(t *testing.T) {
 	// The url deliveries captured under the first package are still sent:
 	// their bodies were fixed at capture.
 	rcv.wait(t, 2, 10*time.Second)
+}
+
+// The same apply event handled by the example hook handler built to
+// WebAssembly (examples/plugins/hook/wasm).
+func TestWASMLocalHandler(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.CopyFS(dir, os.DirFS("testdata/eventrequests")); err != nil {
+		t.Fatal(err)
+	}
+	reg := filepath.Join(dir, "registry.yaml")
+	b, _ := os.ReadFile(reg)
+	yaml := strings.Replace(string(b), "handler: {kind: tengo, script: scripts/applied.tengo}", "handler: {kind: wasm, module: plugins/hook.wasm}", 1)
+	if yaml == string(b) {
+		t.Fatal("the tengo handler line moved")
+	}
+	os.WriteFile(reg, []byte(yaml), 0o644)
+	build := exec.Command("go", "build", "-buildmode=c-shared", "-trimpath", "-o", filepath.Join(dir, "plugins", "hook.wasm"), "../examples/plugins/hook/wasm")
+	build.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build the WebAssembly hook handler: %v\n%s", err, out)
+	}
+	is := authtest.StartIssuer(t, issuertest.DevOptions{Scopes: []string{"families:write"}}, nil)
+	rcv := newReceiver(t)
+	cfg := deployment(t, dir, storetest.NewDatabase(t), is.HostAuthentication(),
+		"instanceId: test-1\neventDestinations:\n  receiver:\n    url: "+rcv.srv.URL+"/hooks/registry\n    hmacSha256KeyRef: secret:file/webhook-key\n    classificationCeiling: internal\n    network: loopback\n")
+	os.WriteFile(filepath.Join(filepath.Dir(cfg.Path()), "secrets", "webhook-key"), eventKey, 0o600)
+	h, srv := serve(t, cfg)
+	runWorkers(t, h)
+	c := caller{srv: srv, token: is.Token(t, issuertest.StandardClientID)}
+	childLoc, _ := c.create(t, "children", `{"name":"Bo"}`)
+	loc, tag := c.create(t, "address-changes", `{"childId":"`+filepath.Base(childLoc)+`","address":"Elm 3"}`)
+	if code, b := c.act(t, loc+"/actions/submit", tag, "k1", `{"actorReference":"a"}`); code != 200 {
+		t.Fatalf("submit: %d %s", code, b)
+	}
+	got, tag := c.read(t, loc)
+	ap := got.Data.Request.action("apply_request")
+	if code, b := c.act(t, ap.Href, tag, "k2", fmt.Sprintf(`{"actorReference":"a","proposalVersion":%d,"effectDigest":"%s"}`, ap.ProposalVersion, ap.EffectDigest)); code != 200 {
+		t.Fatalf("apply: %d %s", code, b)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		ds, err := h.Store().ListDeliveries(context.Background(), "", 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var local store.DeliverySummary
+		for _, d := range ds {
+			if d.Hook == "address-change-applied" {
+				local = d
+			}
+		}
+		if local.State == store.DeliveryDelivered && local.Handler == "wasm" && local.Attempt == 1 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("wasm handler delivery %+v", local)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
