@@ -35,11 +35,18 @@ import (
 // a real PostgreSQL, trusting a real issuer whose standard demo client
 // satisfies the caseworker and applicant profiles.
 func exampleHost(t *testing.T) (*httptest.Server, *issuertest.Issuer) {
+	return exampleHostWith(t, issuertest.Options{})
+}
+
+// exampleHostWith is exampleHost with the issuer's clock and handler
+// wrapper of o (its Dev options are the example's).
+func exampleHostWith(t *testing.T, o issuertest.Options) (*httptest.Server, *issuertest.Issuer) {
 	t.Helper()
-	is := authtest.StartIssuer(t, issuertest.DevOptions{
+	o.Dev = issuertest.DevOptions{
 		Scopes: []string{"childsupport:casework", "childsupport:apply"},
 		Claims: map[string]string{"purpose": "child-support-administration", "health_districts": "north south"},
-	}, nil)
+	}
+	is := &authtest.Issuer{Issuer: issuertest.Start(t, o)}
 	dir := t.TempDir()
 	res, err := project.Compile(".", project.Options{Fingerprint: layout.Fingerprint})
 	if err != nil {

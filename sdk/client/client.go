@@ -169,6 +169,8 @@ type request struct {
 	idempotent bool
 	// open keeps the body of a 2xx answer open for the caller to stream.
 	open bool
+	// notModified accepts a 304 answer (a read sent with If-None-Match).
+	notModified bool
 }
 
 // response is an answer with a 2xx status.
@@ -218,8 +220,14 @@ func (c *Client) target(r *request, profile string) (string, error) {
 	return u.String(), nil
 }
 
-// do sends r, retrying where that is safe, and returns a 2xx answer or the
-// refusal as a *Problem.
+// do sends r, retrying where that is safe, and returns a 2xx answer (or a
+// 304 to a request with notModified set) or the refusal as a *Problem.
+//
+// A retry-safe call (a read, a write carrying an Idempotency-Key) is sent
+// again after a transport failure or a 502/503/504, at most c.retries
+// times. A 401 to a call that carried a token renews the token once (see
+// TokenRefresher) and, when the call is retry-safe and the source gave
+// another token, sends it once more: a second 401 is the answer.
 func (c *Client) do(ctx context.Context, r *request, profile string) (*response, error) {
 	target, err := c.target(r, profile)
 	if err != nil {
@@ -232,18 +240,41 @@ func (c *Client) do(ctx context.Context, r *request, profile string) (*response,
 		retryable = retryable && seeker != nil
 	}
 	wait := c.wait
-	for attempt := 0; ; attempt++ {
-		if attempt > 0 && seeker != nil {
+	renewed := false // the one token renewal of this call is spent
+	next := ""       // the renewed token, for the next send
+	for attempt, sent := 0, 0; ; sent++ {
+		if sent > 0 && seeker != nil {
 			if _, err := seeker.Seek(0, io.SeekStart); err != nil {
 				return nil, fmt.Errorf("client: rewind the body: %w", err)
 			}
 		}
-		resp, err := c.once(ctx, r, target)
+		token := next
+		if token == "" && c.tokens != nil {
+			tok, err := c.tokens.Token(ctx)
+			if err != nil {
+				return nil, fmt.Errorf("%w: %w", errToken, err)
+			}
+			token = tok.AccessToken
+		}
+		next = ""
+		resp, err := c.once(ctx, r, target, token)
 		again := retryable && attempt < c.retries && ctx.Err() == nil
 		switch {
-		case err != nil && again && !errors.As(err, new(*Problem)) && !errors.Is(err, errToken):
+		case err != nil && again && !errors.As(err, new(*Problem)):
 		case err != nil:
 			return nil, err
+		case resp.status == http.StatusUnauthorized && token != "" && !renewed:
+			renewed = true
+			refused := problemOf(resp)
+			fresh, err := c.renew(ctx, token)
+			if err != nil {
+				return nil, fmt.Errorf("%w (renewing the refused token failed: %w)", refused, err)
+			}
+			if !retryable || fresh == token || ctx.Err() != nil {
+				return nil, refused
+			}
+			next = fresh
+			continue // at once, and not counted as a retry
 		case resp.status == http.StatusBadGateway || resp.status == http.StatusServiceUnavailable || resp.status == http.StatusGatewayTimeout:
 			if !again {
 				return nil, problemOf(resp)
@@ -251,11 +282,12 @@ func (c *Client) do(ctx context.Context, r *request, profile string) (*response,
 			if d, ok := retryAfter(resp.header.Get("Retry-After")); ok {
 				wait = d
 			}
-		case resp.status >= 200 && resp.status < 300:
+		case resp.status >= 200 && resp.status < 300, resp.status == http.StatusNotModified && r.notModified:
 			return resp, nil
 		default:
 			return nil, problemOf(resp)
 		}
+		attempt++
 		select {
 		case <-ctx.Done():
 			return nil, ctx.Err()
@@ -267,7 +299,34 @@ func (c *Client) do(ctx context.Context, r *request, profile string) (*response,
 
 var errToken = errors.New("client: no access token")
 
-func (c *Client) once(ctx context.Context, r *request, target string) (*response, error) {
+// TokenRefresher is a TokenSource that can replace a token the host
+// refused before it would renew it by itself (a host whose clock runs
+// ahead of the issuer's sees a token expire early). *tokensource.Source
+// implements it.
+type TokenRefresher interface {
+	TokenSource
+	// Refresh returns a token other than refused: it drops refused from
+	// its cache and fetches a new one, unless a newer one is already there.
+	Refresh(ctx context.Context, refused string) (*tokensource.Token, error)
+}
+
+// renew asks the token source for a token to replace refused: Refresh
+// when the source has it, else Token again.
+func (c *Client) renew(ctx context.Context, refused string) (string, error) {
+	var tok *tokensource.Token
+	var err error
+	if tr, ok := c.tokens.(TokenRefresher); ok {
+		tok, err = tr.Refresh(ctx, refused)
+	} else {
+		tok, err = c.tokens.Token(ctx)
+	}
+	if err != nil {
+		return "", fmt.Errorf("%w: %w", errToken, err)
+	}
+	return tok.AccessToken, nil
+}
+
+func (c *Client) once(ctx context.Context, r *request, target, token string) (*response, error) {
 	var body io.Reader
 	switch {
 	case r.stream != nil:
@@ -291,12 +350,8 @@ func (c *Client) once(ctx context.Context, r *request, target string) (*response
 	if req.Header.Get("Accept") == "" {
 		req.Header.Set("Accept", "application/json, application/geo+json, application/problem+json")
 	}
-	if c.tokens != nil {
-		tok, err := c.tokens.Token(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("%w: %w", errToken, err)
-		}
-		req.Header.Set("Authorization", "Bearer "+tok.AccessToken)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {

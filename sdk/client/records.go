@@ -151,6 +151,45 @@ func (c *Client) Read(ctx context.Context, route, id string, fields []string, op
 	return recordOf(resp)
 }
 
+// Conditional is the answer of ReadIfChanged.
+type Conditional struct {
+	// NotModified is true when the record still has the ETag the caller
+	// holds: the host answered 304 without a body, and Record is nil.
+	NotModified bool
+	// Record is the record as read now, when its ETag changed.
+	Record *Record
+	// ETag is the record's current ETag, in both cases.
+	ETag string
+}
+
+// ReadIfChanged reads one live record with If-None-Match: etag (from an
+// earlier Read or write). When the record still has that ETag the host
+// answers 304 Not Modified and no body is sent: the result says
+// NotModified. Refusals are those of Read (a record the profile may not
+// read is resource.not_found, never a 304).
+func (c *Client) ReadIfChanged(ctx context.Context, route, id, etag string, fields []string, opts ...CallOption) (*Conditional, error) {
+	if etag == "" {
+		return nil, fmt.Errorf("client: ReadIfChanged of %s needs the ETag of an earlier read", id)
+	}
+	o := options(opts)
+	r := &request{method: http.MethodGet, path: itemPath(route, id), header: http.Header{"If-None-Match": {etag}}, notModified: true}
+	if len(fields) > 0 {
+		r.query = url.Values{"$select": {join(fields)}}
+	}
+	resp, err := c.do(ctx, r, o.profile)
+	if err != nil {
+		return nil, err
+	}
+	if resp.status == http.StatusNotModified {
+		return &Conditional{NotModified: true, ETag: resp.header.Get("ETag")}, nil
+	}
+	rec, err := recordOf(resp)
+	if err != nil {
+		return nil, err
+	}
+	return &Conditional{Record: rec, ETag: rec.ETag}, nil
+}
+
 // PatchOp is one JSON Patch operation; Path is /data/<apiName>[/…].
 type PatchOp struct {
 	Op    string `json:"op"`
@@ -290,14 +329,18 @@ type ActionResult struct {
 
 // Act performs an action a change request read offered, at its href and
 // under its ifMatch, with an Idempotency-Key (a fresh one unless given).
-// Apply names the proposal the action was offered for (proposalVersion and
-// effectDigest from the offer).
+// Revise sends the rebase value of the offer; apply names the proposal the
+// action was offered for (proposalVersion and effectDigest from the offer).
 func (c *Client) Act(ctx context.Context, a Action, in ActionInput, opts ...CallOption) (*ActionResult, error) {
 	if a.Href == "" {
 		return nil, fmt.Errorf("client: action %q has no href", a.Operation)
 	}
 	o := options(opts)
 	body := map[string]any{"actorReference": in.ActorReference}
+	if a.Operation == "revise_request" {
+		// false records a revision of the proposal, true a rebase: as offered.
+		body["rebase"] = a.Rebase
+	}
 	if a.Operation == "apply_request" {
 		body["proposalVersion"], body["effectDigest"] = a.ProposalVersion, a.EffectDigest
 		if in.Reason != nil {

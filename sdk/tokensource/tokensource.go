@@ -229,6 +229,20 @@ func (s *Source) Token(ctx context.Context) (*Token, error) {
 	return &c, nil
 }
 
+// Refresh replaces a token a resource server refused although the cache
+// still held it valid (its clock runs ahead of the issuer's, or the token
+// was revoked): when the cached token is refused it is dropped and a new
+// one fetched; when the cache already holds another token (a concurrent
+// caller refreshed first), that one is returned without a request.
+func (s *Source) Refresh(ctx context.Context, refused string) (*Token, error) {
+	s.mu.Lock()
+	if s.token != nil && s.token.AccessToken == refused {
+		s.token = nil
+	}
+	s.mu.Unlock()
+	return s.Token(ctx)
+}
+
 // Assertion returns a freshly signed client assertion (new jti each call),
 // learning the audience by discovery first when it is not known yet.
 func (s *Source) Assertion() (string, error) {

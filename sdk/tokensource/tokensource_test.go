@@ -255,3 +255,28 @@ func TestLoadKeyFileRules(t *testing.T) {
 		t.Fatal("public key accepted as a client key")
 	}
 }
+
+// TestRefreshReplacesOnlyTheRefusedToken: a refused cached token is
+// dropped and a new one fetched; a refusal of a token the cache no longer
+// holds returns the cached one without a request.
+func TestRefreshReplacesOnlyTheRefusedToken(t *testing.T) {
+	is, count := startIssuer(t, nil)
+	s := source(t, is, 0, nil)
+	ctx := context.Background()
+	first, err := s.Token(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := s.Refresh(ctx, first.AccessToken)
+	if err != nil || second.AccessToken == first.AccessToken || count.Load() != 2 {
+		t.Fatalf("refresh of the cached token: %v (%d requests)", err, count.Load())
+	}
+	// A late refusal of the first token (a concurrent call) keeps the second.
+	third, err := s.Refresh(ctx, first.AccessToken)
+	if err != nil || third.AccessToken != second.AccessToken || count.Load() != 2 {
+		t.Fatalf("refresh of a token no longer cached: %v (%d requests)", err, count.Load())
+	}
+	if cached, err := s.Token(ctx); err != nil || cached.AccessToken != second.AccessToken || count.Load() != 2 {
+		t.Fatalf("the renewed token is not cached: %v (%d requests)", err, count.Load())
+	}
+}
