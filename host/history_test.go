@@ -167,6 +167,21 @@ func TestHistoryReadsOverHTTP(t *testing.T) {
 	if resp, b := clerk.do(t, "GET", loc2+"/revisions?$select=note&$skiptoken="+url.QueryEscape(cur), "", ""); resp.StatusCode != 400 || !strings.Contains(string(b), "query.invalid") {
 		t.Errorf("cursor with options: %d %s", resp.StatusCode, b)
 	}
+	// A cursor comes alone: $top beside it is refused, not ignored.
+	if resp, b := clerk.do(t, "GET", loc2+"/revisions?$top=2&$skiptoken="+url.QueryEscape(cur), "", ""); resp.StatusCode != 400 || !strings.Contains(string(b), "query.invalid") {
+		t.Errorf("cursor with $top: %d %s", resp.StatusCode, b)
+	}
+	// Paging options are judged after the grant: without a token the
+	// refusal is the concealed 404, with a rejected token the 401.
+	forged := caller{srv: srv, token: clerk.token[:len(clerk.token)-4] + "AAAA"}
+	for _, q := range []string{"?$top=x", "?$top=1&$top=2", "?$skiptoken=a&$skiptoken=b", "?$skiptoken="} {
+		if resp, b := (caller{srv: srv}).do(t, "GET", loc2+"/revisions"+q, "", ""); resp.StatusCode != 404 || !strings.Contains(string(b), "resource.not_found") {
+			t.Errorf("revisions%s without a token: %d %s", q, resp.StatusCode, b)
+		}
+		if resp, b := forged.do(t, "GET", loc2+"/revisions"+q, "", ""); resp.StatusCode != 401 || !strings.Contains(string(b), "authentication.refused") {
+			t.Errorf("revisions%s with a rejected token: %d %s", q, resp.StatusCode, b)
+		}
+	}
 	p = clerk.page(t, loc2+"/revisions?$top=2")
 	p = clerk.page(t, loc2+"/revisions?$skiptoken="+url.QueryEscape(*p.PageInfo.NextCursor))
 	if len(p.Items) != 2 || p.Items[0].RevisionIdentifier != "3" || p.PageInfo.NextCursor == nil {

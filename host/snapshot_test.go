@@ -174,6 +174,9 @@ func TestSnapshotReadsOverHTTP(t *testing.T) {
 	if resp, b := clerk.do(t, "GET", "/v1/records/offices:snapshot?$select=name&$skiptoken="+cur, "", ""); resp.StatusCode != 400 || !strings.Contains(string(b), "query.invalid") {
 		t.Errorf("cursor with options: %d %s", resp.StatusCode, b)
 	}
+	if resp, b := clerk.do(t, "GET", "/v1/records/offices:snapshot?$top=1&$skiptoken="+cur, "", ""); resp.StatusCode != 400 || !strings.Contains(string(b), "query.invalid") {
+		t.Errorf("cursor with $top: %d %s", resp.StatusCode, b)
+	}
 
 	// The caller's current row boundary, on every page: records of the
 	// snapshot outside it are left out, also when they leave it between

@@ -36,6 +36,12 @@ func (s *Service) historyGrant(ctx context.Context, c Call, e *model.Entity, id 
 	if err != nil {
 		return nil, nil, nil, err
 	}
+	return s.historyRecord(ctx, e, grant, id, opts)
+}
+
+// historyRecord narrows grant's readable fields to $select and finds the
+// record id the grant may see, or the concealed not-found.
+func (s *Service) historyRecord(ctx context.Context, e *model.Entity, grant *access.Grant, id string, opts query.RawOptions) (*access.Grant, []*model.Field, *store.Record, error) {
 	fields, err := query.ParseRecord(e, query.Allowed{Readable: grant.Readable.IDs()}, opts)
 	if err != nil {
 		return nil, nil, nil, queryProblem(err)
@@ -106,12 +112,18 @@ func (s *Service) Revision(ctx context.Context, c Call, e *model.Entity, id, rev
 // most MaxRevisionsPerPage, the default) and $select, or a $skiptoken alone
 // that continues a read.
 func (s *Service) Revisions(ctx context.Context, c Call, e *model.Entity, id string, opts query.RawOptions) (*Result, error) {
+	// The grant is decided before any option is judged, so that a caller
+	// without one meets the concealed 404 (or the 401) whatever it sends.
+	grant, err := s.decide(ctx, c, model.OpRevisions, e)
+	if err != nil {
+		return nil, err
+	}
 	opts = cloneOptions(opts)
 	top, token, err := takePaging(opts)
 	if err != nil {
 		return nil, err
 	}
-	grant, fields, _, err := s.historyGrant(ctx, c, e, id, opts)
+	grant, fields, _, err := s.historyRecord(ctx, e, grant, id, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -264,10 +276,12 @@ func cloneOptions(opts query.RawOptions) query.RawOptions {
 	return out
 }
 
-// takePaging removes $top and $skiptoken from opts.
+// takePaging removes $top and $skiptoken from opts; a $skiptoken comes
+// without $top (its cursor carries the page size).
 func takePaging(opts query.RawOptions) (int, string, error) {
 	top := MaxRevisionsPerPage
-	if v, ok := opts[query.OptTop]; ok {
+	v, hasTop := opts[query.OptTop]
+	if hasTop {
 		delete(opts, query.OptTop)
 		n, err := strconv.Atoi(v[0])
 		if len(v) != 1 || err != nil || n < 1 || n > MaxRevisionsPerPage || strconv.Itoa(n) != v[0] {
@@ -283,8 +297,8 @@ func takePaging(opts query.RawOptions) (int, string, error) {
 		}
 		token = v[0]
 	}
-	if _, hasTop := opts[query.OptTop]; hasTop {
-		return 0, "", problem.New(problem.QueryInvalid, "$top must be given exactly once")
+	if hasTop && token != "" {
+		return 0, "", problem.New(problem.QueryInvalid, "a cursor is sent alone, with accessProfile only")
 	}
 	return top, token, nil
 }
