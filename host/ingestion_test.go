@@ -493,9 +493,17 @@ func TestIngestionRunListFiltersAndPages(t *testing.T) {
 	if p := list("?inputDigest=" + sha([]byte(inputs[0]))); idsOf(p) != ids[0]+","+ids[2] {
 		t.Errorf("by input digest %+v", p)
 	}
-	for _, q := range []string{"?limit=0", "?limit=101", "?limit=x", "?status=done", "?after=nope", "?inputDigest=ABC"} {
+	for _, q := range []string{"?limit=0", "?limit=101", "?limit=x", "?status=done", "?after=nope", "?inputDigest=ABC",
+		// An unknown or repeated option is refused, not ignored or half read.
+		"?limit=1&limit=100", "?status=open&status=complete", "?$top=1", "?limt=1", "?after=" + ids[0] + "&after=" + ids[1]} {
 		_, b := env.owner.do(t, "GET", "/v1/records/items/ingestion-runs"+q, "", "")
 		wantProblem(t, "list "+q, 400, b, "query.invalid")
+		// Judged after the grant: without a token, the concealed 404.
+		_, b = env.anonymous.do(t, "GET", "/v1/records/items/ingestion-runs"+q, "", "")
+		wantProblem(t, "anonymous list "+q, 404, b, "resource.not_found")
+	}
+	if p := list("?accessProfile=clerk&limit=1"); len(p.Runs) != 1 {
+		t.Errorf("with accessProfile %+v", p)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 
 	"github.com/registrum/registrum/host/records"
 	"github.com/registrum/registrum/model"
+	"github.com/registrum/registrum/model/query"
 )
 
 // maxRunBodyBytes bounds the body that opens an ingestion run.
@@ -61,14 +62,7 @@ func (a *API) listRuns(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, err)
 		return
 	}
-	q := r.URL.Query()
-	opt := func(name string) *string {
-		if vs, ok := q[name]; ok && len(vs) > 0 {
-			return &vs[0]
-		}
-		return nil
-	}
-	res, err := a.records.ListRuns(r.Context(), a.call(r), e, records.RunQuery{Limit: opt("limit"), After: opt("after"), Status: opt("status"), InputDigest: opt("inputDigest")})
+	res, err := a.records.ListRuns(r.Context(), a.call(r), e, records.RunQueryOf(query.RawOptions(r.URL.Query())))
 	a.answerRun(w, r, res, err)
 }
 

@@ -19,6 +19,7 @@ import (
 	"github.com/registrum/registrum/internal/chunking"
 	"github.com/registrum/registrum/internal/strictjson"
 	"github.com/registrum/registrum/model"
+	"github.com/registrum/registrum/model/query"
 	"github.com/registrum/registrum/store"
 )
 
@@ -101,6 +102,42 @@ type RunList struct {
 // RunQuery holds the query options of a run list, as sent.
 type RunQuery struct {
 	Limit, After, Status, InputDigest *string
+	// refused is the refusal of an unknown or repeated option, which
+	// ListRuns answers once the grant is decided.
+	refused error
+}
+
+// RunQueryOf reads the query options of a run list: limit, after, status
+// and inputDigest, each at most once, beside accessProfile. Any other
+// option, or one given twice, is refused by ListRuns with 400
+// query.invalid after the grant is decided.
+func RunQueryOf(opts query.RawOptions) RunQuery {
+	var q RunQuery
+	for name, vs := range opts {
+		var dst **string
+		switch name {
+		case query.OptAccessProfile:
+			continue
+		case "limit":
+			dst = &q.Limit
+		case "after":
+			dst = &q.After
+		case "status":
+			dst = &q.Status
+		case "inputDigest":
+			dst = &q.InputDigest
+		default:
+			q.refused = problem.New(problem.QueryInvalid, "%q is not a query option of a run list: limit, after, status and inputDigest are", shorten(name))
+			continue
+		}
+		if len(vs) != 1 {
+			q.refused = problem.New(problem.QueryInvalid, "%s must be given exactly once", name)
+			continue
+		}
+		v := vs[0]
+		*dst = &v
+	}
+	return q
 }
 
 // bound reports whether a run is bound to the active package.
@@ -357,6 +394,9 @@ func (s *Service) ListRuns(ctx context.Context, c Call, e *model.Entity, q RunQu
 	}
 	if grant.PrincipalReference == "" {
 		return nil, problem.NotFound()
+	}
+	if q.refused != nil {
+		return nil, q.refused
 	}
 	f := store.RunFilter{EntityID: e.ID, PrincipalReference: grant.PrincipalReference, PackageRevision: s.pkg.Revision, SchemaFingerprint: s.pkg.SchemaFingerprint, Limit: DefaultRunListLimit}
 	if q.Limit != nil {
