@@ -27,6 +27,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/registrum/registrum/internal/chunking"
 )
@@ -129,6 +130,26 @@ type Problem struct {
 	TraceID   string  `json:"traceId"`
 }
 
+// MaxDetailBytes bounds the detail of a refusal as the client keeps it:
+// an answer that is no problem document (a proxy's error page, say) or an
+// oversized detail is cut, so that it cannot flood the output that echoes
+// it at every retry.
+const MaxDetailBytes = 512
+
+// boundDetail cuts s to at most MaxDetailBytes of valid UTF-8.
+func boundDetail(s string) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	if len(s) <= MaxDetailBytes {
+		return s
+	}
+	const more = "…"
+	cut := MaxDetailBytes - len(more)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + more
+}
+
 func (p *Problem) Error() string {
 	s := fmt.Sprintf("%d %s: %s", p.Status, p.Code, p.Detail)
 	if p.FieldPath != nil && *p.FieldPath != "" {
@@ -219,6 +240,7 @@ func (c *Client) do(ctx context.Context, method, u string, body []byte) (*reply,
 			p.Code, p.Detail = http.StatusText(resp.StatusCode), strings.TrimSpace(string(b))
 		}
 		p.Status = resp.StatusCode
+		p.Detail = boundDetail(p.Detail)
 		return nil, p
 	}
 	return &reply{resp.StatusCode, resp.Header, b}, nil

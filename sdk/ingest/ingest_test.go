@@ -1,8 +1,14 @@
 package ingest
 
 import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/registrum/registrum/internal/chunking"
 )
@@ -70,5 +76,31 @@ func TestRefusalNamesTheSourceLine(t *testing.T) {
 	out := "/items/9/data"
 	if r = c.refusal(runOf(p, 1), p, 1, &Problem{FieldPath: &out}); r.Line != 0 {
 		t.Fatalf("an item index outside the chunk named line %d", r.Line)
+	}
+}
+
+// TestRefusalDetailIsBounded: an answer that is no problem document (a
+// proxy's error page) or a problem whose detail is huge is echoed in the
+// error, and so on the command's output at every retry, at most
+// MaxDetailBytes long; the token never appears in it.
+func TestRefusalDetailIsBounded(t *testing.T) {
+	page := "<html>" + strings.Repeat("gateway error ", 1<<16) + "</html>"
+	huge := `{"status":400,"code":"request.invalid","detail":"` + strings.Repeat("é", 1<<16) + `"}`
+	for _, tc := range []struct{ ct, body string }{{"text/html", page}, {"application/problem+json", huge}} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", tc.ct)
+			w.WriteHeader(http.StatusBadRequest)
+			io.WriteString(w, tc.body)
+		}))
+		c := &Client{BaseURL: srv.URL, Route: "items", Token: func(context.Context) (string, error) { return "secret-token", nil }}
+		_, err := c.Binding(context.Background())
+		srv.Close()
+		var p *Problem
+		if !errors.As(err, &p) || p.Status != 400 {
+			t.Fatalf("%s: %v", tc.ct, err)
+		}
+		if len(p.Detail) > MaxDetailBytes || !utf8.ValidString(p.Detail) || len(err.Error()) > MaxDetailBytes+200 || strings.Contains(err.Error(), "secret-token") {
+			t.Errorf("%s: a detail of %d bytes (valid UTF-8: %v), an error of %d", tc.ct, len(p.Detail), utf8.ValidString(p.Detail), len(err.Error()))
+		}
 	}
 }
