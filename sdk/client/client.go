@@ -33,6 +33,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/registrum/registrum/sdk/tokensource"
 )
@@ -47,6 +48,11 @@ const (
 	MaxRetryAfter = 30 * time.Second
 	// MaxResponseBytes bounds a response body the client reads.
 	MaxResponseBytes = 64 << 20
+	// MaxProblemBytes bounds the body of a refusal the client reads and
+	// parses; a larger one is taken for no problem document.
+	MaxProblemBytes = 64 << 10
+	// MaxDetailBytes bounds the detail of a Problem as the client keeps it.
+	MaxDetailBytes = 512
 )
 
 // TokenSource hands out access tokens. *tokensource.Source implements it.
@@ -361,6 +367,15 @@ func (c *Client) once(ctx context.Context, r *request, target, token string) (*r
 		return &response{status: resp.StatusCode, header: resp.Header, stream: resp.Body}, nil
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode >= 300 {
+		// A refusal is small: read no more of it than a problem document
+		// may hold.
+		b, err := io.ReadAll(io.LimitReader(resp.Body, MaxProblemBytes+1))
+		if err != nil || len(b) > MaxProblemBytes {
+			b = nil
+		}
+		return &response{status: resp.StatusCode, header: resp.Header, body: b}, nil
+	}
 	b, err := io.ReadAll(io.LimitReader(resp.Body, MaxResponseBytes+1))
 	if err != nil {
 		return nil, fmt.Errorf("client: %s %s: read the answer: %w", r.method, r.path, err)
@@ -441,7 +456,24 @@ func problemOf(r *response) error {
 	if mt != "application/problem+json" || json.Unmarshal(r.body, p) != nil || p.Status == 0 {
 		p = &Problem{Status: r.status, Title: http.StatusText(r.status), Detail: "the host answered without a problem document"}
 	}
+	// The answer's status is the refusal's, whatever the document says.
+	p.Status = r.status
+	p.Detail, p.Title, p.FieldPath = cut(p.Detail), cut(p.Title), cut(p.FieldPath)
 	return p
+}
+
+// cut cuts s to at most MaxDetailBytes of valid UTF-8.
+func cut(s string) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	if len(s) <= MaxDetailBytes {
+		return s
+	}
+	const more = "…"
+	n := MaxDetailBytes - len(more)
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + more
 }
 
 // decode reads a JSON answer into v.

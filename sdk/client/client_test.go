@@ -1,9 +1,15 @@
 package client
 
 import (
+	"context"
+	"errors"
+	"io"
 	"net/http"
+	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 )
 
 func TestTargetsKeepTheHrefsQueryAndAddTheProfileOnlyWhenMissing(t *testing.T) {
@@ -53,5 +59,44 @@ func TestProblemsAndRetryAfter(t *testing.T) {
 	}
 	if s := (BBox{West: 170, South: -20.5, East: -170, North: 0}).String(); s != "170,-20.5,-170,0" {
 		t.Errorf("bbox %s", s)
+	}
+}
+
+// TestProblemReadIsBounded: a refusal's body is read only up to
+// MaxProblemBytes (a larger one is no problem document), its detail is
+// cut to MaxDetailBytes of valid UTF-8, and its status is the answer's.
+func TestProblemReadIsBounded(t *testing.T) {
+	for _, tc := range []struct {
+		name, body string
+		status     int
+		detail     func(string) bool
+	}{
+		{"huge detail", `{"status":400,"code":"request.invalid","detail":"` + strings.Repeat("é", MaxProblemBytes/4) + `"}`, 400,
+			func(d string) bool {
+				return len(d) <= MaxDetailBytes && utf8.ValidString(d) && strings.HasPrefix(d, "éé")
+			}},
+		{"oversized document", `{"status":400,"code":"request.invalid","detail":"` + strings.Repeat("x", 8<<20) + `"}`, 400,
+			func(d string) bool { return strings.Contains(d, "without a problem document") }},
+		{"status disagrees", `{"status":200,"code":"resource.not_found","detail":"d"}`, 404,
+			func(d string) bool { return d == "d" }},
+	} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/problem+json")
+			w.WriteHeader(tc.status)
+			io.WriteString(w, tc.body)
+		}))
+		c, err := New(Options{BaseURL: srv.URL, MaxRetries: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = c.Registry(context.Background())
+		srv.Close()
+		var p *Problem
+		if !errors.As(err, &p) {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if p.Status != tc.status || !tc.detail(p.Detail) || len(err.Error()) > MaxDetailBytes+200 {
+			t.Errorf("%s: status %d, a detail of %d bytes", tc.name, p.Status, len(p.Detail))
+		}
 	}
 }
