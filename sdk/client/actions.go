@@ -23,9 +23,11 @@ type ActionEffect struct {
 
 // Invocation is the answer of an immediate action.
 type Invocation struct {
-	Action        string         `json:"action"`
-	ApplicationID string         `json:"applicationId"`
-	Results       []ActionEffect `json:"results"`
+	// Action is the action id; ApplicationID names this invocation.
+	Action        string `json:"action"`
+	ApplicationID string `json:"applicationId"`
+	// Results are what each effect wrote.
+	Results []ActionEffect `json:"results"`
 	// Replayed is true when an Idempotency-Key replayed a stored answer.
 	Replayed bool `json:"-"`
 }

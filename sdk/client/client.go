@@ -1,21 +1,46 @@
 // Package client is a typed Go client of a Registrum record host's /v1
-// routes: records (create, read, JSON Patch under If-Match, tombstone,
-// batch), collection reads with their query options and an iterator that
-// follows cursors, history (revisions, :current, :as-of), change-request
-// actions followed through the hrefs a read offers, ingestion runs, the
-// registry document and the spatial adapter.
+// routes: records (create, read, conditional read, JSON Patch under
+// If-Match, tombstone, batch), collection reads with their query options
+// and an iterator that follows cursors, history (revisions, :current,
+// :as-of, :snapshot), change-request actions followed through the hrefs a
+// read offers and the request history they leave, attachments, immediate
+// actions, ingestion runs, the registry document and the spatial adapter.
 //
-// Credentials come from a TokenSource (a *tokensource.Source, the
-// private-key-JWT client, fits as it is); without one the client calls
-// anonymous profiles. Every write that accepts an Idempotency-Key gets a
-// fresh random key unless the caller names one, so a write can be retried
-// without writing twice. Reads, and writes carrying an Idempotency-Key, are
-// retried after a transport failure or a 502/503/504 answer (503 waits for
-// Retry-After); nothing else is retried. Refusals come back as *Problem,
-// the host's problem document.
+// # Credentials
+//
+// Tokens come from a TokenSource: a *tokensource.Source (the
+// private-key-JWT client of sdk/tokensource) fits as it is, StaticToken
+// holds a token at hand, and nil calls anonymous profiles only. The host
+// answers 401 authentication.refused to a token it rejects, an expired one
+// included; the client then asks the source once for another token (Refresh
+// on a TokenRefresher, Token otherwise) and sends the call once more when a
+// retry is safe (below) and the source gave a different token. A second 401
+// is the answer: the client never loops.
+//
+// # Idempotency and retries
+//
+// Every write that accepts an Idempotency-Key gets a fresh random key
+// unless the caller names one (WithIdempotencyKey) or asks for none
+// (WithoutIdempotencyKey), so a write can be retried without writing
+// twice. Reads, and writes carrying an Idempotency-Key, are retried after a
+// transport failure or a 502/503/504 answer (503 waits for Retry-After, at
+// most MaxRetryAfter), at most Options.MaxRetries times; nothing else is.
+//
+// # Refusals
+//
+// Refusals come back as *Problem, the host's problem document: branch on
+// its Code with IsCode (client.IsCode(err, client.CodePreconditionFailed)).
+//
+// # Paging
+//
+// Collection reads, revisions, temporal reads, snapshots, features and the
+// request history are iterators (iter.Seq2[T, error]) that follow the
+// host's cursors under the same access profile and stop at the first error,
+// which they yield; List and ListNext, SnapshotPage and FeaturePage read
+// one page at a time.
 //
 // The client speaks HTTP only: it never imports the host, the store or the
-// issuer.
+// issuer (a test at the repository root fails if it does).
 package client
 
 import (
@@ -401,8 +426,11 @@ func retryAfter(v string) (time.Duration, bool) {
 
 // Problem is a refusal of the host: its RFC 9457 problem document.
 type Problem struct {
-	Type   string `json:"type"`
-	Title  string `json:"title"`
+	// Type is the problem type URI (the registry's base, then the code).
+	Type string `json:"type"`
+	// Title is a short title; Detail explains this refusal.
+	Title string `json:"title"`
+	// Status is the HTTP status.
 	Status int    `json:"status"`
 	Detail string `json:"detail"`
 	// Code is the short code to branch on (resource.not_found, …).

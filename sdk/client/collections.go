@@ -65,9 +65,11 @@ func (b BBox) String() string {
 
 // Item is one record of a collection page.
 type Item struct {
-	RecordIdentifier   string          `json:"recordIdentifier"`
-	RevisionIdentifier string          `json:"revisionIdentifier"`
-	DomainData         json.RawMessage `json:"domainData"`
+	// RecordIdentifier is the record id, RevisionIdentifier its revision.
+	RecordIdentifier   string `json:"recordIdentifier"`
+	RevisionIdentifier string `json:"revisionIdentifier"`
+	// DomainData is the record's fields under their apiName; see Decode.
+	DomainData json.RawMessage `json:"domainData"`
 	// Tombstoned and ChangeContext are set on revision reads.
 	Tombstoned    bool            `json:"tombstoned,omitempty"`
 	ChangeContext json.RawMessage `json:"changeContext,omitempty"`

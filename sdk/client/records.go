@@ -53,28 +53,45 @@ func (r *Record) Decode(v any) error {
 
 // Request is the workflow state of a change request (data.request).
 type Request struct {
-	EngineState     string `json:"engineState"`
-	ProposalVersion int64  `json:"proposalVersion"`
-	EffectDigest    string `json:"effectDigest,omitempty"`
-	Editable        bool   `json:"editable"`
+	// EngineState is draft, submitted, applied or cancelled.
+	EngineState string `json:"engineState"`
+	// ProposalVersion counts the proposals; it grows with each revise.
+	ProposalVersion int64 `json:"proposalVersion"`
+	// EffectDigest (sha256:<hex>) names the effects of the current proposal.
+	EffectDigest string `json:"effectDigest,omitempty"`
+	// Editable is true while the request is a draft the caller owns and the
+	// profile may patch.
+	Editable bool `json:"editable"`
 	// Actions are what the caller may do now; follow them with Client.Act.
-	Actions      []Action        `json:"actions"`
-	Proposal     json.RawMessage `json:"proposal,omitempty"`
-	Review       json.RawMessage `json:"review,omitempty"`
-	History      json.RawMessage `json:"history,omitempty"`
-	DetailErased bool            `json:"detailErased,omitempty"`
-	Application  json.RawMessage `json:"application,omitempty"`
+	Actions []Action `json:"actions"`
+	// Proposal is the frozen review binding, after submission.
+	Proposal json.RawMessage `json:"proposal,omitempty"`
+	// Review is the review state, where the profile discloses review_state.
+	Review json.RawMessage `json:"review,omitempty"`
+	// History is the first page of the retained proposals (see HistoryPage,
+	// and Client.RequestHistory for all of them).
+	History json.RawMessage `json:"history,omitempty"`
+	// DetailErased is true after an operator erased the proposal payload.
+	DetailErased bool `json:"detailErased,omitempty"`
+	// Application is null until applied, then what was applied and when.
+	Application json.RawMessage `json:"application,omitempty"`
 }
 
 // Action is one action a change request read offers: follow its Href with
 // Client.Act, never a route composed by hand.
 type Action struct {
-	Operation       string `json:"operation"`
-	Href            string `json:"href"`
-	IfMatch         string `json:"ifMatch"`
+	// Operation is submit_request, revise_request, cancel_request or apply_request.
+	Operation string `json:"operation"`
+	// Href is where to POST the action (it carries its accessProfile).
+	Href string `json:"href"`
+	// IfMatch is the ETag the action is offered under.
+	IfMatch string `json:"ifMatch"`
+	// ProposalVersion and EffectDigest bind an apply to the proposal read.
 	ProposalVersion int64  `json:"proposalVersion,omitempty"`
 	EffectDigest    string `json:"effectDigest,omitempty"`
-	Rebase          bool   `json:"rebase,omitempty"`
+	// Rebase, on revise_request, is the value Act sends back: false records
+	// a revision of the proposal, true a rebase onto updated context.
+	Rebase bool `json:"rebase,omitempty"`
 }
 
 // Action returns the offered action of that operation (submit_request,
@@ -273,11 +290,14 @@ type BatchResult struct {
 
 // BatchOutput is one item's result.
 type BatchOutput struct {
-	Operation string          `json:"operation"`
-	ID        string          `json:"id"`
-	Revision  json.Number     `json:"revision"`
-	ETag      string          `json:"etag"`
-	Data      json.RawMessage `json:"data"`
+	// Operation is create or patch, as the item said.
+	Operation string `json:"operation"`
+	// ID is the record id; Revision its new revision; ETag its new ETag.
+	ID       string      `json:"id"`
+	Revision json.Number `json:"revision"`
+	ETag     string      `json:"etag"`
+	// Data is the record's fields as written, narrowed to what the profile reads.
+	Data json.RawMessage `json:"data"`
 }
 
 // Batch writes items in one transaction: one refusal writes nothing.
@@ -309,6 +329,8 @@ func (c *Client) Batch(ctx context.Context, route string, items []BatchItem, cc 
 // apply an optional reason. Act adds the proposal binding of apply from the
 // offered action.
 type ActionInput struct {
+	// ActorReference names who acts (1 to the host's byte bound); the host
+	// records it with the action.
 	ActorReference string
 	// Reason is the apply reason (nil: none).
 	Reason *string
@@ -316,11 +338,16 @@ type ActionInput struct {
 
 // ActionResult is the answer of a change-request action.
 type ActionResult struct {
-	ID             string          `json:"id"`
-	Revision       int64           `json:"revision"`
-	Snapshot       string          `json:"snapshot"`
-	Request        json.RawMessage `json:"request"`
-	ActorReference string          `json:"actorReference"`
+	// ID is the record id and Revision its new revision.
+	ID       string `json:"id"`
+	Revision int64  `json:"revision"`
+	// Snapshot names the state the action committed.
+	Snapshot string `json:"snapshot"`
+	// Request is data.request after the action (engineState,
+	// proposalVersion, effectDigest, application).
+	Request json.RawMessage `json:"request"`
+	// ActorReference is the actor recorded with the action.
+	ActorReference string `json:"actorReference"`
 	// EngineState is request.engineState.
 	EngineState string `json:"-"`
 	// Replayed is true when an Idempotency-Key replayed a stored answer.
