@@ -131,13 +131,28 @@ func (f ingestFlags) command(file string, extra ...string) string {
 		}
 	}
 	parts = append(parts, extra...)
+	if strings.HasPrefix(file, "-") {
+		parts = append(parts, "--") // a file, not a flag
+	}
 	parts = append(parts, file)
 	for i, p := range parts {
-		if strings.ContainsAny(p, " '\"$`\\&;|<>()*?") {
-			parts[i] = "'" + strings.ReplaceAll(p, "'", `'\''`) + "'"
-		}
+		parts[i] = shellQuote(p)
 	}
 	return strings.Join(parts, " ")
+}
+
+// shellQuote quotes s for a POSIX shell (and an interactive bash): s as is
+// when every byte is plainly safe, else in single quotes.
+func shellQuote(s string) string {
+	safe := s != ""
+	for i := 0; safe && i < len(s); i++ {
+		c := s[i]
+		safe = c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("@%_+=:,./-", c) >= 0
+	}
+	if safe {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 func runIngest(ctx context.Context, out io.Writer, f ingestFlags, file string) error {
@@ -247,7 +262,7 @@ func refusedMessage(f ingestFlags, file string, r *ingest.Refusal) error {
 		fmt.Fprintf(&b, "%s over the whole file:\n  %s", what, f.command(file))
 	} else {
 		rest := strings.TrimSuffix(file, ".jsonl") + ".rest.jsonl"
-		fmt.Fprintf(&b, "%s over the rest of the file, from line %d:\n  tail -n +%d %s > %s\n  %s", what, r.Committed+1, r.Committed+1, file, rest, f.command(rest))
+		fmt.Fprintf(&b, "%s over the rest of the file, from line %d:\n  tail -n +%d %s > %s\n  %s", what, r.Committed+1, r.Committed+1, shellQuote(file), shellQuote(rest), f.command(rest))
 	}
 	return errors.New(b.String())
 }

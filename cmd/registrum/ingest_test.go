@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -22,6 +23,7 @@ import (
 
 	"github.com/registrum/registrum/host/auth/authtest"
 	"github.com/registrum/registrum/issuer/issuertest"
+	"github.com/registrum/registrum/sdk/ingest"
 	"github.com/registrum/registrum/store/storetest"
 )
 
@@ -462,5 +464,55 @@ func TestIngestStopsWhenThePackageChanges(t *testing.T) {
 	db.QueryRow(context.Background(), "SELECT count(*) FROM registrum_data.e_item").Scan(&records)
 	if records != 400 {
 		t.Fatalf("%d records after the successor run", records)
+	}
+}
+
+// TestIngestResumeCommandSurvivesTheShell: the resume command the importer
+// prints gives a POSIX shell back every argument exactly, whatever the
+// file and flag values hold (spaces, tabs, newlines, quotes, globs, ~, #,
+// !, braces).
+func TestIngestResumeCommandSurvivesTheShell(t *testing.T) {
+	f := ingestFlags{url: "http://127.0.0.1:8080/", route: "items", profile: "clerk", operation: "create", tokenFile: "~/tok en"}
+	for _, file := range []string{"plain.jsonl", "a b.jsonl", "tab\there.jsonl", "new\nline.jsonl", "it's.jsonl", "#hash.jsonl",
+		"~tilde.jsonl", "bang!.jsonl", "glob[1].jsonl", "{a,b}.jsonl", "semi;colon$(x)`y`.jsonl", "-dash.jsonl", "x=y.jsonl", "é.jsonl"} {
+		line := f.command(file, "--run", "r1")
+		out, err := exec.Command("sh", "-c", `registrum() { printf '%s\0' "$@"; }; `+line).Output()
+		if err != nil {
+			t.Fatalf("%q: %v", line, err)
+		}
+		want := []string{"ingest", "--url", f.url, "--route", "items", "--profile", "clerk", "--token-file", f.tokenFile, "--run", "r1", file}
+		if strings.HasPrefix(file, "-") {
+			want = slices.Insert(want, len(want)-1, "--")
+		}
+		if got := strings.Split(strings.TrimSuffix(string(out), "\x00"), "\x00"); !slices.Equal(got, want) {
+			t.Errorf("%q gives back %q", line, got)
+		}
+	}
+}
+
+// TestIngestSuccessorCommandSurvivesTheShell: the tail command that cuts
+// the rest of a refused file for a successor run names the file and the
+// rest exactly in a POSIX shell.
+func TestIngestSuccessorCommandSurvivesTheShell(t *testing.T) {
+	f := ingestFlags{url: "http://127.0.0.1:8080", route: "items", profile: "clerk", operation: "create"}
+	for _, file := range []string{"plain.jsonl", "a b.jsonl", "it's;x.jsonl", "$(y).jsonl", "#h.jsonl"} {
+		r := &ingest.Refusal{Run: &ingest.Run{RunID: "r1", Status: "open"}, Line: 3, Committed: 2, Problem: &ingest.Problem{Status: 400, Code: "request.invalid"}}
+		msg := refusedMessage(f, file, r).Error()
+		_, line, ok := strings.Cut(msg, "\n  tail ")
+		line, _, _ = strings.Cut(line, "\n  registrum ")
+		if !ok {
+			t.Fatalf("no tail command in %q", msg)
+		}
+		dir := t.TempDir()
+		cmd := exec.Command("sh", "-c", `tail() { printf '%s\0' "$@"; }; tail `+line)
+		cmd.Dir = dir
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("%q: %v", line, err)
+		}
+		rest := strings.TrimSuffix(file, ".jsonl") + ".rest.jsonl"
+		got, err := os.ReadFile(filepath.Join(dir, rest))
+		if want := "-n\x00+3\x00" + file + "\x00"; err != nil || string(got) != want {
+			t.Errorf("%q: wrote %q (%v), want %q in %q", line, got, err, want, rest)
+		}
 	}
 }
