@@ -41,6 +41,7 @@ type devEvents struct {
 	logPath string
 	own     string // the operator's own destinations file, when given
 	srv     *http.Server
+	ln      net.Listener
 	logFile *os.File
 	dests   []string
 }
@@ -115,7 +116,7 @@ func startEvents(ctx context.Context, o Options, data string, p *model.Package) 
 	}
 	source := "urn:engine:registry:" + p.Registry.ID + ":instance:" + devInstance
 	rcv := webhookreceiver.New(&webhook.Verifier{Key: key, Path: receiverPath, Source: source}, ev.logFile)
-	ev.srv = &http.Server{Handler: rcv, ReadHeaderTimeout: 10 * time.Second}
+	ev.srv, ev.ln = &http.Server{Handler: rcv, ReadHeaderTimeout: 10 * time.Second}, ln
 	go ev.srv.Serve(ln)
 	var b strings.Builder
 	b.WriteString("\n# Event destinations: the example receiver dev runs (see " + ev.logPath + ").\ninstanceId: " + devInstance + "\neventDestinations:\n")
@@ -130,6 +131,7 @@ func startEvents(ctx context.Context, o Options, data string, p *model.Package) 
 func (ev *devEvents) close() {
 	if ev.srv != nil {
 		ev.srv.Close()
+		ev.ln.Close() // at once, even when Serve has not started yet
 	}
 	if ev.logFile != nil {
 		ev.logFile.Close()
