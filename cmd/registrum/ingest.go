@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"slices"
 	"strings"
@@ -118,6 +119,17 @@ func (f ingestFlags) bearer() (func(context.Context) (string, error), error) {
 	return nil, withExitCode(2, errors.New("ingest: no bearer token: give --token-file, set REGISTRUM_TOKEN, or --client-id, --key and --token-url"))
 }
 
+// checkHostURL accepts an http or https URL with a host and an optional
+// path: no credentials (the resume command prints the URL), query or
+// fragment. The refusal does not repeat the URL, which may hold a secret.
+func checkHostURL(s string) error {
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || strings.Contains(s, "#") {
+		return errors.New("ingest: --url must be the host's http or https URL, such as http://127.0.0.1:8080, without credentials, query or fragment (the bearer token goes in --token-file)")
+	}
+	return nil
+}
+
 // command is the command line that runs this import again (no secret: a
 // token is never on it), with extra flags.
 func (f ingestFlags) command(file string, extra ...string) string {
@@ -158,6 +170,9 @@ func shellQuote(s string) string {
 func runIngest(ctx context.Context, out io.Writer, f ingestFlags, file string) error {
 	if f.operation != ingest.Create && f.operation != ingest.Patch {
 		return withExitCode(2, fmt.Errorf("ingest: --operation is create or patch, not %q", f.operation))
+	}
+	if err := checkHostURL(f.url); err != nil {
+		return withExitCode(2, err)
 	}
 	token, err := f.bearer()
 	if err != nil {

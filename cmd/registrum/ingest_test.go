@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -513,6 +514,26 @@ func TestIngestSuccessorCommandSurvivesTheShell(t *testing.T) {
 		got, err := os.ReadFile(filepath.Join(dir, rest))
 		if want := "-n\x00+3\x00" + file + "\x00"; err != nil || string(got) != want {
 			t.Errorf("%q: wrote %q (%v), want %q in %q", line, got, err, want, rest)
+		}
+	}
+}
+
+// TestIngestRefusesAHostURLThatIsNone: --url is an http(s) origin with an
+// optional path; credentials in it (which would be printed in the resume
+// command), a query, a fragment or another scheme are a usage error (exit
+// 2) before anything is sent, and the error does not repeat the password.
+func TestIngestRefusesAHostURLThatIsNone(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "in.jsonl")
+	os.WriteFile(file, []byte(`{"operation":"create","data":{}}`+"\n"), 0o600)
+	for _, u := range []string{"http://user:s3cret-pass@127.0.0.1:1", "http://127.0.0.1:1/?token=s3cret-pass", "http://127.0.0.1:1/#s3cret-pass",
+		"ftp://127.0.0.1:1", "127.0.0.1:1", "http://", ""} {
+		cmd := exec.Command(binary, "ingest", "--url", u, "--route", "items", "--profile", "clerk", file)
+		cmd.Env = append(os.Environ(), "REGISTRUM_TOKEN=tok")
+		out, err := cmd.CombinedOutput()
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 2 || strings.Contains(string(out), "s3cret-pass") || !strings.Contains(string(out), "--url") {
+			t.Errorf("--url %q: %v\n%s", u, err, out)
 		}
 	}
 }
