@@ -84,9 +84,9 @@ func (f ingestFlags) bearer() (func(context.Context) (string, error), error) {
 	case f.tokenFile != "" && minted:
 		return nil, withExitCode(2, errors.New("ingest: --token-file and --client-id/--key exclude each other"))
 	case f.tokenFile != "":
-		b, err := os.ReadFile(f.tokenFile)
+		b, err := readTokenFile(f.tokenFile)
 		if err != nil {
-			return nil, withExitCode(2, fmt.Errorf("ingest: token file: %w", err))
+			return nil, withExitCode(2, err)
 		}
 		tok := strings.TrimSpace(string(b))
 		if tok == "" {
@@ -117,6 +117,38 @@ func (f ingestFlags) bearer() (func(context.Context) (string, error), error) {
 		return func(context.Context) (string, error) { return tok, nil }, nil
 	}
 	return nil, withExitCode(2, errors.New("ingest: no bearer token: give --token-file, set REGISTRUM_TOKEN, or --client-id, --key and --token-url"))
+}
+
+// maxTokenFileBytes bounds a --token-file.
+const maxTokenFileBytes = 64 << 10
+
+// readTokenFile reads a --token-file: a regular file of at most
+// maxTokenFileBytes readable by its owner only, as a --key file must be.
+func readTokenFile(path string) ([]byte, error) {
+	if st, err := os.Stat(path); err == nil && !st.Mode().IsRegular() {
+		// Refused before opening: opening a FIFO would wait for a writer.
+		return nil, fmt.Errorf("ingest: the token file %s must be a regular file of at most %d bytes", path, maxTokenFileBytes)
+	}
+	fh, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("ingest: token file: %w", err)
+	}
+	defer fh.Close()
+	st, err := fh.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("ingest: token file: %w", err)
+	}
+	if !st.Mode().IsRegular() || st.Size() > maxTokenFileBytes {
+		return nil, fmt.Errorf("ingest: the token file %s must be a regular file of at most %d bytes", path, maxTokenFileBytes)
+	}
+	if st.Mode().Perm()&0o077 != 0 {
+		return nil, fmt.Errorf("ingest: the token file %s has mode %04o; it must be readable by its owner only (chmod 600)", path, st.Mode().Perm())
+	}
+	b, err := io.ReadAll(io.LimitReader(fh, maxTokenFileBytes+1))
+	if err != nil || len(b) > maxTokenFileBytes {
+		return nil, fmt.Errorf("ingest: the token file %s could not be read whole (at most %d bytes)", path, maxTokenFileBytes)
+	}
+	return b, nil
 }
 
 // checkHostURL accepts an http or https URL with a host and an optional

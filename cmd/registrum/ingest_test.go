@@ -537,3 +537,25 @@ func TestIngestRefusesAHostURLThatIsNone(t *testing.T) {
 		}
 	}
 }
+
+// TestIngestTokenFileIsAnOwnersSecret: --token-file holds a bearer token,
+// so, as --key, it must be a regular file of at most 64 KiB readable by its
+// owner only; otherwise the import is a usage error (exit 2) before
+// anything is read or sent, and the error never holds the token.
+func TestIngestTokenFileIsAnOwnersSecret(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "in.jsonl")
+	os.WriteFile(file, []byte(`{"operation":"create","data":{}}`+"\n"), 0o600)
+	wide := filepath.Join(dir, "wide")
+	os.WriteFile(wide, []byte("tok-s3cret\n"), 0o644)
+	os.Chmod(wide, 0o644)
+	big := filepath.Join(dir, "big")
+	os.WriteFile(big, bytes.Repeat([]byte("t"), 64<<10+1), 0o600)
+	for _, tf := range []string{wide, big, dir} { // not a device: a regression would read it without end
+		out, err := exec.Command(binary, "ingest", "--url", "http://127.0.0.1:1", "--route", "items", "--profile", "clerk", "--token-file", tf, file).CombinedOutput()
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 2 || strings.Contains(string(out), "s3cret") || !strings.Contains(string(out), "token file") {
+			t.Errorf("--token-file %s: %v\n%s", tf, err, out)
+		}
+	}
+}
