@@ -62,9 +62,10 @@ FROM registrum.revisions WHERE entity_id = $1 AND record_id = $2::uuid ORDER BY 
 // revisions keep their place; revision reads no longer show them. The
 // ingestion chunk receipts of the commits that wrote them are erased (410
 // on read), every snapshot that sees one of those commits becomes
-// unavailable, and an audit entry records the erasure under traceID, in
+// unavailable, and an audit entry records the erasure under traceID and
+// the record's keyed reference (as the entries of its writes name it), in
 // one transaction. The current revision is never erased.
-func EraseHistory(ctx context.Context, pool *pgxpool.Pool, entity, id, before, traceID string) (*ErasedHistory, error) {
+func EraseHistory(ctx context.Context, pool *pgxpool.Pool, entity, id, recordReference, before, traceID string) (*ErasedHistory, error) {
 	out := &ErasedHistory{}
 	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
 		err := tx.QueryRow(ctx, `SELECT revision FROM registrum.revisions WHERE entity_id = $1 AND record_id = $2::uuid AND commit_id = $3::uuid`,
@@ -114,8 +115,8 @@ VALUES ($1, $2::uuid, $3::uuid, $4, $5::text[]::xid8[], $6::uuid[], $7)`, entity
 			return err
 		}
 		out.Receipts = tag.RowsAffected()
-		if _, err := tx.Exec(ctx, `INSERT INTO registrum.audit (operation, outcome, entity_id, revision, trace_id) VALUES ('history.erase', 'succeeded', $1, $2, $3)`,
-			entity, out.BeforeRevision, traceID); err != nil {
+		if _, err := tx.Exec(ctx, `INSERT INTO registrum.audit (operation, outcome, entity_id, record_reference, revision, trace_id) VALUES ('history.erase', 'succeeded', $1, $2, $3, $4)`,
+			entity, recordReference, out.BeforeRevision, traceID); err != nil {
 			return err
 		}
 		return nil

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/registrum/registrum/host/config"
+	"github.com/registrum/registrum/host/records"
 	"github.com/registrum/registrum/model"
 	"github.com/registrum/registrum/store"
 )
@@ -117,8 +118,22 @@ cannot be undone. There is no HTTP route for it.`,
 				return err
 			}
 			defer done()
+			// The audit entry names the record by the keyed reference the
+			// entries of its writes carry.
+			cfg, err := config.Load(cfgPath)
+			if err != nil {
+				return err
+			}
+			root, err := cfg.HostKey()
+			if err != nil {
+				return err
+			}
+			keys, err := records.DeriveKeys(root)
+			if err != nil {
+				return err
+			}
 			trace := operatorTrace()
-			res, err := store.EraseHistory(cmd.Context(), pool, e.ID, record, before, trace)
+			res, err := store.EraseHistory(cmd.Context(), pool, e.ID, record, keys.RecordReference(e.ID, record), before, trace)
 			switch {
 			case errors.Is(err, store.ErrNotFound):
 				return fmt.Errorf("history erase: commit %s wrote no revision of %s/%s (see history list)", before, e.ID, record)

@@ -16,6 +16,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/registrum/registrum/host/auth/authtest"
+	"github.com/registrum/registrum/host/config"
+	"github.com/registrum/registrum/host/records"
 	"github.com/registrum/registrum/issuer/issuertest"
 	"github.com/registrum/registrum/store/storetest"
 )
@@ -160,10 +162,27 @@ func TestHistoryEraseOverCLIAndHTTP(t *testing.T) {
 	if s, _, b := call(t, "GET", base+"/v1/records/items/"+id, "", ""); s != 200 || !strings.Contains(b, `"qty":7`) {
 		t.Errorf("the current state after the erasure: %d %s", s, b)
 	}
-	var audited int
-	db.QueryRow(context.Background(), `SELECT count(*) FROM registrum.audit WHERE operation = 'history.erase' AND trace_id = $1`, trace[1]).Scan(&audited)
-	if audited != 1 {
-		t.Errorf("audit entries of the erasure: %d", audited)
+	// The audit entry names the record by its keyed reference, as the
+	// entries of its writes do.
+	rc, err := config.Load(cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	root, err := rc.HostKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys, err := records.DeriveKeys(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var audited, written int
+	db.QueryRow(context.Background(), `SELECT count(*) FROM registrum.audit WHERE operation = 'history.erase' AND trace_id = $1 AND record_reference = $2`,
+		trace[1], keys.RecordReference("item", id)).Scan(&audited)
+	db.QueryRow(context.Background(), `SELECT count(*) FROM registrum.audit WHERE operation <> 'history.erase' AND record_reference = $1`,
+		keys.RecordReference("item", id)).Scan(&written)
+	if audited != 1 || written == 0 {
+		t.Errorf("audit entries of the erasure naming the record: %d (entries of its writes: %d)", audited, written)
 	}
 	list, _ = hist("list", "--config", cfgPath, "--entity", "item", "--record", id)
 	if !regexp.MustCompile(`(?m)^1 active [0-9a-f-]{36} \S+ erased$`).MatchString(list) {
