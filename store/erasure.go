@@ -23,6 +23,9 @@ type ErasedHistory struct {
 	Revisions int
 	// Receipts is the number of ingestion chunk receipts erased with them.
 	Receipts int64
+	// Outcomes is the number of answers stored for idempotent replay
+	// erased with them.
+	Outcomes int64
 	// BeforeRevision is the record's revision written by the given commit.
 	BeforeRevision int64
 }
@@ -115,6 +118,13 @@ VALUES ($1, $2::uuid, $3::uuid, $4, $5::text[]::xid8[], $6::uuid[], $7)`, entity
 			return err
 		}
 		out.Receipts = tag.RowsAffected()
+		// The answers stored for idempotent replay of those commits hold
+		// the erased values too.
+		tag, err = tx.Exec(ctx, `UPDATE registrum.idempotency SET outcome = NULL, outcome_erased_at = now() WHERE commit_id = ANY($1::uuid[]) AND outcome_erased_at IS NULL`, commits)
+		if err != nil {
+			return err
+		}
+		out.Outcomes = tag.RowsAffected()
 		if _, err := tx.Exec(ctx, `INSERT INTO registrum.audit (operation, outcome, entity_id, record_reference, revision, trace_id) VALUES ('history.erase', 'succeeded', $1, $2, $3, $4)`,
 			entity, recordReference, out.BeforeRevision, traceID); err != nil {
 			return err

@@ -201,7 +201,7 @@ func (w *Writer) LockWithRequest(ctx context.Context, e *model.Entity, id string
 // after the stored outcome (a replay is answered first).
 func (s *Store) ActionInputs(ctx context.Context, idem *Idempotency, e *model.Entity, id string, withRecord bool) (*Outcome, *Record, *Request, error) {
 	b := &pgx.Batch{}
-	b.Queue(`SELECT request_digest, outcome FROM registrum.idempotency WHERE key_reference = $1`, idem.KeyReference)
+	b.Queue(`SELECT request_digest, outcome, outcome_erased_at IS NOT NULL FROM registrum.idempotency WHERE key_reference = $1`, idem.KeyReference)
 	b.Queue("SELECT "+requestColumns, e.ID, id)
 	if withRecord {
 		b.Queue(s.readSQL(e, false), id)
@@ -310,14 +310,15 @@ func (w *Writer) Now() time.Time { return w.now }
 // caller answer a replay before doing work the write would need (a
 // planner's run, say); the write itself checks again.
 func (s *Store) Stored(ctx context.Context, idem *Idempotency) (*Outcome, error) {
-	return storedOutcome(s.pool.QueryRow(ctx, `SELECT request_digest, outcome FROM registrum.idempotency WHERE key_reference = $1`, idem.KeyReference), idem)
+	return storedOutcome(s.pool.QueryRow(ctx, `SELECT request_digest, outcome, outcome_erased_at IS NOT NULL FROM registrum.idempotency WHERE key_reference = $1`, idem.KeyReference), idem)
 }
 
 // storedOutcome reads the row of an idempotency key (see Stored).
 func storedOutcome(row pgx.Row, idem *Idempotency) (*Outcome, error) {
 	var digest string
 	var stored []byte
-	err := row.Scan(&digest, &stored)
+	var erased bool
+	err := row.Scan(&digest, &stored, &erased)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		return nil, nil
@@ -325,6 +326,8 @@ func storedOutcome(row pgx.Row, idem *Idempotency) (*Outcome, error) {
 		return nil, fmt.Errorf("store: read idempotency key: %w", err)
 	case digest != idem.RequestDigest:
 		return nil, ErrIdempotencyConflict
+	case erased:
+		return nil, ErrOutcomeErased
 	case stored == nil:
 		return nil, nil
 	}

@@ -22,6 +22,11 @@ import (
 // different request.
 var ErrIdempotencyConflict = errors.New("store: idempotency key used with a different request")
 
+// ErrOutcomeErased means the outcome stored under an idempotency key was
+// erased with the retained history it held: the write happened, its answer
+// is no longer available.
+var ErrOutcomeErased = errors.New("store: the stored outcome of the idempotency key was erased")
+
 // ErrStale means the record's current revision is not the one expected, or
 // the record is no longer live.
 var ErrStale = errors.New("store: the record changed since the expected revision")
@@ -100,7 +105,7 @@ func (s *Store) Write(ctx context.Context, idem *Idempotency, fn func(w *Writer)
 			if err != nil {
 				return err
 			}
-			w.send(nil, nil, `UPDATE registrum.idempotency SET outcome = $2 WHERE key_reference = $1`, idem.KeyReference, b)
+			w.send(nil, nil, `UPDATE registrum.idempotency SET outcome = $2, commit_id = $3 WHERE key_reference = $1`, idem.KeyReference, b, w.commitID)
 		}
 		if err := w.flush(ctx); err != nil {
 			return err
@@ -123,19 +128,11 @@ func (s *Store) Write(ctx context.Context, idem *Idempotency, fn func(w *Writer)
 
 // replay reads the outcome stored under a key that a write found taken.
 func (s *Store) replay(ctx context.Context, idem *Idempotency) (*Outcome, error) {
-	var digest string
-	var stored []byte
-	if err := s.pool.QueryRow(ctx, `SELECT request_digest, outcome FROM registrum.idempotency WHERE key_reference = $1`, idem.KeyReference).Scan(&digest, &stored); err != nil {
-		return nil, fmt.Errorf("store: read idempotency key: %w", err)
+	out, err := storedOutcome(s.pool.QueryRow(ctx, `SELECT request_digest, outcome, outcome_erased_at IS NOT NULL FROM registrum.idempotency WHERE key_reference = $1`, idem.KeyReference), idem)
+	if err == nil && out == nil {
+		return nil, fmt.Errorf("store: the idempotency key's outcome is missing")
 	}
-	if digest != idem.RequestDigest {
-		return nil, ErrIdempotencyConflict
-	}
-	out := &Outcome{}
-	if err := json.Unmarshal(stored, out); err != nil {
-		return nil, fmt.Errorf("store: stored outcome: %w", err)
-	}
-	return out, nil
+	return out, err
 }
 
 // Create inserts a new record at revision 1.

@@ -142,8 +142,8 @@ cannot be undone. There is no HTTP route for it.`,
 			case err != nil:
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "erased %d revision(s) of %s/%s before revision %d; %d ingestion receipt(s) erased; audit trace %s\n",
-				res.Revisions, e.ID, record, res.BeforeRevision, res.Receipts, trace)
+			fmt.Fprintf(cmd.OutOrStdout(), "erased %d revision(s) of %s/%s before revision %d; %d ingestion receipt(s) erased; %d stored answer(s) erased; audit trace %s\n",
+				res.Revisions, e.ID, record, res.BeforeRevision, res.Receipts, res.Outcomes, trace)
 			return nil
 		},
 	}

@@ -105,6 +105,20 @@ func TestHistoryEraseOverCLIAndHTTP(t *testing.T) {
 		t.Fatalf("patch: %d %s", s, b)
 	}
 	afterPatch := snapshotOf(b)
+	// A record created under an Idempotency-Key and patched: the stored
+	// answer of its create holds the values the erasure below removes.
+	keyed := `{"data":{"code":"KEYED","qty":5}}`
+	s, kh, kb := call(t, "POST", base+"/v1/records/items", "application/json", keyed, "Idempotency-Key", "create-keyed")
+	if s != 201 || !strings.Contains(kb, `"qty":5`) {
+		t.Fatalf("keyed create: %d %s", s, kb)
+	}
+	keyedID := kh.Get("Location")[strings.LastIndex(kh.Get("Location"), "/")+1:]
+	if s, _, b := call(t, "PATCH", base+"/v1/records/items/"+keyedID, "application/json-patch+json", `[{"op":"replace","path":"/data/qty","value":6}]`, "If-Match", kh.Get("ETag")); s != 200 {
+		t.Fatalf("keyed patch: %d %s", s, b)
+	}
+	if s, _, b := call(t, "POST", base+"/v1/records/items", "application/json", keyed, "Idempotency-Key", "create-keyed"); s != 201 || b != kb {
+		t.Fatalf("keyed replay before the erasure: %d %s", s, b)
+	}
 	snapshot := func(tok string) (int, string) {
 		q := ""
 		if tok != "" {
@@ -187,6 +201,26 @@ func TestHistoryEraseOverCLIAndHTTP(t *testing.T) {
 	list, _ = hist("list", "--config", cfgPath, "--entity", "item", "--record", id)
 	if !regexp.MustCompile(`(?m)^1 active [0-9a-f-]{36} \S+ erased$`).MatchString(list) {
 		t.Errorf("history list after the erasure:\n%s", list)
+	}
+
+	// Erasing the keyed record's first revision erases the stored answer
+	// of its create: a replay of the key no longer returns the values.
+	klist, err := hist("list", "--config", cfgPath, "--entity", "item", "--record", keyedID)
+	km := regexp.MustCompile(`(?m)^2 active ([0-9a-f-]{36}) `).FindStringSubmatch(klist)
+	if err != nil || km == nil {
+		t.Fatalf("history list of the keyed record: %v\n%s", err, klist)
+	}
+	if out, err := hist("erase", "--config", cfgPath, "--entity", "item", "--record", keyedID, "--before", km[1]); err != nil || !strings.Contains(out, "; 1 stored answer(s) erased;") {
+		t.Fatalf("erase of the keyed record: %v\n%s", err, out)
+	}
+	if s, _, b := call(t, "POST", base+"/v1/records/items", "application/json", keyed, "Idempotency-Key", "create-keyed"); s != 409 ||
+		!strings.Contains(b, "idempotency.outcome_erased") || strings.Contains(b, "KEYED") {
+		t.Errorf("keyed replay after the erasure: %d %s", s, b)
+	}
+	var keyedRecords int
+	db.QueryRow(context.Background(), `SELECT count(*) FROM registrum_data.e_item WHERE f_code = 'KEYED'`).Scan(&keyedRecords)
+	if keyedRecords != 1 {
+		t.Errorf("the replay after the erasure wrote again: %d records", keyedRecords)
 	}
 
 	// Nothing left to erase, an unknown commit, a bad record id: refused.

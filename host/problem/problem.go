@@ -29,6 +29,9 @@ const (
 	IdempotencyConflict    Code = "idempotency.conflict"
 	MutationConflict       Code = "mutation.conflict"
 	IngestionReceiptErased Code = "ingestion.receipt_erased"
+	// IdempotencyOutcomeErased: the write under this key happened; its
+	// stored answer was erased with the history it held.
+	IdempotencyOutcomeErased Code = "idempotency.outcome_erased"
 	// ActionRefused is an immediate action's handler refusing with one of
 	// its declared codes (named in the detail).
 	ActionRefused      Code = "action.refused"
@@ -45,21 +48,22 @@ type entry struct {
 
 // table is the one table of problem codes.
 var table = map[Code]entry{
-	AuthenticationRefused:  {http.StatusUnauthorized, "Authentication refused"},
-	ResourceNotFound:       {http.StatusNotFound, "Resource not found"},
-	QueryInvalid:           {http.StatusBadRequest, "Query invalid"},
-	QueryCursorInvalid:     {http.StatusBadRequest, "Cursor invalid"},
-	RequestInvalid:         {http.StatusBadRequest, "Request invalid"},
-	RequestPlanRefused:     {http.StatusBadRequest, "Plan refused"},
-	PreconditionRequired:   {http.StatusPreconditionRequired, "Precondition required"},
-	PreconditionFailed:     {http.StatusPreconditionFailed, "Precondition failed"},
-	IdempotencyConflict:    {http.StatusConflict, "Idempotency key conflict"},
-	MutationConflict:       {http.StatusConflict, "Mutation conflict"},
-	IngestionReceiptErased: {http.StatusGone, "Ingestion receipt erased"},
-	ActionRefused:          {http.StatusUnprocessableEntity, "Action refused"},
-	SourceUnavailable:      {http.StatusServiceUnavailable, "Source unavailable"},
-	ServiceUnavailable:     {http.StatusServiceUnavailable, "Service unavailable"},
-	Internal:               {http.StatusInternalServerError, "Internal error"},
+	AuthenticationRefused:    {http.StatusUnauthorized, "Authentication refused"},
+	ResourceNotFound:         {http.StatusNotFound, "Resource not found"},
+	QueryInvalid:             {http.StatusBadRequest, "Query invalid"},
+	QueryCursorInvalid:       {http.StatusBadRequest, "Cursor invalid"},
+	RequestInvalid:           {http.StatusBadRequest, "Request invalid"},
+	RequestPlanRefused:       {http.StatusBadRequest, "Plan refused"},
+	PreconditionRequired:     {http.StatusPreconditionRequired, "Precondition required"},
+	PreconditionFailed:       {http.StatusPreconditionFailed, "Precondition failed"},
+	IdempotencyConflict:      {http.StatusConflict, "Idempotency key conflict"},
+	MutationConflict:         {http.StatusConflict, "Mutation conflict"},
+	IngestionReceiptErased:   {http.StatusGone, "Ingestion receipt erased"},
+	IdempotencyOutcomeErased: {http.StatusConflict, "Stored answer erased"},
+	ActionRefused:            {http.StatusUnprocessableEntity, "Action refused"},
+	SourceUnavailable:        {http.StatusServiceUnavailable, "Source unavailable"},
+	ServiceUnavailable:       {http.StatusServiceUnavailable, "Service unavailable"},
+	Internal:                 {http.StatusInternalServerError, "Internal error"},
 }
 
 // Codes returns every code of the table.

@@ -233,6 +233,9 @@ func (s *Service) InvokeAction(ctx context.Context, c Call, actionID string, bod
 	if errors.Is(err, store.ErrIdempotencyConflict) {
 		return nil, problem.New(problem.IdempotencyConflict, "the Idempotency-Key was used before with a different request")
 	}
+	if errors.Is(err, store.ErrOutcomeErased) {
+		return nil, problem.New(problem.IdempotencyOutcomeErased, "the action under this Idempotency-Key happened; its answer was erased with the record's history")
+	}
 	if err != nil {
 		return nil, err
 	}

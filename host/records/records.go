@@ -136,6 +136,8 @@ func (s *Service) write(ctx context.Context, e *model.Entity, idem *store.Idempo
 	switch {
 	case errors.Is(err, store.ErrIdempotencyConflict):
 		return nil, problem.New(problem.IdempotencyConflict, "the Idempotency-Key was used before with a different request")
+	case errors.Is(err, store.ErrOutcomeErased):
+		return nil, problem.New(problem.IdempotencyOutcomeErased, "the write under this Idempotency-Key happened; its answer was erased with the record's history")
 	case errors.Is(err, store.ErrNotFound):
 		return nil, problem.NotFound()
 	case errors.Is(err, store.ErrStale):

@@ -194,6 +194,8 @@ func (s *Service) Act(ctx context.Context, c Call, e *model.Entity, id, action, 
 	switch {
 	case errors.Is(err, store.ErrIdempotencyConflict):
 		return nil, problem.New(problem.IdempotencyConflict, "the Idempotency-Key was used before with a different request")
+	case errors.Is(err, store.ErrOutcomeErased):
+		return nil, problem.New(problem.IdempotencyOutcomeErased, "the action under this Idempotency-Key happened; its answer was erased with the record's history")
 	case err != nil && stored == nil && errors.Is(err, store.ErrNotFound):
 		return nil, problem.NotFound()
 	case err != nil:

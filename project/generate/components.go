@@ -18,7 +18,7 @@ var problemResponses = map[int]problemResponse{
 	400: {"BadRequest", []string{"request.invalid", "query.invalid", "query.cursor_invalid", "request.plan_refused"}},
 	401: {"Unauthorized", []string{"authentication.refused"}},
 	404: {"NotFound", []string{"resource.not_found"}},
-	409: {"Conflict", []string{"idempotency.conflict", "mutation.conflict"}},
+	409: {"Conflict", []string{"idempotency.conflict", "idempotency.outcome_erased", "mutation.conflict"}},
 	410: {"Gone", []string{"ingestion.receipt_erased"}},
 	412: {"PreconditionFailed", []string{"precondition.failed"}},
 	422: {"UnprocessableContent", []string{"action.refused"}},
