@@ -1,7 +1,8 @@
 // Command eicar-verifier is an example attachment verifier: it rejects
 // content that contains the EICAR anti-virus test signature and approves
 // everything else. It shows the shape of a real scanner plugin built with
-// sdk/verifier.
+// sdk/verifier; the scan itself is package eicar, which `registrum dev` also
+// serves as an http verifier.
 //
 // Build it, pin its digest in the registry package, and the host runs it:
 //
@@ -10,66 +11,10 @@
 package main
 
 import (
-	"bytes"
-	"context"
-	"fmt"
-	"io"
-	"strings"
-
+	"github.com/registrum/registrum/examples/plugins/eicar-verifier/eicar"
 	"github.com/registrum/registrum/sdk/verifier"
 )
 
-// signature returns the EICAR test string. It is assembled at run time from
-// pieces so that neither this source file nor the compiled binary contains it
-// whole and trips a scanner.
-func signature() []byte {
-	pieces := []string{`X5O!P%@AP[4\PZX54(P^)7CC)7}$`, "EICAR-STANDARD-", "ANTIVIRUS-TEST-", "FILE!$H+H*"}
-	return []byte(strings.Join(pieces, ""))
-}
-
-// scanner is the verifier: a streaming search for the signature.
-type scanner struct {
-	sig []byte
-}
-
-// Verify implements verifier.Verifier.
-func (s scanner) Verify(ctx context.Context, _ verifier.Attachment, content io.Reader) (verifier.Verdict, error) {
-	found, err := contains(ctx, content, s.sig)
-	if err != nil {
-		return verifier.Verdict{}, fmt.Errorf("eicar-verifier: read content: %w", err)
-	}
-	if found {
-		return verifier.Reject(verifier.ReasonMalware), nil
-	}
-	return verifier.Approve(), nil
-}
-
-// contains reports whether r's bytes contain sig, reading in blocks and
-// keeping len(sig)-1 bytes of overlap so a match across blocks is found.
-func contains(ctx context.Context, r io.Reader, sig []byte) (bool, error) {
-	const block = 64 << 10
-	buf := make([]byte, 0, block+len(sig))
-	for {
-		if err := ctx.Err(); err != nil {
-			return false, err
-		}
-		n, err := r.Read(buf[len(buf):cap(buf)])
-		buf = buf[:len(buf)+n]
-		if bytes.Contains(buf, sig) {
-			return true, nil
-		}
-		if keep := len(sig) - 1; len(buf) > keep {
-			buf = append(buf[:0], buf[len(buf)-keep:]...)
-		}
-		if err == io.EOF {
-			return false, nil
-		}
-		if err != nil {
-			return false, err
-		}
-	}
-}
-
 func main() {
-	verifier.Serve(scanner{sig: signature()})
+	verifier.Serve(eicar.New())
 }

@@ -1,4 +1,4 @@
-package main
+package eicar
 
 import (
 	"bytes"
@@ -18,9 +18,9 @@ func attachmentOf(b []byte) verifier.Attachment {
 }
 
 func TestScannerFindsSignatureAnywhere(t *testing.T) {
-	sig := signature()
+	sig := Signature()
 	if len(sig) != 68 || sha256.Sum256(sig) != [32]byte{0x27, 0x5a, 0x02, 0x1b, 0xbf, 0xb6, 0x48, 0x9e, 0x54, 0xd4, 0x71, 0x89, 0x9f, 0x7d, 0xb9, 0xd1, 0x66, 0x3f, 0xc6, 0x95, 0xec, 0x2f, 0xe2, 0xa2, 0xc4, 0x53, 0x8a, 0xab, 0xf6, 0x51, 0xfd, 0x0f} {
-		t.Fatalf("signature() is not the EICAR test string")
+		t.Fatalf("Signature() is not the EICAR test string")
 	}
 	filler := bytes.Repeat([]byte("registrum "), 20000) // 200 kB, several blocks
 	cases := map[string]struct {
@@ -39,7 +39,7 @@ func TestScannerFindsSignatureAnywhere(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			// One byte per read makes every position a block boundary.
 			for _, r := range []io.Reader{bytes.NewReader(tc.content), iotest.OneByteReader(bytes.NewReader(tc.content))} {
-				v, err := scanner{sig: sig}.Verify(context.Background(), attachmentOf(tc.content), r)
+				v, err := Scanner{sig: sig}.Verify(context.Background(), attachmentOf(tc.content), r)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -56,7 +56,7 @@ func TestScannerFindsSignatureAnywhere(t *testing.T) {
 
 func TestScannerReportsReadErrors(t *testing.T) {
 	r := iotest.ErrReader(io.ErrClosedPipe)
-	if _, err := (scanner{sig: signature()}).Verify(context.Background(), attachmentOf([]byte("x")), r); err == nil {
+	if _, err := (Scanner{sig: Signature()}).Verify(context.Background(), attachmentOf([]byte("x")), r); err == nil {
 		t.Fatal("a failing reader gave no error")
 	}
 }
