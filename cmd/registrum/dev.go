@@ -45,6 +45,7 @@ kept in the data folder; Ctrl-C or SIGTERM stops it all, PostgreSQL included.`,
 	cmd.Flags().IntVar(&o.Port, "port", 8080, "record host port on 127.0.0.1 (0 picks a free port)")
 	cmd.Flags().IntVar(&o.IssuerPort, "issuer-port", 8081, "token issuer port on 127.0.0.1 (0 picks a free port)")
 	cmd.Flags().IntVar(&o.DeskPort, "desk-port", 8082, "review desk port on 127.0.0.1 (0 picks a free port)")
+	cmd.Flags().IntVar(&o.VerifierPort, "verifier-port", 8083, "attachment scanner port on 127.0.0.1 (0 picks a free port); the example's http verifier names 8083, dev points its package at this port")
 	cmd.Flags().BoolVar(&verbose, "verbose", false, "log every request")
 	cmd.Flags().StringVar(&o.EventDestinations, "event-destinations", "", "file with an eventDestinations block binding the example's url hooks to your own receivers (default: the example receiver dev runs)")
 	return cmd

@@ -29,7 +29,7 @@ type devRun struct {
 // next steps.
 func startDev(t *testing.T, data string, args ...string) *devRun {
 	t.Helper()
-	cmd := exec.Command(binary, append([]string{"dev", "--data", data, "--port", "0", "--issuer-port", "0", "--desk-port", "0"}, args...)...)
+	cmd := exec.Command(binary, append([]string{"dev", "--data", data, "--port", "0", "--issuer-port", "0", "--desk-port", "0", "--verifier-port", "0"}, args...)...)
 	cmd.Dir = filepath.Join("..", "..")
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -246,7 +246,7 @@ func TestDevServesTheExampleKeepsRecordsAndLeavesNoPostgres(t *testing.T) {
 		t.Fatalf("no events step in:\n%s", run.output.String())
 	}
 	curls := printed(out, "curl ")
-	if len(curls) < 5+9+3 {
+	if len(curls) < 5+13+3 {
 		t.Fatalf("want 5 curl lines (create, patch, list, next page, snapshot), then the change-request journey, then the spatial adapter step, got:\n%s", out)
 	}
 	// Create, twice.
@@ -404,7 +404,12 @@ func runJourney(t *testing.T, lines []string, subst map[string]string) {
 		return doc
 	}
 	n := len(lines)
-	setup, draft, read, attach, download, submit, apply, readChanged := lines[:n-9], lines[n-9], lines[n-8], lines[n-7], lines[n-6], lines[n-5], lines[n-4], lines[n-3]
+	setup, draft, read := lines[:n-13], lines[n-13], lines[n-12]
+	eicarAttach, eicarRead, eicarSubmit, attach, readApproved := lines[n-11], lines[n-10], lines[n-9], lines[n-8], lines[n-7]
+	download, submit, apply, readChanged := lines[n-6], lines[n-5], lines[n-4], lines[n-3]
+	if eicarRead != read || readApproved != read {
+		t.Fatalf("the printed verification reads are not the request's read:\n%s\n%s", eicarRead, readApproved)
+	}
 	conditions, invoke := lines[n-2], lines[n-1]
 	for _, line := range setup {
 		doc := do("setup create", line, http.StatusCreated)
@@ -420,13 +425,41 @@ func runJourney(t *testing.T, lines []string, subst map[string]string) {
 		t.Fatalf("the draft reads as %+v", r)
 	}
 	r.offer(t, "submit_request", subst)
+	// The slot is verified by the scanner dev runs: read until the status
+	// settles (pending first).
+	settle := func(want string) *journeyState {
+		t.Helper()
+		deadline := time.Now().Add(60 * time.Second)
+		for {
+			doc := do("read of the draft while its attachment is scanned", read, http.StatusOK)
+			slot, _ := doc.Data.DomainData["supporting-document"].(map[string]any)
+			status, _ := slot["verificationStatus"].(string)
+			if status == want {
+				return doc.Data.Request
+			}
+			if status != "pending" || time.Now().After(deadline) {
+				t.Fatalf("the attachment's verificationStatus is %q, want %s: %+v", status, want, doc.Data.DomainData)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+	// The EICAR test string: rejected, and submit refused with 412.
+	ev := do("attach of the EICAR test string", eicarAttach, http.StatusOK)
+	if slot, _ := ev.Data.DomainData["supporting-document"].(map[string]any); slot == nil || slot["verificationStatus"] != "pending" {
+		t.Fatalf("the printed EICAR attach answered %+v", ev.Data.DomainData)
+	}
+	settle("rejected").offer(t, "submit_request", subst)
+	if resp, b := runCurl(t, eicarSubmit, subst); resp.StatusCode != http.StatusPreconditionFailed || !strings.Contains(string(b), "precondition.failed") {
+		t.Fatalf("the printed submit of a rejected attachment answered %d %s", resp.StatusCode, b)
+	}
 	// The attach step: the slot filled from the bytes sent, the request at a
-	// new revision; the download answers the same bytes.
+	// new revision, scanned and approved; the download answers the same bytes.
 	att := do("attach", attach, http.StatusOK)
 	slot, _ := att.Data.DomainData["supporting-document"].(map[string]any)
-	if slot == nil || slot["verificationStatus"] != "notRequired" || slot["contentType"] != "text/plain" {
+	if slot == nil || slot["verificationStatus"] != "pending" || slot["contentType"] != "text/plain" {
 		t.Fatalf("the printed attach answered %+v", att.Data.DomainData)
 	}
+	settle("approved")
 	body := regexp.MustCompile(`--data-binary '([^']*)'`).FindStringSubmatch(attach)[1]
 	if resp, b := runCurl(t, download, subst); resp.StatusCode != http.StatusOK || string(b) != body || resp.Header.Get("Content-Disposition") == "" {
 		t.Fatalf("the printed download answered %d %q", resp.StatusCode, b)

@@ -51,7 +51,7 @@ func TestDevAppliesAChangedProjectOnRestart(t *testing.T) {
 	edit("      - {id: desk-phone, type: string, maxLength: 40}\n", "")
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, binary, "dev", "--data", data, "--project", project, "--port", "0", "--issuer-port", "0", "--desk-port", "0")
+	cmd := exec.CommandContext(ctx, binary, "dev", "--data", data, "--project", project, "--port", "0", "--issuer-port", "0", "--desk-port", "0", "--verifier-port", "0")
 	cmd.Dir = filepath.Join("..", "..")
 	out, err := cmd.CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "entity service-office: field desk-phone is dropped") || !strings.Contains(string(out), "registrum activate") {

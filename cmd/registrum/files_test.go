@@ -78,7 +78,7 @@ func TestCompileNeverReplacesAnotherRegistrysPackage(t *testing.T) {
 // that must be refused before serving.
 func runDevBriefly(t *testing.T, data string) (string, error) {
 	t.Helper()
-	cmd := exec.Command(binary, "dev", "--data", data, "--port", "0", "--issuer-port", "0", "--desk-port", "0")
+	cmd := exec.Command(binary, "dev", "--data", data, "--port", "0", "--issuer-port", "0", "--desk-port", "0", "--verifier-port", "0")
 	cmd.Dir = filepath.Join("..", "..")
 	done := make(chan struct{})
 	var out []byte

@@ -75,6 +75,9 @@ func TestIngestReport(t *testing.T) {
 	token := is.Token(t, issuertest.StandardClientID)
 	os.MkdirAll(filepath.Join(dir, "secrets"), 0o700)
 	os.WriteFile(filepath.Join(dir, "secrets", "host-key"), bytes.Repeat([]byte{9}, 32), 0o600)
+	// The example's http verifier needs its credential to open; nothing here
+	// uploads, so no scanner runs.
+	os.WriteFile(filepath.Join(dir, "secrets", "eicar-scanner-token"), []byte("unused"), 0o600)
 	cfg := fmt.Sprintf("version: 1\ndatabase: {url: %q}\npackage: %s\nsecrets: {root: secrets}\nhostKeyRef: secret:file/host-key\n%s",
 		dsn, pkg, is.HostAuthentication())
 	host, base := startHost(t, cfg, dir)

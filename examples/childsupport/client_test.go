@@ -3,6 +3,7 @@ package childsupport_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
@@ -15,18 +16,22 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/registrum/registrum/examples/plugins/eicar-verifier/eicar"
 	"github.com/registrum/registrum/host"
 	"github.com/registrum/registrum/host/auth/authtest"
 	"github.com/registrum/registrum/host/config"
 	"github.com/registrum/registrum/issuer/issuertest"
+	"github.com/registrum/registrum/model"
 	"github.com/registrum/registrum/project"
 	"github.com/registrum/registrum/sdk/client"
 	"github.com/registrum/registrum/sdk/ingest"
 	"github.com/registrum/registrum/sdk/tokensource"
+	"github.com/registrum/registrum/sdk/verifier"
 	"github.com/registrum/registrum/store/layout"
 	"github.com/registrum/registrum/store/storetest"
 )
@@ -52,11 +57,27 @@ func exampleHostWith(t *testing.T, o issuertest.Options) (*httptest.Server, *iss
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The example's supporting documents are scanned by its http verifier:
+	// the EICAR scanner (as registrum dev runs it) on a loopback port of
+	// this test, with its credential in the secrets folder.
+	token := []byte("example-scanner-credential")
+	scanner := httptest.NewServer(verifier.HTTPHandler(eicar.New(), func() ([]byte, error) { return token, nil }, 0))
+	t.Cleanup(scanner.Close)
+	for i, v := range res.Package.Verifiers {
+		u, _ := url.Parse(v.Endpoint)
+		res.Package.Verifiers[i].Endpoint = scanner.URL + u.Path
+	}
+	if res.Package.Revision, err = model.ComputeRevision(res.Package); err != nil {
+		t.Fatal(err)
+	}
 	if err := res.Write(filepath.Join(dir, "package")); err != nil {
 		t.Fatal(err)
 	}
 	os.MkdirAll(filepath.Join(dir, "secrets"), 0o700)
 	if err := os.WriteFile(filepath.Join(dir, "secrets", "host-key"), bytes.Repeat([]byte{9}, 32), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "secrets", "eicar-scanner-token"), token, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	cfgPath := filepath.Join(dir, "registrum.yaml")
@@ -74,12 +95,26 @@ func exampleHostWith(t *testing.T, o issuertest.Options) (*httptest.Server, *iss
 		t.Fatal(err)
 	}
 	srv := httptest.NewServer(h.Handler())
+	servedRevisions.Store(srv.URL, res.Package.Revision)
+	// The job workers run the verification of uploads (and the example's
+	// other post-commit jobs), as in a served host.
+	wctx, stop := context.WithCancel(context.Background())
+	workers := make(chan error, 1)
+	go func() { workers <- h.RunWorkers(wctx) }()
 	t.Cleanup(func() {
 		srv.Close()
+		stop()
+		if err := <-workers; err != nil {
+			t.Errorf("workers: %v", err)
+		}
 		h.Close()
 	})
 	return srv, is.Issuer
 }
+
+// servedRevisions maps an exampleHost's URL to the revision of the package
+// it serves: the example's, its http verifier pointed at the test's scanner.
+var servedRevisions sync.Map
 
 type caseData struct {
 	CaseNumber          string `json:"caseNumber"`
@@ -104,12 +139,10 @@ func TestClientAgainstTheExampleHost(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// The package the host serves is the one compiled here.
-	res, err := project.Compile(".", project.Options{Fingerprint: layout.Fingerprint})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.CheckPackage(ctx, res.Package.Revision, cw); err != nil {
+	// The package the host serves is the one compiled here, its verifier
+	// pointed at the test's scanner.
+	rev, _ := servedRevisions.Load(srv.URL)
+	if err := c.CheckPackage(ctx, rev.(string), cw); err != nil {
 		t.Fatal(err)
 	}
 	if err := c.CheckPackage(ctx, "sha256:"+strings.Repeat("0", 64), cw); !errors.Is(err, client.ErrPackageMismatch) {
@@ -334,6 +367,26 @@ func TestClientAgainstTheExampleHost(t *testing.T) {
 	}
 	if _, err := c.UploadAttachment(ctx, "child-details-changes", draft.ID, "supporting-document", draft.ETag, "image/gif", bytes.NewReader(letter), -1, cw); !client.IsCode(err, client.CodeRequestInvalid) {
 		t.Fatalf("a content type the slot refuses: %v", err)
+	}
+	// The example's scanner approves it; until then it is pending.
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		var slots struct {
+			Doc struct {
+				Status string `json:"verificationStatus"`
+			} `json:"supporting-document"`
+		}
+		if err := json.Unmarshal(draft.DomainData, &slots); err != nil {
+			t.Fatal(err)
+		}
+		if slots.Doc.Status == "approved" {
+			break
+		}
+		if slots.Doc.Status != "pending" || time.Now().After(deadline) {
+			t.Fatalf("the supporting document's verification: %q", slots.Doc.Status)
+		}
+		if draft, err = c.Read(ctx, "child-details-changes", draft.ID, nil, cw); err != nil {
+			t.Fatal(err)
+		}
 	}
 	att, err := c.DownloadAttachment(ctx, "child-details-changes", draft.ID, "supporting-document", draft.Request.ProposalVersion, cw)
 	if err != nil {

@@ -47,6 +47,10 @@ type Options struct {
 	// desk runs when a request entity of the project is reviewed by an
 	// authority.
 	DeskPort int
+	// VerifierPort is the attachment scanner's loopback port (0 picks a free
+	// one); the scanner runs when the project has an http verifier on a
+	// plain-http loopback endpoint, which dev points at this port.
+	VerifierPort int
 	// Command is how the user invokes registrum, for the printed next steps.
 	Command string
 	// EventDestinations, when set, is a file holding an eventDestinations
@@ -102,6 +106,15 @@ func Run(ctx context.Context, o Options) error {
 	for _, w := range res.Warnings {
 		w.File = filepath.Join(o.ProjectDir, w.File)
 		fmt.Fprintln(o.Out, w.String())
+	}
+	// The scanner's port is known before the package is written: the
+	// package's copy names it.
+	sc, err := startScanner(res.Package, data, o.VerifierPort)
+	if err != nil {
+		return err
+	}
+	if sc != nil {
+		defer sc.ln.Close()
 	}
 	pkgDir := filepath.Join(data, "package")
 	if err := os.RemoveAll(pkgDir); err != nil {
@@ -178,7 +191,7 @@ func Run(ctx context.Context, o Options) error {
 	stopped := ctx // ends when the user stops dev
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	errs := make(chan error, 3)
+	errs := make(chan error, 4)
 	// A service still starting when dev is stopped (the host's job workers
 	// making their first connection) ends with the context's error: that
 	// is a clean stop, not a failure.
@@ -202,6 +215,11 @@ func Run(ctx context.Context, o Options) error {
 		go func() { errs <- d.Serve(ctx, deskLn) }()
 	}
 
+	if sc != nil {
+		pending++
+		go func() { errs <- sc.serve(ctx) }()
+	}
+
 	events, err := startEvents(ctx, o, data, res.Package)
 	if err != nil {
 		cancel()
@@ -223,7 +241,7 @@ func Run(ctx context.Context, o Options) error {
 	go func() { errs <- h.Serve(ctx, hostLn, nil) }()
 	pending++
 
-	printNextSteps(o, dd, hostLn.Addr().String(), setup, walk, journey, gis, bulk, demo, rd, reviewed)
+	printNextSteps(o, dd, hostLn.Addr().String(), setup, walk, journey, gis, bulk, demo, rd, reviewed, sc)
 	events.print(o.Out, o.Command, data, res.Package, "http://"+hostLn.Addr().String(), `-H "Authorization: Bearer $TOKEN"`)
 	fmt.Fprintln(o.Out, "Press Ctrl-C to stop; the data folder keeps everything for the next start.")
 
@@ -400,7 +418,7 @@ hostKeyRef: secret:file/host-key
 	return path, nil
 }
 
-func printNextSteps(o Options, dd *dataDir, hostAddr string, setup *issuer.DevSetup, walk *Walkthrough, journey *RequestJourney, gis *GISStep, bulk *IngestStep, demo *demoClients, rd *reviewDesk, reviewed *ReviewedJourney) {
+func printNextSteps(o Options, dd *dataDir, hostAddr string, setup *issuer.DevSetup, walk *Walkthrough, journey *RequestJourney, gis *GISStep, bulk *IngestStep, demo *demoClients, rd *reviewDesk, reviewed *ReviewedJourney, sc *scanner) {
 	base := "http://" + hostAddr
 	w := o.Out
 	fmt.Fprintf(w, "Registrum dev is running (data in %s).\n", dd.path)
@@ -412,6 +430,9 @@ func printNextSteps(o Options, dd *dataDir, hostAddr string, setup *issuer.DevSe
 	fmt.Fprintf(w, "  token issuer  %s\n", strings.TrimSuffix(setup.TokenURL, "/token"))
 	if rd != nil {
 		fmt.Fprintf(w, "  review desk   %s  (authority %s; the reviewer's password is in %s)\n", rd.Config.PublicURL, strings.Join(rd.Authorities, ", "), rd.PasswordFile)
+	}
+	if sc != nil {
+		fmt.Fprintf(w, "  scanner       http://%s  (the EICAR scanner of examples/plugins/eicar-verifier as http verifier %s; its bearer credential is in %s)\n", sc.Addr(), strings.Join(sc.IDs, ", "), filepath.Join(dd.path, "secrets"))
 	}
 	fmt.Fprintln(w)
 	var standard issuer.DevClient

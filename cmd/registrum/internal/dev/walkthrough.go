@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/registrum/registrum/examples/plugins/eicar-verifier/eicar"
 	"github.com/registrum/registrum/model"
 )
 
@@ -244,11 +245,12 @@ func placeholderJSON(v any) string {
 	return strings.TrimSuffix(b.String(), "\n")
 }
 
-// journeySlot picks the first unverified slot of e the grant may write and
-// read, and the media type to upload to it (text/plain when allowed).
-func journeySlot(e *model.Entity, g *model.Grant) (*model.AttachmentSlot, string) {
+// journeySlot picks the first slot of e the grant may write and read whose
+// uploads dev can verify (no verifier, or one dev serves), and the media
+// type to upload to it (text/plain when allowed).
+func journeySlot(p *model.Package, e *model.Entity, g *model.Grant) (*model.AttachmentSlot, string) {
 	for _, s := range e.Attachments {
-		if !slices.Contains(g.WritableFields, s.ID) || !slices.Contains(g.ReadableFields, s.ID) || s.Verification != nil {
+		if !slices.Contains(g.WritableFields, s.ID) || !slices.Contains(g.ReadableFields, s.ID) || !slotServed(p, s) {
 			continue
 		}
 		if slices.Contains(s.ContentTypes, "text/plain") {
@@ -311,7 +313,7 @@ func planRequestJourney(p *model.Package, usable []string, claims map[string]str
 				continue
 			}
 			j := &RequestJourney{Entity: e, Profile: pr.ID, Default: pr.Default, Setup: jp.setup, Draft: placeholderBody(data)}
-			j.Slot, j.SlotType = journeySlot(e, g)
+			j.Slot, j.SlotType = journeySlot(p, e, g)
 			j.Action = planAction(p, usable, jp.made)
 			if pl := e.ChangeRequest.Planner; pl != nil {
 				if m := p.ModuleByID(pl.Module); m != nil {
@@ -494,9 +496,24 @@ func (j *RequestJourney) print(w io.Writer, base, auth string) {
 	fmt.Fprintf(w, "  curl -sS '%s/v1/records/%s/<request id>%s' %s\n\n", base, e.Route, q, auth)
 	if j.Slot != nil {
 		slotURL := fmt.Sprintf("%s/v1/records/%s/<request id>/attachments/%s", base, e.Route, j.Slot.ID)
+		readLine := fmt.Sprintf("  curl -sS '%s/v1/records/%s/<request id>%s' %s\n", base, e.Route, q, auth)
+		if v := j.Slot.Verification; v != nil {
+			fmt.Fprintf(w, "Slot %s is scanned before anyone may download it or submit the request: dev runs the EICAR scanner (examples/plugins/eicar-verifier) as http verifier %s, policy %s.\n", j.Slot.ID, v.Verifier, v.PolicyID)
+			fmt.Fprintf(w, "Optionally, first see a rejection: attach the EICAR anti-virus test string under the draft's ETag (the submit_request ifMatch); the slot's verificationStatus in domainData is pending:\n")
+			fmt.Fprintf(w, "  curl -sS -X PATCH '%s%s' %s -H 'If-Match: <submit_request ifMatch>' -H 'Idempotency-Key: attach-eicar-<request id>' -H 'Content-Type: %s' --data-binary '%s'\n", slotURL, q, auth, j.SlotType, eicar.Signature())
+			fmt.Fprintf(w, "Read the request again until domainData.%s.verificationStatus is rejected (a few seconds); note the new submit_request ifMatch:\n", j.Slot.ID)
+			fmt.Fprint(w, readLine)
+			fmt.Fprintf(w, "Submitting now is refused with 412 (precondition.failed): the slot holds rejected content:\n")
+			fmt.Fprintf(w, "  curl -sS -X POST '%s<submit_request href>' %s -H 'If-Match: <submit_request ifMatch>' -H 'Idempotency-Key: submit-eicar-<request id>' -H 'Content-Type: application/json' -d '{\"actorReference\":%q}'\n\n", base, auth, journeyActor)
+		}
 		fmt.Fprintf(w, "Attach a document to slot %s (raw bytes, at most %d, as %s) under the draft's ETag (the submit_request ifMatch); the answer is the request with the slot's size, SHA-256 and status in domainData, at a new revision (read it again before submitting):\n",
 			j.Slot.ID, j.Slot.MaximumBytes, strings.Join(j.Slot.ContentTypes, " or "))
 		fmt.Fprintf(w, "  curl -sS -X PATCH '%s%s' %s -H 'If-Match: <submit_request ifMatch>' -H 'Idempotency-Key: attach-<request id>' -H 'Content-Type: %s' --data-binary '%s'\n\n", slotURL, q, auth, j.SlotType, journeyAttachment)
+		if j.Slot.Verification != nil {
+			fmt.Fprintf(w, "Read the request until domainData.%s.verificationStatus is approved (pending until the scanner answers, a second or two); only then can it be downloaded and the request submitted:\n", j.Slot.ID)
+			fmt.Fprint(w, readLine)
+			fmt.Fprintln(w)
+		}
 		fmt.Fprintf(w, "Download it back (the verified bytes, as an attachment) from proposal version 1:\n")
 		fmt.Fprintf(w, "  curl -sS '%s%s' %s\n\n", slotURL, withQuery(q, "proposalVersion=1"), auth)
 	}
