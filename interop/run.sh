@@ -38,7 +38,7 @@ for reg in "$root"/examples/*/registry.yaml; do
   echo "interop: $name"
   data="$work/data-$name"
   out="$work/dev-$name.out"
-  (cd "$root" && exec "$work/registrum" dev --project "$project" --data "$data" --port 0 --issuer-port 0 --desk-port 0 >"$out" 2>"$work/dev-$name.err") &
+  (cd "$root" && exec "$work/registrum" dev --project "$project" --data "$data" --port 0 --issuer-port 0 --desk-port 0 --verifier-port 0 >"$out" 2>"$work/dev-$name.err") &
   devpid=$!
   for _ in $(seq 1 240); do
     grep -q '^Press Ctrl-C' "$out" 2>/dev/null && break
