@@ -1,8 +1,6 @@
 package main
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"time"
@@ -11,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/registrum/registrum/host/config"
+	"github.com/registrum/registrum/host/records"
 	"github.com/registrum/registrum/model"
 	"github.com/registrum/registrum/store"
 )
@@ -27,14 +26,6 @@ func newAttachmentsCmd() *cobra.Command {
 	}
 	cmd.AddCommand(newAttachmentsEraseCmd(), newAttachmentsSweepCmd())
 	return cmd
-}
-
-// operatorTrace is the trace id an operator command records in the audit
-// trail (and prints, so the operator can find the entry).
-func operatorTrace() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
 }
 
 func newAttachmentsEraseCmd() *cobra.Command {
@@ -75,7 +66,7 @@ in the audit trail under the printed trace id. There is no HTTP route for it.`,
 				return err
 			}
 			defer pool.Close()
-			trace := operatorTrace()
+			trace := records.NewTraceID()
 			res, err := store.EraseAttachment(cmd.Context(), pool, e.ID, record, slot, trace)
 			if errors.Is(err, store.ErrNotFound) {
 				return fmt.Errorf("attachments erase: slot %s of %s/%s holds no content to erase", slot, e.ID, record)
@@ -125,7 +116,7 @@ Content an upload is using at that moment is left alone.`,
 				return err
 			}
 			defer pool.Close()
-			trace := operatorTrace()
+			trace := records.NewTraceID()
 			n, err := store.SweepContent(cmd.Context(), pool, age, trace)
 			if err != nil {
 				return err

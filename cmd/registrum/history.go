@@ -132,7 +132,7 @@ cannot be undone. There is no HTTP route for it.`,
 			if err != nil {
 				return err
 			}
-			trace := operatorTrace()
+			trace := records.NewTraceID()
 			res, err := store.EraseHistory(cmd.Context(), pool, e.ID, record, keys.RecordReference(e.ID, record), before, trace)
 			switch {
 			case errors.Is(err, store.ErrNotFound):

@@ -2,8 +2,6 @@ package httpapi
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"log/slog"
 	"net/http"
 	"regexp"
@@ -12,6 +10,8 @@ import (
 
 	"github.com/go-chi/chi/v5"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/registrum/registrum/host/records"
 )
 
 type traceKey struct{}
@@ -31,9 +31,7 @@ func newTraceID(r *http.Request) string {
 			return m[1]
 		}
 	}
-	var b [16]byte
-	rand.Read(b[:])
-	return hex.EncodeToString(b[:])
+	return records.NewTraceID()
 }
 
 // statusRecorder remembers the status and size of a response.

@@ -2,8 +2,6 @@ package review
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -257,7 +255,7 @@ func (w *applyWorker) Work(ctx context.Context, job *river.Job[store.RequestAppl
 	if err != nil {
 		return err
 	}
-	call := records.Call{TraceID: traceID(), Bearer: tok.AccessToken, Profile: x.cfg.AccessProfile, Representation: records.JSON,
+	call := records.Call{TraceID: records.NewTraceID(), Bearer: tok.AccessToken, Profile: x.cfg.AccessProfile, Representation: records.JSON,
 		IdempotencyKey: fmt.Sprintf("registrum-automatic-apply:%s:%s:%d", args.Entity, args.RecordID, args.ProposalVersion), Executor: x.id}
 	read, err := ws.svc.Get(ctx, call, e, args.RecordID)
 	if err != nil {
@@ -286,10 +284,4 @@ func classify(err error, attention func(string) error) error {
 		return attention(AttentionApplyRefused)
 	}
 	return err
-}
-
-func traceID() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
 }

@@ -9,8 +9,6 @@ package verification
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -18,6 +16,7 @@ import (
 
 	"github.com/riverqueue/river"
 
+	"github.com/registrum/registrum/host/records"
 	"github.com/registrum/registrum/plugins/verifier"
 	"github.com/registrum/registrum/store"
 )
@@ -73,7 +72,7 @@ func (w *Worker) Timeout(*river.Job[store.VerifyAttachmentArgs]) time.Duration {
 
 // Work claims the verdict, runs the verifier and settles the verdict.
 func (w *Worker) Work(ctx context.Context, job *river.Job[store.VerifyAttachmentArgs]) error {
-	trace := traceID()
+	trace := records.NewTraceID()
 	v, err := w.store.ClaimVerification(ctx, job.Args.VerificationKey, w.opts.Lease, trace)
 	var held *store.ErrLeaseHeld
 	switch {
@@ -136,10 +135,4 @@ func (w *Worker) verify(ctx context.Context, v *store.Verification) (string, err
 		return store.VerificationRejected, nil
 	}
 	return "", &verifier.Failure{Verifier: v.Verifier, Cause: verifier.CauseProtocol}
-}
-
-func traceID() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
 }

@@ -1,0 +1,16 @@
+package records
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+)
+
+// NewTraceID returns a fresh trace id (32 lowercase hex, the W3C trace-id
+// form) for work that does not arrive with one: an HTTP request without a
+// traceparent, a job, an operator command. It is what the audit trail
+// records and what a refusal names.
+func NewTraceID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on supported platforms
+	return hex.EncodeToString(b[:])
+}
