@@ -43,11 +43,7 @@ captured for a destination the configuration no longer binds as it was.`,
 			if err != nil {
 				return err
 			}
-			dsn, err := cfg.DatabaseURL()
-			if err != nil {
-				return err
-			}
-			pool, err := store.Connect(cmd.Context(), dsn)
+			pool, err := connectDatabase(cmd.Context(), cfg)
 			if err != nil {
 				return err
 			}

@@ -57,11 +57,7 @@ in the audit trail under the printed trace id. There is no HTTP route for it.`,
 			if e == nil || !e.IsRequestEntity() || e.Slot(slot) == nil {
 				return withExitCode(2, fmt.Errorf("attachments erase: %s has no attachment slot %q", entity, slot))
 			}
-			dsn, err := cfg.DatabaseURL()
-			if err != nil {
-				return err
-			}
-			pool, err := store.Connect(cmd.Context(), dsn)
+			pool, err := connectDatabase(cmd.Context(), cfg)
 			if err != nil {
 				return err
 			}
@@ -107,11 +103,7 @@ Content an upload is using at that moment is left alone.`,
 			if err != nil {
 				return err
 			}
-			dsn, err := cfg.DatabaseURL()
-			if err != nil {
-				return err
-			}
-			pool, err := store.Connect(cmd.Context(), dsn)
+			pool, err := connectDatabase(cmd.Context(), cfg)
 			if err != nil {
 				return err
 			}

@@ -42,11 +42,7 @@ func operatorStore(cmd *cobra.Command, cfgPath string) (*config.Config, *store.S
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	dsn, err := cfg.DatabaseURL()
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	pool, err := store.Connect(cmd.Context(), dsn)
+	pool, err := connectDatabase(cmd.Context(), cfg)
 	if err != nil {
 		return nil, nil, nil, err
 	}

@@ -47,11 +47,7 @@ func historyTarget(cmd *cobra.Command, verb, cfgPath, entity, record string) (*m
 	if e == nil {
 		return nil, nil, nil, withExitCode(2, fmt.Errorf("history %s: %q is not an entity of the package", verb, entity))
 	}
-	dsn, err := cfg.DatabaseURL()
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	pool, err := store.Connect(cmd.Context(), dsn)
+	pool, err := connectDatabase(cmd.Context(), cfg)
 	if err != nil {
 		return nil, nil, nil, err
 	}

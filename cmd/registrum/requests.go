@@ -57,11 +57,7 @@ route for it.`,
 			if e.ChangeRequest.Retention.Mode != model.OperatorErase {
 				return fmt.Errorf("requests erase: %s keeps its proposal detail (retention mode %q); erasure needs retention mode %s", e.ID, e.ChangeRequest.Retention.Mode, model.OperatorErase)
 			}
-			dsn, err := cfg.DatabaseURL()
-			if err != nil {
-				return err
-			}
-			pool, err := store.Connect(cmd.Context(), dsn)
+			pool, err := connectDatabase(cmd.Context(), cfg)
 			if err != nil {
 				return err
 			}

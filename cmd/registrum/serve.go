@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/spf13/cobra"
 
 	"github.com/registrum/registrum/host"
@@ -67,11 +68,7 @@ func newMigrateCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			dsn, err := cfg.DatabaseURL()
-			if err != nil {
-				return err
-			}
-			pool, err := store.Connect(cmd.Context(), dsn)
+			pool, err := connectDatabase(cmd.Context(), cfg)
 			if err != nil {
 				return err
 			}
@@ -106,4 +103,14 @@ func openHost(ctx context.Context, cfgPath string) (*config.Config, *slog.Logger
 		return nil, nil, nil, err
 	}
 	return cfg, log, h, nil
+}
+
+// connectDatabase opens a pool on the database of a runtime configuration,
+// as serve and the database-direct operator commands do.
+func connectDatabase(ctx context.Context, cfg *config.Config) (*pgxpool.Pool, error) {
+	dsn, err := cfg.DatabaseURL()
+	if err != nil {
+		return nil, err
+	}
+	return store.Connect(ctx, dsn)
 }
