@@ -147,12 +147,19 @@ func (s *Store) Request(ctx context.Context, e *model.Entity, id string) (*Reque
 	if err != nil {
 		return nil, err
 	}
+	return r, s.requestDetail(ctx, e, r)
+}
+
+// requestDetail reads what a request's workflow state carries beyond its
+// row: the slots of its current proposal and its review.
+func (s *Store) requestDetail(ctx context.Context, e *model.Entity, r *Request) error {
 	if len(e.Attachments) > 0 {
-		if r.Attachments, err = attachments(ctx, s.pool, e.ID, id, r.ProposalVersion); err != nil {
-			return nil, err
+		var err error
+		if r.Attachments, err = attachments(ctx, s.pool, e.ID, r.RecordID, r.ProposalVersion); err != nil {
+			return err
 		}
 	}
-	return r, s.review(ctx, s.pool, e, r)
+	return s.review(ctx, s.pool, e, r)
 }
 
 // LockRequest reads the workflow state of a request record and locks it
@@ -162,12 +169,18 @@ func (w *Writer) LockRequest(ctx context.Context, e *model.Entity, id string) (*
 	if err != nil {
 		return nil, err
 	}
+	return r, w.requestDetail(ctx, e, r)
+}
+
+// requestDetail is Store.requestDetail in the write's transaction.
+func (w *Writer) requestDetail(ctx context.Context, e *model.Entity, r *Request) error {
 	if len(e.Attachments) > 0 {
-		if r.Attachments, err = w.attachments(ctx, e.ID, id, r.ProposalVersion); err != nil {
-			return nil, err
+		var err error
+		if r.Attachments, err = w.attachments(ctx, e.ID, r.RecordID, r.ProposalVersion); err != nil {
+			return err
 		}
 	}
-	return r, w.s.review(ctx, w.db(), e, r)
+	return w.s.review(ctx, w.db(), e, r)
 }
 
 // LockWithRequest locks a request record and its workflow state in one
@@ -186,12 +199,7 @@ func (w *Writer) LockWithRequest(ctx context.Context, e *model.Entity, id string
 	if err != nil {
 		return nil, nil, err
 	}
-	if len(e.Attachments) > 0 {
-		if r.Attachments, err = w.attachments(ctx, e.ID, id, r.ProposalVersion); err != nil {
-			return nil, nil, err
-		}
-	}
-	return rec, r, w.s.review(ctx, w.db(), e, r)
+	return rec, r, w.requestDetail(ctx, e, r)
 }
 
 // ActionInputs reads, in one round trip, what a request action checks
@@ -227,12 +235,7 @@ func (s *Store) ActionInputs(ctx context.Context, idem *Idempotency, e *model.En
 	case reqErr != nil:
 		return nil, nil, nil, reqErr
 	}
-	if len(e.Attachments) > 0 {
-		if req.Attachments, err = attachments(ctx, s.pool, e.ID, id, req.ProposalVersion); err != nil {
-			return nil, nil, nil, err
-		}
-	}
-	return nil, rec, req, s.review(ctx, s.pool, e, req)
+	return nil, rec, req, s.requestDetail(ctx, e, req)
 }
 
 // CreateRequest starts the workflow of a new request record as a draft of
