@@ -70,8 +70,9 @@ func NewWorkers(w *river.Workers, cfg *config.Config, st *store.Store, svc *reco
 	return ws, nil
 }
 
-// pollOpts make one poll job per proposal at a time.
-var pollOpts = &river.InsertOpts{UniqueOpts: river.UniqueOpts{ByArgs: true}}
+// onePerProposal makes one job of a kind per proposal at a time (a job's
+// arguments name the proposal).
+var onePerProposal = &river.InsertOpts{UniqueOpts: river.UniqueOpts{ByArgs: true}}
 
 type submitWorker struct {
 	river.WorkerDefaults[store.ReviewSubmitArgs]
@@ -87,13 +88,12 @@ func (w *submitWorker) Work(ctx context.Context, job *river.Job[store.ReviewSubm
 		return err
 	}
 	switch sub.State {
-	case store.SubmissionFailed, store.SubmissionCancelled:
-		return nil
-	case store.SubmissionCancelling:
-		// Withdrawn before it was sent: the withdrawal job settles it.
+	case store.SubmissionFailed, store.SubmissionCancelled, store.SubmissionCancelling:
+		// Failed, or withdrawn (a withdrawal before the send is settled
+		// by the withdrawal job): nothing to send.
 		return nil
 	case store.SubmissionAccepted:
-		return ws.store.Enqueue(ctx, store.ReviewPollArgs{RequestJob: sub.RequestJob}, pollOpts)
+		return ws.store.Enqueue(ctx, store.ReviewPollArgs{RequestJob: sub.RequestJob}, onePerProposal)
 	}
 	au, ok := ws.authorities.byID[sub.Authority]
 	if !ok {
@@ -130,9 +130,9 @@ func (w *submitWorker) Work(ctx context.Context, job *river.Job[store.ReviewSubm
 	if sub.State == store.SubmissionCancelling {
 		// The request was cancelled while this submission was on its way:
 		// the authority now holds a request to cancel.
-		return ws.store.Enqueue(ctx, store.ReviewWithdrawArgs{RequestJob: sub.RequestJob}, withdrawOpts)
+		return ws.store.Enqueue(ctx, store.ReviewWithdrawArgs{RequestJob: sub.RequestJob}, onePerProposal)
 	}
-	return ws.store.Enqueue(ctx, store.ReviewPollArgs{RequestJob: sub.RequestJob}, pollOpts)
+	return ws.store.Enqueue(ctx, store.ReviewPollArgs{RequestJob: sub.RequestJob}, onePerProposal)
 }
 
 type pollWorker struct {
@@ -179,13 +179,10 @@ func (w *pollWorker) Work(ctx context.Context, job *river.Job[store.ReviewPollAr
 	}
 	e := ws.svc.Package().EntityByID(sub.Entity)
 	if res.Status == records.ResultApproved && e != nil && e.ChangeRequest.Application.Mode == model.ApplyAutomatic {
-		return ws.store.Enqueue(ctx, store.RequestApplyArgs{RequestJob: sub.RequestJob}, &river.InsertOpts{UniqueOpts: river.UniqueOpts{ByArgs: true}})
+		return ws.store.Enqueue(ctx, store.RequestApplyArgs{RequestJob: sub.RequestJob}, onePerProposal)
 	}
 	return nil
 }
-
-// withdrawOpts make one withdrawal job per proposal at a time.
-var withdrawOpts = &river.InsertOpts{UniqueOpts: river.UniqueOpts{ByArgs: true}}
 
 type withdrawWorker struct {
 	river.WorkerDefaults[store.ReviewWithdrawArgs]
