@@ -139,18 +139,20 @@ func (w *Writer) Attachments(ctx context.Context, e *model.Entity, id string, ve
 
 // attachments reads slot rows after the queued statements have run.
 func (w *Writer) attachments(ctx context.Context, entity, id string, version int64) ([]Attachment, error) {
-	if err := w.flush(ctx); err != nil {
+	tx, err := w.direct(ctx)
+	if err != nil {
 		return nil, err
 	}
-	return attachments(ctx, w.sqlTx, entity, id, version)
+	return attachments(ctx, tx, entity, id, version)
 }
 
 // exec runs a statement at once, after the queued ones.
 func (w *Writer) exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
-	if err := w.flush(ctx); err != nil {
+	tx, err := w.direct(ctx)
+	if err != nil {
 		return pgconn.CommandTag{}, err
 	}
-	return w.sqlTx.Exec(ctx, sql, args...)
+	return tx.Exec(ctx, sql, args...)
 }
 
 // PutAttachment fills (or refills) a slot of a proposal version with stored

@@ -142,7 +142,11 @@ func (w *Writer) insertDeliveryJobs(ctx context.Context) error {
 	if len(w.deliveryJobs) == 0 {
 		return nil
 	}
-	if _, err := w.s.jobs.InsertManyTx(ctx, w.sqlTx, w.deliveryJobs); err != nil {
+	tx, err := w.direct(ctx)
+	if err != nil {
+		return err
+	}
+	if _, err := w.s.jobs.InsertManyTx(ctx, tx, w.deliveryJobs); err != nil {
 		return fmt.Errorf("store: enqueue deliveries: %w", err)
 	}
 	return nil

@@ -203,19 +203,30 @@ func readChunk(ctx context.Context, q querier, runID string, index int64, lock b
 	return c, nil
 }
 
-// LockRun reads a run and locks it until the transaction ends, so that one
-// chunk of a run commits at a time.
-func (w *Writer) LockRun(ctx context.Context, entityID, runID string) (*Run, error) {
-	r, err := scanRun(w.queryRow(ctx, `SELECT `+runColumns+` FROM registrum.ingestion_runs WHERE run_id = $1 AND entity_id = $2 FOR UPDATE`, runID, entityID))
-	if err != nil && !errors.Is(err, ErrRunNotFound) {
-		return nil, fmt.Errorf("store: lock ingestion run: %w", err)
+// LockRunWithChunk reads a run and locks it until the transaction ends,
+// so that one chunk of a run commits at a time, and reads its committed
+// chunk index (nil when that chunk was not committed) in the same round
+// trip. The chunk's statement runs after the lock was granted, so it sees
+// a chunk that the run's previous holder committed.
+func (w *Writer) LockRunWithChunk(ctx context.Context, entityID, runID string, index int64) (*Run, *Chunk, error) {
+	var run *Run
+	var runErr error
+	w.sendRow(func(row pgx.Row) error {
+		run, runErr = scanRun(row)
+		return nil
+	}, `SELECT `+runColumns+` FROM registrum.ingestion_runs WHERE run_id = $1 AND entity_id = $2 FOR UPDATE`, runID, entityID)
+	c, err := readChunk(ctx, w.db(), runID, index, false)
+	switch {
+	case runErr != nil && !errors.Is(runErr, ErrRunNotFound):
+		return nil, nil, fmt.Errorf("store: lock ingestion run: %w", runErr)
+	case runErr != nil:
+		return nil, nil, runErr
+	case errors.Is(err, ErrRunNotFound):
+		return run, nil, nil
+	case err != nil:
+		return nil, nil, err
 	}
-	return r, err
-}
-
-// Chunk reads a committed chunk inside the transaction.
-func (w *Writer) Chunk(ctx context.Context, runID string, index int64) (*Chunk, error) {
-	return readChunk(ctx, w.db(), runID, index, false)
+	return run, c, nil
 }
 
 // CommitChunk stores a chunk's receipt and advances the run's checkpoint in

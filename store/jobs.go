@@ -56,9 +56,13 @@ func newInserter(pool *pgxpool.Pool) (*river.Client[pgx.Tx], error) {
 
 // Enqueue inserts a post-commit job in the write's transaction: it exists
 // exactly when the write commits. Jobs carry identifiers only. The insert
-// runs at once, ahead of statements still queued; nothing orders them.
+// runs at once, after the statements queued before it.
 func (w *Writer) Enqueue(ctx context.Context, args river.JobArgs, opts *river.InsertOpts) error {
-	if _, err := w.s.jobs.InsertTx(ctx, w.sqlTx, args, opts); err != nil {
+	tx, err := w.direct(ctx)
+	if err != nil {
+		return err
+	}
+	if _, err := w.s.jobs.InsertTx(ctx, tx, args, opts); err != nil {
 		return fmt.Errorf("store: enqueue %s: %w", args.Kind(), err)
 	}
 	return nil

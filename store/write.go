@@ -54,11 +54,16 @@ type Outcome struct {
 // share one commit id.
 type Writer struct {
 	s *Store
-	// sqlTx is used through send, queryRow and db only (pipeline.go): a
-	// statement sent on it directly would overtake the queued ones.
-	sqlTx    pgx.Tx
+	// conn is used through send, queryRow, db and direct only (pipeline.go):
+	// a statement sent on it directly would overtake the queued ones.
+	conn *pgx.Conn
+	// tx is the transaction once its BEGIN was sent (begun).
+	tx       pgx.Tx
+	begun    bool
 	commitID string
 	now      time.Time
+	// replayed is set when the idempotency key turned out taken.
+	replayed bool
 	// deliveryJobs are the jobs of the event deliveries captured so far.
 	deliveryJobs []river.InsertManyParams
 	pending      []pendingStatement
@@ -70,50 +75,18 @@ type Writer struct {
 // CommitID returns the commit id shared by the transaction's revisions.
 func (w *Writer) CommitID() string { return w.commitID }
 
-// errReplayed unwinds a transaction that found a stored outcome.
-var errReplayed = errors.New("replayed")
-
 // Write runs fn in one transaction. With an idempotency binding, a key seen
-// before with the same request returns the stored outcome and replayed=true
-// without calling fn; with another request it returns ErrIdempotencyConflict;
-// concurrent first uses of one key resolve to a single write. A constraint
+// before with the same request returns the stored outcome and replayed=true;
+// with another request it returns ErrIdempotencyConflict; concurrent first
+// uses of one key resolve to a single write. The key is taken by the first
+// statement of the transaction, which travels with fn's first round trip:
+// when the key was taken, that round trip fails before any statement of fn
+// runs, fn sees the failure, and nothing it queued is written. A constraint
 // violated at commit is returned as a *ConstraintError.
 func (s *Store) Write(ctx context.Context, idem *Idempotency, fn func(w *Writer) (*Outcome, error)) (out *Outcome, replayed bool, err error) {
-	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		w := &Writer{s: s, sqlTx: tx, commitID: uuid.NewString(), now: time.Now().UTC().Truncate(time.Microsecond)}
-		if idem != nil {
-			tag, err := tx.Exec(ctx, `INSERT INTO registrum.idempotency (key_reference, request_digest) VALUES ($1, $2) ON CONFLICT DO NOTHING`,
-				idem.KeyReference, idem.RequestDigest)
-			if err != nil {
-				return err
-			}
-			if tag.RowsAffected() == 0 {
-				// Taking the key waited for the write that holds it to
-				// end, so its outcome is committed.
-				return errReplayed
-			}
-		}
-		o, err := fn(w)
-		if err != nil {
-			return err
-		}
-		if err := w.insertDeliveryJobs(ctx); err != nil {
-			return err
-		}
-		if idem != nil {
-			b, err := json.Marshal(o)
-			if err != nil {
-				return err
-			}
-			w.send(nil, nil, `UPDATE registrum.idempotency SET outcome = $2, commit_id = $3 WHERE key_reference = $1`, idem.KeyReference, b, w.commitID)
-		}
-		if err := w.flush(ctx); err != nil {
-			return err
-		}
-		out = o
-		return nil
-	})
-	if errors.Is(err, errReplayed) {
+	out, replayed, err = s.write(ctx, idem, fn)
+	if replayed {
+		// The connection is back in the pool: the replay reads on another.
 		out, err = s.replay(ctx, idem)
 		if err != nil {
 			return nil, false, err
@@ -124,6 +97,49 @@ func (s *Store) Write(ctx context.Context, idem *Idempotency, fn func(w *Writer)
 		return nil, false, s.writeError(nil, err)
 	}
 	return out, false, nil
+}
+
+// write runs fn in one transaction on a connection of its own, and reports
+// whether the idempotency key turned out taken.
+func (s *Store) write(ctx context.Context, idem *Idempotency, fn func(w *Writer) (*Outcome, error)) (*Outcome, bool, error) {
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return nil, false, err
+	}
+	w := &Writer{s: s, conn: conn.Conn(), commitID: uuid.NewString(), now: time.Now().UTC().Truncate(time.Microsecond)}
+	defer func() {
+		w.end(ctx)
+		conn.Release()
+	}()
+	if idem != nil {
+		w.send(nil, w.keyTaken, `INSERT INTO registrum.idempotency (key_reference, request_digest) VALUES ($1, $2)`,
+			idem.KeyReference, idem.RequestDigest)
+	}
+	o, err := fn(w)
+	if err == nil {
+		err = w.insertDeliveryJobs(ctx)
+	}
+	if err == nil && idem != nil {
+		var b []byte
+		if b, err = json.Marshal(o); err == nil {
+			w.send(nil, nil, `UPDATE registrum.idempotency SET outcome = $2, commit_id = $3 WHERE key_reference = $1`, idem.KeyReference, b, w.commitID)
+		}
+	}
+	if err == nil {
+		err = w.commit(ctx)
+	}
+	if err != nil && idem != nil && !w.begun && !w.replayed {
+		// fn refused before anything reached the database: a key taken
+		// before answers its stored outcome, whatever fn said now.
+		w.pending = w.pending[:1]
+		if ferr := w.flush(ctx); !w.replayed && ferr != nil {
+			err = errors.Join(err, ferr)
+		}
+	}
+	if w.replayed {
+		return nil, true, nil
+	}
+	return o, false, err
 }
 
 // replay reads the outcome stored under a key that a write found taken.

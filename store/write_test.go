@@ -82,11 +82,16 @@ func TestIdempotentWritesReplayConflictAndResolveConcurrency(t *testing.T) {
 	calls := 0
 	create := func(idem *store.Idempotency) (*store.Outcome, bool, error) {
 		return s.Write(ctx, idem, func(w *store.Writer) (*store.Outcome, error) {
-			calls++
 			id := uuid.NewString()
 			if _, err := w.Create(ctx, hh, id, map[string]any{"name": "x"}, journal()); err != nil {
 				return nil, err
 			}
+			// The key travels with the first round trip: under a taken
+			// key this read fails, and nothing fn queued is written.
+			if _, err := w.Lock(ctx, hh, id); err != nil {
+				return nil, err
+			}
+			calls++
 			return &store.Outcome{Status: 201, ETag: `"e"`, Location: "/x/" + id, Body: []byte(`{"id":"` + id + `"}`)}, nil
 		})
 	}
@@ -106,6 +111,9 @@ func TestIdempotentWritesReplayConflictAndResolveConcurrency(t *testing.T) {
 	}
 	if calls != 1 {
 		t.Fatalf("write ran %d times", calls)
+	}
+	if n := count(t, pool, "select count(*) from registrum_data.e_household"); n != 1 {
+		t.Fatalf("a write and its two replays left %d records", n)
 	}
 	// A refused write stores nothing: the key can be used again.
 	_, _, err = s.Write(ctx, &store.Idempotency{KeyReference: "k2", RequestDigest: "d"}, func(w *store.Writer) (*store.Outcome, error) {
@@ -268,5 +276,61 @@ func TestCreateManyWritesWhatCreatesWrite(t *testing.T) {
 	}
 	if after := count(t, pool, "select count(*) from registrum.revisions"); after != before {
 		t.Fatalf("a refused CreateMany left %d revisions", after-before)
+	}
+}
+
+// TestATakenKeyCommitsNothingFromTheRoundTripThatCarriesCommit: a write
+// whose statements are all queued sends BEGIN, the key, its statements and
+// COMMIT in one round trip. Under a key taken before, the key's insert
+// fails first, so PostgreSQL runs neither the statements nor COMMIT: the
+// replay answers the stored outcome and nothing more is written. A write
+// refused before any round trip under a taken key is answered as a replay
+// too, and one under a free key leaves no key behind.
+func TestATakenKeyCommitsNothingFromTheRoundTripThatCarriesCommit(t *testing.T) {
+	ctx := context.Background()
+	s, pool := openStore(t)
+	hh := s.Package().EntityByID("household")
+	idem := &store.Idempotency{KeyReference: "one-trip", RequestDigest: "d"}
+	queuedOnly := func() (*store.Outcome, bool, error) {
+		return s.Write(ctx, idem, func(w *store.Writer) (*store.Outcome, error) {
+			id := uuid.NewString()
+			if _, err := w.Create(ctx, hh, id, map[string]any{"name": "q"}, journal()); err != nil {
+				return nil, err
+			}
+			return &store.Outcome{Status: 201, Body: []byte(`{"id":"` + id + `"}`)}, nil
+		})
+	}
+	first, replayed, err := queuedOnly()
+	if err != nil || replayed {
+		t.Fatalf("first write: replayed=%v err=%v", replayed, err)
+	}
+	for range 3 {
+		again, replayed, err := queuedOnly()
+		if err != nil || !replayed || string(again.Body) != string(first.Body) {
+			t.Fatalf("replay: replayed=%v err=%v body %s, want %s", replayed, err, again.Body, first.Body)
+		}
+	}
+	if n := count(t, pool, "select count(*) from registrum_data.e_household"); n != 1 {
+		t.Fatalf("a write and three replays in one round trip each left %d records", n)
+	}
+	if n := count(t, pool, "select count(*) from registrum.revisions"); n != 1 {
+		t.Fatalf("a write and three replays in one round trip each left %d revisions", n)
+	}
+
+	refusal := errors.New("refused before any round trip")
+	out, replayed, err := s.Write(ctx, idem, func(w *store.Writer) (*store.Outcome, error) { return nil, refusal })
+	if err != nil || !replayed || string(out.Body) != string(first.Body) {
+		t.Fatalf("refusal under a taken key: replayed=%v err=%v", replayed, err)
+	}
+	free := &store.Idempotency{KeyReference: "free", RequestDigest: "d"}
+	if _, _, err := s.Write(ctx, free, func(w *store.Writer) (*store.Outcome, error) { return nil, refusal }); !errors.Is(err, refusal) {
+		t.Fatalf("refusal under a free key: err = %v, want the refusal", err)
+	}
+	if n := count(t, pool, "select count(*) from registrum.idempotency where key_reference = 'free'"); n != 0 {
+		t.Fatalf("a refused write left its key")
+	}
+	// Every connection went back to the pool outside a transaction.
+	if n := count(t, pool, "select count(*) from pg_stat_activity where datname = current_database() and state like 'idle in transaction%'"); n != 0 {
+		t.Fatalf("%d connections were left in a transaction", n)
 	}
 }

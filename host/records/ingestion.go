@@ -576,11 +576,11 @@ func (s *Service) Chunk(ctx context.Context, c Call, e *model.Entity, runID stri
 	var items []batchItem
 	var cc []byte
 	out, _, err := s.store.Write(ctx, nil, func(w *store.Writer) (*store.Outcome, error) {
-		run, err := w.LockRun(ctx, e.ID, r.RunID)
+		run, done, err := w.LockRunWithChunk(ctx, e.ID, r.RunID, cb.Index)
 		if err != nil {
 			return nil, err
 		}
-		if done, err := w.Chunk(ctx, run.RunID, cb.Index); err == nil {
+		if done != nil {
 			if done.Digest == cb.Digest && done.PrefixDigest == cb.PrefixDigest && cb.CanonicalDigest() == cb.Digest {
 				if done.Erased || done.Receipt == nil {
 					return nil, refuse(OutcomeReplayed, problem.IngestionReceiptErased, "", "the history this chunk's receipt describes was erased")
@@ -588,8 +588,6 @@ func (s *Service) Chunk(ctx context.Context, c Call, e *model.Entity, runID stri
 				return nil, &chunkReplay{done.Receipt}
 			}
 			return nil, refuse(OutcomeChunkMismatch, problem.MutationConflict, "", "chunk %d was committed with another digest or prefix digest", cb.Index)
-		} else if !errors.Is(err, store.ErrRunNotFound) {
-			return nil, err
 		}
 		switch {
 		case run.Status != "open":
