@@ -317,6 +317,12 @@ func TestChangeRequestJourneyWithPluginPlanners(t *testing.T) {
 	if applied.Request.EngineState != "applied" || app == nil || app["reasonPresent"] != true || app["effectDigest"] != apply.EffectDigest || app["applicationId"] == "" {
 		t.Fatalf("apply answered %s", b)
 	}
+	// The replay of the apply (decided in its transaction alone: its key is
+	// taken by the transaction's first round trip) answers the same bytes
+	// and applies nothing again.
+	if code, again := owner.act(t, apply.Href, apply.IfMatch, "k-apply", applyBody(fmt.Sprintf(`,"reason":%q`, reason))); code != 200 || string(again) != string(b) {
+		t.Fatalf("replayed apply: %d %s, want 200 %s", code, again, b)
+	}
 	_, b = owner.act(t, apply.Href, apply.IfMatch, "k-apply", applyBody(`,"reason":"another"`))
 	wantProblem(t, "replay with another reason", 409, b, "idempotency.conflict")
 

@@ -187,38 +187,19 @@ func (s *Service) Act(ctx context.Context, c Call, e *model.Entity, id, action, 
 	if err != nil {
 		return nil, err
 	}
-	// A replay is answered before work the first call did outside its
-	// transaction (a planner's run, the authority's result) is done again;
-	// the reads the action checks first come in the same round trip.
-	stored, rec, req, err := s.store.ActionInputs(ctx, idem, e, id, action == ActionSubmit)
-	switch {
-	case errors.Is(err, store.ErrIdempotencyConflict):
-		return nil, problem.New(problem.IdempotencyConflict, "the Idempotency-Key was used before with a different request")
-	case errors.Is(err, store.ErrOutcomeErased):
-		return nil, problem.New(problem.IdempotencyOutcomeErased, "the action under this Idempotency-Key happened; its answer was erased with the record's history")
-	case err != nil && stored == nil && errors.Is(err, store.ErrNotFound):
-		return nil, problem.NotFound()
-	case err != nil:
-		return nil, err
-	case stored != nil:
-		return &Result{Status: stored.Status, ETag: stored.ETag, Body: stored.Body, Replayed: true}, nil
-	}
 	var plan *planners.Plan
-	if action == ActionSubmit {
-		if plan, err = s.plan(ctx, grant, e, rec, req, ifMatch); err != nil {
-			return nil, err
+	if action == ActionSubmit || (action == ActionApply && e.ChangeRequest.Review.Mode == model.ReviewAuthority) {
+		// Work outside the transaction (a planner's run, the authority's
+		// result) comes first: the replay of an action is answered before
+		// it is done again.
+		var res *Result
+		if res, plan, err = s.beforeAction(ctx, c, e, id, action, ifMatch, grant, idem); res != nil || err != nil {
+			return res, err
 		}
 	}
-	if action == ActionApply {
-		// The authority's result is fetched before the transaction (a
-		// network call); the transaction then checks nothing moved.
-		if why := s.applyRefusal(e, req, grant, c.Executor); why != "" {
-			return nil, problem.New(problem.PreconditionFailed, "apply is not offered: %s", why)
-		}
-		if err := s.checkEvidence(ctx, e, req); err != nil {
-			return nil, err
-		}
-	}
+	// Other actions are decided in their transaction alone; its first round
+	// trip takes the idempotency key (a replay is answered from there) and
+	// locks the record with its workflow state.
 	return s.write(ctx, e, idem, func(w *store.Writer) (*store.Outcome, error) {
 		cur, req, err := w.LockWithRequest(ctx, e, id)
 		if err != nil {
@@ -766,4 +747,35 @@ func (s *Service) lockDraft(ctx context.Context, w *store.Writer, e *model.Entit
 		return nil, problem.New(problem.PreconditionFailed, "only a draft can be changed; this request is %s (revise it first)", req.State)
 	}
 	return req, nil
+}
+
+// beforeAction does what a submit, or an apply under an external review
+// authority, needs before its transaction: it reads the stored outcome of
+// the key (a replay is answered at once) with the request and, for a
+// submit, its record in one round trip, then runs the planner or fetches
+// the authority's result. The transaction checks again that nothing moved.
+func (s *Service) beforeAction(ctx context.Context, c Call, e *model.Entity, id, action, ifMatch string, grant *access.Grant, idem *store.Idempotency) (*Result, *planners.Plan, error) {
+	stored, rec, req, err := s.store.ActionInputs(ctx, idem, e, id, action == ActionSubmit)
+	switch {
+	case errors.Is(err, store.ErrIdempotencyConflict):
+		return nil, nil, problem.New(problem.IdempotencyConflict, "the Idempotency-Key was used before with a different request")
+	case errors.Is(err, store.ErrOutcomeErased):
+		return nil, nil, problem.New(problem.IdempotencyOutcomeErased, "the action under this Idempotency-Key happened; its answer was erased with the record's history")
+	case err != nil && stored == nil && errors.Is(err, store.ErrNotFound):
+		return nil, nil, problem.NotFound()
+	case err != nil:
+		return nil, nil, err
+	case stored != nil:
+		return &Result{Status: stored.Status, ETag: stored.ETag, Body: stored.Body, Replayed: true}, nil, nil
+	}
+	if action == ActionSubmit {
+		plan, err := s.plan(ctx, grant, e, rec, req, ifMatch)
+		return nil, plan, err
+	}
+	// The authority's result is fetched before the transaction (a network
+	// call); the transaction then checks nothing moved.
+	if why := s.applyRefusal(e, req, grant, c.Executor); why != "" {
+		return nil, nil, problem.New(problem.PreconditionFailed, "apply is not offered: %s", why)
+	}
+	return nil, nil, s.checkEvidence(ctx, e, req)
 }
