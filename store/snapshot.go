@@ -112,31 +112,57 @@ var ErrNoSnapshot = errors.New("store: the snapshot is not available in this his
 // history (registrum.history_state).
 func (s *Store) HistoryTag() [8]byte { return s.tag }
 
+// historyOrigin names where this database's transaction ids come from:
+// the cluster's system identifier, the database's oid and the current WAL
+// timeline (the first eight hex digits of the current WAL file's name).
+const historyOrigin = `SELECT (SELECT system_identifier FROM pg_control_system())::text || '/' ||
+    (SELECT oid FROM pg_database WHERE datname = current_database())::text || '/' ||
+    substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8)`
+
 // loadHistoryTag reads the history tag, first rebasing history written
-// under another transaction counter: a restore into another cluster keeps
-// the stored transaction ids, which the new counter may not have reached.
-// Such revisions move to the current transaction and the tag changes, so
-// that every earlier snapshot token is refused rather than misread.
-func loadHistoryTag(ctx context.Context, tx pgx.Tx) ([8]byte, error) {
+// under another transaction counter. A restore into another database or
+// cluster, a point-in-time recovery or a promoted replica carries the
+// stored transaction ids into a counter they do not belong to: the new
+// counter may not have reached them, or may hand them out again, or hand
+// out ids that snapshot tokens taken under the old counter would see.
+// So when the origin of the ids (historyOrigin) changed since the last
+// start, or a stored id is ahead of the counter, revisions ahead move to
+// the current transaction and the tag changes, so that every earlier
+// snapshot token is refused rather than misread. A database whose origin
+// was never recorded (the first start after the migration that added it)
+// records it and keeps its tag.
+func loadHistoryTag(ctx context.Context, tx pgx.Tx) ([8]byte, string, error) {
 	var tag [8]byte
 	var ahead bool
-	if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM registrum.revisions WHERE xid >= pg_current_xact_id())`).Scan(&ahead); err != nil {
-		return tag, fmt.Errorf("store: check the history's transaction ids: %w", err)
+	var recorded *string
+	var origin string
+	if err := tx.QueryRow(ctx, `SELECT origin, (`+historyOrigin+`),
+    EXISTS (SELECT 1 FROM registrum.revisions WHERE xid >= pg_current_xact_id())
+    FROM registrum.history_state FOR UPDATE`).Scan(&recorded, &origin, &ahead); err != nil {
+		return tag, "", fmt.Errorf("store: check the history's transaction ids: %w", err)
 	}
 	if ahead {
 		if _, err := tx.Exec(ctx, `UPDATE registrum.revisions SET xid = pg_current_xact_id() WHERE xid >= pg_current_xact_id()`); err != nil {
-			return tag, fmt.Errorf("store: rebase history: %w", err)
+			return tag, "", fmt.Errorf("store: rebase history: %w", err)
 		}
+	}
+	moved := recorded != nil && *recorded != origin
+	if ahead || moved {
 		if _, err := tx.Exec(ctx, `UPDATE registrum.history_state SET tag = substr(decode(md5(gen_random_uuid()::text), 'hex'), 1, 8)`); err != nil {
-			return tag, fmt.Errorf("store: rebase history: %w", err)
+			return tag, "", fmt.Errorf("store: rebase history: %w", err)
+		}
+	}
+	if recorded == nil || moved {
+		if _, err := tx.Exec(ctx, `UPDATE registrum.history_state SET origin = $1`, origin); err != nil {
+			return tag, "", fmt.Errorf("store: record the history's origin: %w", err)
 		}
 	}
 	var b []byte
 	if err := tx.QueryRow(ctx, `SELECT tag FROM registrum.history_state`).Scan(&b); err != nil || len(b) != len(tag) {
-		return tag, fmt.Errorf("store: read the history tag: %v", err)
+		return tag, "", fmt.Errorf("store: read the history tag: %v", err)
 	}
 	copy(tag[:], b)
-	return tag, nil
+	return tag, origin, nil
 }
 
 // CurrentSnapshot captures the latest committed state.
@@ -154,10 +180,13 @@ func (s *Store) CurrentSnapshot(ctx context.Context) (Snapshot, error) {
 // revisions were erased (a snapshot at or after the earliest erased commit,
 // docs/decisions/history-erasure.md).
 func (s *Store) CheckSnapshot(ctx context.Context, snap Snapshot) error {
+	// The origin is compared too: a host that outlives a failover or a
+	// recovery without restarting holds the tag of the history before it.
 	var ok bool
 	if err := s.pool.QueryRow(ctx, `SELECT $1::xid8 <= pg_snapshot_xmax(pg_current_snapshot())
-  AND NOT EXISTS (SELECT 1 FROM registrum.history_erasures e, unnest(e.xids) x WHERE pg_visible_in_snapshot(x, $2::pg_snapshot))`,
-		strconv.FormatUint(snap.Xmax, 10), snap.String()).Scan(&ok); err != nil {
+  AND NOT EXISTS (SELECT 1 FROM registrum.history_erasures e, unnest(e.xids) x WHERE pg_visible_in_snapshot(x, $2::pg_snapshot))
+  AND (`+historyOrigin+`) = $3`,
+		strconv.FormatUint(snap.Xmax, 10), snap.String(), s.origin).Scan(&ok); err != nil {
 		return fmt.Errorf("store: check a snapshot: %w", err)
 	}
 	if !ok {

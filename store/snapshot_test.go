@@ -7,8 +7,10 @@ import (
 	"testing"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/registrum/registrum/store"
+	"github.com/registrum/registrum/store/storetest"
 )
 
 // snapshotIDs reads every live record of household in snap.
@@ -223,5 +225,96 @@ func TestOpenRebasesHistoryWrittenUnderAnotherCounter(t *testing.T) {
 	again, err := store.Open(ctx, pool, s.Package())
 	if err != nil || again.HistoryTag() != reopened.HistoryTag() {
 		t.Fatalf("a second open changed the tag again: %v", err)
+	}
+}
+
+// A dump restored into another database keeps the stored transaction ids,
+// and the new database's counter may already be past them (here the copy
+// shares the cluster's counter): the origin of the ids changed, so opening
+// the copy draws a new history tag and tokens of the original are refused
+// there; the original keeps its tag, and a database opened for the first
+// time since the origin was recorded keeps its tag too.
+func TestOpenDrawsANewTagForHistoryRestoredElsewhere(t *testing.T) {
+	ctx := context.Background()
+	dsn := storetest.NewDatabase(t)
+	pool, err := pgxpool.New(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := store.Open(ctx, pool, testPackage(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hh := s.Package().EntityByID("household")
+	id := uuid.NewString()
+	if _, err := s.Create(ctx, hh, id, map[string]any{"name": "r"}, journal()); err != nil {
+		t.Fatal(err)
+	}
+	tag := s.HistoryTag()
+	if _, err := pool.Exec(ctx, `UPDATE registrum.history_state SET origin = NULL`); err != nil {
+		t.Fatal(err)
+	}
+	if first, err := store.Open(ctx, pool, s.Package()); err != nil || first.HistoryTag() != tag {
+		t.Fatalf("recording the origin for the first time changed the tag: %v", err)
+	}
+	if n := count(t, pool, `SELECT count(*) FROM registrum.history_state WHERE origin IS NOT NULL`); n != 1 {
+		t.Fatal("the origin was not recorded")
+	}
+	pool.Close()
+
+	copyDSN := storetest.CopyDatabase(t, dsn)
+	copyPool, err := pgxpool.New(ctx, copyDSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer copyPool.Close()
+	restored, err := store.Open(ctx, copyPool, s.Package())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if restored.HistoryTag() == tag {
+		t.Fatal("the copy kept the original's history tag: its tokens would be read against another counter")
+	}
+	snap, err := restored.CurrentSnapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := snapshotIDs(t, restored, snap); !slices.Equal(got, []string{id}) {
+		t.Fatalf("the copy's latest state: %v", got)
+	}
+	if again, err := store.Open(ctx, copyPool, s.Package()); err != nil || again.HistoryTag() != restored.HistoryTag() {
+		t.Fatalf("a second open of the copy changed the tag again: %v", err)
+	}
+	original, err := pgxpool.New(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer original.Close()
+	back, err := store.Open(ctx, original, s.Package())
+	if err != nil || back.HistoryTag() != tag {
+		t.Fatalf("the original's tag changed: %v", err)
+	}
+	snap, err = back.CurrentSnapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := back.CheckSnapshot(ctx, snap); err != nil {
+		t.Fatalf("a snapshot of the original: %v", err)
+	}
+
+	// A host that outlives the restore of its database under the same name
+	// (it reconnects to the copy without starting again) holds the old tag:
+	// its snapshot reads are refused until it starts again.
+	storetest.ReplaceDatabase(t, dsn, copyDSN)
+	original.Reset() // its connections were ended: the next ones reach the copy
+	snap, err = back.CurrentSnapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := back.CheckSnapshot(ctx, snap); err != store.ErrNoSnapshot {
+		t.Fatalf("a snapshot read by a host that outlived the restore: %v, want ErrNoSnapshot", err)
+	}
+	if restarted, err := store.Open(ctx, original, s.Package()); err != nil || restarted.HistoryTag() == tag {
+		t.Fatalf("the restored database opened under the old tag: %v", err)
 	}
 }

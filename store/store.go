@@ -27,8 +27,10 @@ type Store struct {
 	reads sync.Map // *model.Entity → [2]string: plain, FOR UPDATE
 	// jobs inserts post-commit jobs (Writer.Enqueue).
 	jobs *river.Client[pgx.Tx]
-	// tag binds snapshot tokens to this database's history (HistoryTag).
-	tag [8]byte
+	// tag binds snapshot tokens to this database's history (HistoryTag);
+	// origin is where its transaction ids came from when it was read.
+	tag    [8]byte
+	origin string
 	// fp is the schema fingerprint of the package's layout.
 	fp string
 	// capture captures events in writes (UseCapture), nil for none.
@@ -84,11 +86,12 @@ func Open(ctx context.Context, pool *pgxpool.Pool, p *model.Package) (*Store, er
 		return nil, err
 	}
 	var tag [8]byte
+	var origin string
 	err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", migrateLockKey); err != nil {
 			return err
 		}
-		if tag, err = loadHistoryTag(ctx, tx); err != nil {
+		if tag, origin, err = loadHistoryTag(ctx, tx); err != nil {
 			return err
 		}
 		var held string
@@ -125,7 +128,7 @@ func Open(ctx context.Context, pool *pgxpool.Pool, p *model.Package) (*Store, er
 	if err != nil {
 		return nil, err
 	}
-	return &Store{pool: pool, pkg: p, owners: layout.Owners(p), jobs: jobs, tag: tag, fp: fp}, nil
+	return &Store{pool: pool, pkg: p, owners: layout.Owners(p), jobs: jobs, tag: tag, origin: origin, fp: fp}, nil
 }
 
 // Package returns the active package.

@@ -16,6 +16,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -111,16 +112,29 @@ func NewDatabase(t testing.TB) string {
 		t.Fatalf("storetest: no PostgreSQL for the tests: %v", setupErr)
 	}
 	ctx := context.Background()
-	admin, err := pgx.Connect(ctx, adminDSN)
-	if err != nil {
-		t.Fatalf("storetest: connect: %v", err)
-	}
+	admin := adminConn(t)
 	defer admin.Close(ctx)
 	name := fmt.Sprintf("t_%d_%d", os.Getpid(), dbCounter.Add(1))
 	tmpl := fmt.Sprintf("%s_%d", templateName, os.Getpid())
 	if _, err := admin.Exec(ctx, "CREATE DATABASE "+name+" TEMPLATE "+tmpl); err != nil {
 		t.Fatalf("storetest: create database: %v", err)
 	}
+	dropWhenDone(t, name)
+	return dsnFor(name)
+}
+
+// adminConn connects to the maintenance database of the test server.
+func adminConn(t testing.TB) *pgx.Conn {
+	t.Helper()
+	admin, err := pgx.Connect(context.Background(), adminDSN)
+	if err != nil {
+		t.Fatalf("storetest: connect: %v", err)
+	}
+	return admin
+}
+
+// dropWhenDone drops the database name when t ends.
+func dropWhenDone(t testing.TB, name string) {
 	t.Cleanup(func() {
 		c, err := pgx.Connect(context.Background(), adminDSN)
 		if err != nil {
@@ -129,7 +143,65 @@ func NewDatabase(t testing.TB) string {
 		defer c.Close(context.Background())
 		c.Exec(context.Background(), "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
 	})
+}
+
+// CopyDatabase copies the database of dsn into a new database, as a dump
+// restored into another database would, and returns the copy's connection
+// string. Connections to the original are ended first (CREATE DATABASE
+// copies only a database nobody is connected to). The copy is dropped when
+// t ends.
+func CopyDatabase(t testing.TB, dsn string) string {
+	t.Helper()
+	ctx := context.Background()
+	cfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		t.Fatalf("storetest: %v", err)
+	}
+	admin := adminConn(t)
+	defer admin.Close(ctx)
+	name := fmt.Sprintf("t_%d_%d", os.Getpid(), dbCounter.Add(1))
+	if _, err := admin.Exec(ctx, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()", cfg.Database); err != nil {
+		t.Fatalf("storetest: end the connections to %s: %v", cfg.Database, err)
+	}
+	if _, err := admin.Exec(ctx, "CREATE DATABASE "+name+" TEMPLATE "+pgx.Identifier{cfg.Database}.Sanitize()); err != nil {
+		t.Fatalf("storetest: copy database: %v", err)
+	}
+	dropWhenDone(t, name)
 	return dsnFor(name)
+}
+
+// ReplaceDatabase puts the database of withDSN under the name of the
+// database of dsn, as an operator's restore under the same name would, so
+// that new connections to dsn reach the restored copy. Connections to both
+// are ended first; the replaced database is dropped when t ends.
+func ReplaceDatabase(t testing.TB, dsn, withDSN string) {
+	t.Helper()
+	ctx := context.Background()
+	cfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		t.Fatalf("storetest: %v", err)
+	}
+	with, err := pgx.ParseConfig(withDSN)
+	if err != nil {
+		t.Fatalf("storetest: %v", err)
+	}
+	admin := adminConn(t)
+	defer admin.Close(ctx)
+	old := fmt.Sprintf("t_%d_%d", os.Getpid(), dbCounter.Add(1))
+	for _, q := range []string{
+		"SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname IN ($1, $2) AND pid <> pg_backend_pid()",
+		"ALTER DATABASE " + pgx.Identifier{cfg.Database}.Sanitize() + " RENAME TO " + old,
+		"ALTER DATABASE " + pgx.Identifier{with.Database}.Sanitize() + " RENAME TO " + pgx.Identifier{cfg.Database}.Sanitize(),
+	} {
+		var args []any
+		if strings.Contains(q, "$1") {
+			args = []any{cfg.Database, with.Database}
+		}
+		if _, err := admin.Exec(ctx, q, args...); err != nil {
+			t.Fatalf("storetest: replace database %s: %v", cfg.Database, err)
+		}
+	}
+	dropWhenDone(t, old)
 }
 
 // NewPool returns a pool on a fresh, migrated database, closed when t ends.
