@@ -86,7 +86,7 @@ func TestChangeRequestReport(t *testing.T) {
 	}
 	var seq atomic.Int64
 	var written atomic.Int64 // items the phases report written, warm-up included
-	run := func(f flow, d time.Duration, profile string) (measured, *stepTimes, time.Duration, error) {
+	run := func(f flow, d time.Duration, profile string) (measured, *stepTimes, time.Duration, time.Duration, error) {
 		if dir := os.Getenv("REGISTRUM_REQUEST_BENCH_PROFILE"); dir != "" && profile != "" {
 			pf, err := os.Create(filepath.Join(dir, profile+".pprof"))
 			if err != nil {
@@ -101,12 +101,12 @@ func TestChangeRequestReport(t *testing.T) {
 		if f.drafts != nil {
 			// Enough for the phase at up to 1,600 requests/s.
 			if err := f.drafts.prepare(int(1600*d.Seconds()), &seq); err != nil {
-				return measured{}, nil, 0, err
+				return measured{}, nil, 0, 0, err
 			}
 		}
 		var first atomic.Pointer[error]
 		steps := &stepTimes{}
-		cpu0 := processCPU()
+		cpu0, db0 := processCPU(), databaseCPU()
 		m := measure(clients, d, func(w, i int) error {
 			err := f.op(seq.Add(1), steps)
 			if err != nil {
@@ -119,12 +119,12 @@ func TestChangeRequestReport(t *testing.T) {
 		if p := first.Load(); p != nil {
 			e = *p
 		}
-		return m, steps, processCPU() - cpu0, e
+		return m, steps, processCPU() - cpu0, databaseCPU() - db0, e
 	}
 
 	// Warm up every path (connections, the planners' pools, statement caches).
 	for _, f := range flows {
-		if m, _, _, err := run(f, time.Second, ""); m.ops == 0 || err != nil {
+		if m, _, _, _, err := run(f, time.Second, ""); m.ops == 0 || err != nil {
 			t.Fatalf("warm-up of %s: %d done, %d failed: %v", f.name, m.ops, m.failures, err)
 		}
 	}
@@ -132,12 +132,12 @@ func TestChangeRequestReport(t *testing.T) {
 	var report strings.Builder
 	fmt.Fprintf(&report, "\n%d concurrent clients (one Go net/http client in the test process drives every phase), %s per phase, %d rounds, load average before: %s\n",
 		clients, phase, rounds, loadAverage())
-	report.WriteString("| round | phase | written records/s | HTTP requests/s | p50 | p99 | failed | ratio to plain create | process CPU per record (host + client) | mean create / submit / apply |\n|---|---|---|---|---|---|---|---|---|---|\n")
+	report.WriteString("| round | phase | written records/s | HTTP requests/s | p50 | p99 | failed | ratio to plain create | process CPU per record (host + client) | PostgreSQL CPU per record | mean create / submit / apply |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
 	failed := false
 	for r := 1; r <= rounds; r++ {
 		var base float64
 		for i, f := range flows {
-			m, steps, cpu, err := run(f, phase, fmt.Sprintf("%s-%d", f.id, r))
+			m, steps, cpu, db, err := run(f, phase, fmt.Sprintf("%s-%d", f.id, r))
 			if err != nil {
 				t.Logf("%s: first failure: %v", f.name, err)
 				failed = true
@@ -152,9 +152,9 @@ func TestChangeRequestReport(t *testing.T) {
 			case i > 0:
 				perOp = 3
 			}
-			fmt.Fprintf(&report, "| %d | %s | %.0f | %.0f | %v | %v | %d | %.2f | %.0f µs | %s |\n", r, f.name, m.rate(), m.rate()*float64(perOp),
+			fmt.Fprintf(&report, "| %d | %s | %.0f | %.0f | %v | %v | %d | %.2f | %.0f µs | %.0f µs | %s |\n", r, f.name, m.rate(), m.rate()*float64(perOp),
 				m.p50.Round(10*time.Microsecond), m.p99.Round(10*time.Microsecond), m.failures, m.rate()/base,
-				float64(cpu.Microseconds())/float64(max(m.ops, 1)), steps.means(m.ops))
+				float64(cpu.Microseconds())/float64(max(m.ops, 1)), float64(db.Microseconds())/float64(max(m.ops, 1)), steps.means(m.ops))
 		}
 	}
 	var items int64

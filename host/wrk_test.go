@@ -72,6 +72,32 @@ func processCPU() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
+// databaseCPU is the CPU time (user + system) the PostgreSQL processes of
+// this machine have used, read from /proc: backends that ended before the
+// call are not counted, so a phase reads it over connections that stay open.
+func databaseCPU() time.Duration {
+	procs, _ := filepath.Glob("/proc/[0-9]*/stat")
+	var ticks int64
+	for _, p := range procs {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		open, end := strings.IndexByte(string(b), '('), strings.LastIndexByte(string(b), ')')
+		if open < 0 || end < open || string(b[open+1:end]) != "postgres" {
+			continue
+		}
+		f := strings.Fields(string(b[end+2:]))
+		if len(f) < 13 {
+			continue
+		}
+		ut, _ := strconv.ParseInt(f[11], 10, 64)
+		st, _ := strconv.ParseInt(f[12], 10, 64)
+		ticks += ut + st
+	}
+	return time.Duration(ticks) * (time.Second / 100) // USER_HZ
+}
+
 var (
 	wrkTotal    = regexp.MustCompile(`(\d+) requests in ([0-9.]+)(us|ms|s|m),`)
 	wrkPercent  = regexp.MustCompile(`(?m)^\s+(50|99)%\s+([0-9.]+)(us|ms|s)\s*$`)
