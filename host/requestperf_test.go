@@ -134,6 +134,7 @@ func TestChangeRequestReport(t *testing.T) {
 		clients, phase, rounds, loadAverage())
 	report.WriteString("| round | phase | written records/s | HTTP requests/s | p50 | p99 | failed | ratio to plain create | process CPU per record (host + client) | PostgreSQL CPU per record | mean create / submit / apply |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
 	failed := false
+	hostRates := map[string]float64{} // written records/s by phase id, the mean of the rounds
 	for r := 1; r <= rounds; r++ {
 		var base float64
 		for i, f := range flows {
@@ -145,6 +146,7 @@ func TestChangeRequestReport(t *testing.T) {
 			if i == 0 {
 				base = m.rate()
 			}
+			hostRates[f.id] += m.rate() / float64(rounds)
 			perOp := 1
 			switch {
 			case f.drafts != nil:
@@ -164,6 +166,15 @@ func TestChangeRequestReport(t *testing.T) {
 	if items != written.Load() {
 		t.Errorf("%d items stored, the phases report %d written", items, written.Load())
 	}
+
+	// The database floor of the same work, in the host's database: one
+	// create under an idempotency key first, whose stored outcome the floor
+	// creates' outcomes copy.
+	h, _, err := c.post("/v1/records/items", `{"data":{"code":"floor-sample","amount":1}}`, http.StatusCreated, "Idempotency-Key", uuid.NewString())
+	if err != nil {
+		t.Fatal(err)
+	}
+	report.WriteString(requestFloorReport(ctx, t, dsn, cfg.Package, clients, phase, &seq, filepath.Base(h.Get("Location")), hostRates))
 
 	// River job latency: commit → start of the job's work.
 	idle := jobLatency(t, 200, 5*time.Second, nil, nil)
