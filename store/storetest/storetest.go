@@ -16,7 +16,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -145,6 +144,24 @@ func dropWhenDone(t testing.TB, name string) {
 	})
 }
 
+// databaseOf returns the name of the database dsn connects to.
+func databaseOf(t testing.TB, dsn string) string {
+	t.Helper()
+	cfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		t.Fatalf("storetest: %v", err)
+	}
+	return cfg.Database
+}
+
+// endConnections ends every other session connected to the databases.
+func endConnections(t testing.TB, admin *pgx.Conn, databases ...string) {
+	t.Helper()
+	if _, err := admin.Exec(context.Background(), "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = ANY($1) AND pid <> pg_backend_pid()", databases); err != nil {
+		t.Fatalf("storetest: end the connections to %v: %v", databases, err)
+	}
+}
+
 // CopyDatabase copies the database of dsn into a new database, as a dump
 // restored into another database would, and returns the copy's connection
 // string. Connections to the original are ended first (CREATE DATABASE
@@ -152,18 +169,12 @@ func dropWhenDone(t testing.TB, name string) {
 // t ends.
 func CopyDatabase(t testing.TB, dsn string) string {
 	t.Helper()
-	ctx := context.Background()
-	cfg, err := pgx.ParseConfig(dsn)
-	if err != nil {
-		t.Fatalf("storetest: %v", err)
-	}
+	original := databaseOf(t, dsn)
 	admin := adminConn(t)
-	defer admin.Close(ctx)
+	defer admin.Close(context.Background())
+	endConnections(t, admin, original)
 	name := fmt.Sprintf("t_%d_%d", os.Getpid(), dbCounter.Add(1))
-	if _, err := admin.Exec(ctx, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()", cfg.Database); err != nil {
-		t.Fatalf("storetest: end the connections to %s: %v", cfg.Database, err)
-	}
-	if _, err := admin.Exec(ctx, "CREATE DATABASE "+name+" TEMPLATE "+pgx.Identifier{cfg.Database}.Sanitize()); err != nil {
+	if _, err := admin.Exec(context.Background(), "CREATE DATABASE "+name+" TEMPLATE "+pgx.Identifier{original}.Sanitize()); err != nil {
 		t.Fatalf("storetest: copy database: %v", err)
 	}
 	dropWhenDone(t, name)
@@ -176,29 +187,17 @@ func CopyDatabase(t testing.TB, dsn string) string {
 // are ended first; the replaced database is dropped when t ends.
 func ReplaceDatabase(t testing.TB, dsn, withDSN string) {
 	t.Helper()
-	ctx := context.Background()
-	cfg, err := pgx.ParseConfig(dsn)
-	if err != nil {
-		t.Fatalf("storetest: %v", err)
-	}
-	with, err := pgx.ParseConfig(withDSN)
-	if err != nil {
-		t.Fatalf("storetest: %v", err)
-	}
+	name, with := databaseOf(t, dsn), databaseOf(t, withDSN)
 	admin := adminConn(t)
-	defer admin.Close(ctx)
+	defer admin.Close(context.Background())
+	endConnections(t, admin, name, with)
 	old := fmt.Sprintf("t_%d_%d", os.Getpid(), dbCounter.Add(1))
 	for _, q := range []string{
-		"SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname IN ($1, $2) AND pid <> pg_backend_pid()",
-		"ALTER DATABASE " + pgx.Identifier{cfg.Database}.Sanitize() + " RENAME TO " + old,
-		"ALTER DATABASE " + pgx.Identifier{with.Database}.Sanitize() + " RENAME TO " + pgx.Identifier{cfg.Database}.Sanitize(),
+		"ALTER DATABASE " + pgx.Identifier{name}.Sanitize() + " RENAME TO " + old,
+		"ALTER DATABASE " + pgx.Identifier{with}.Sanitize() + " RENAME TO " + pgx.Identifier{name}.Sanitize(),
 	} {
-		var args []any
-		if strings.Contains(q, "$1") {
-			args = []any{cfg.Database, with.Database}
-		}
-		if _, err := admin.Exec(ctx, q, args...); err != nil {
-			t.Fatalf("storetest: replace database %s: %v", cfg.Database, err)
+		if _, err := admin.Exec(context.Background(), q); err != nil {
+			t.Fatalf("storetest: replace database %s: %v", name, err)
 		}
 	}
 	dropWhenDone(t, old)
