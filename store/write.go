@@ -112,8 +112,11 @@ func (s *Store) write(ctx context.Context, idem *Idempotency, fn func(w *Writer)
 		conn.Release()
 	}()
 	if idem != nil {
-		w.send(nil, w.keyTaken, `INSERT INTO registrum.idempotency (key_reference, request_digest) VALUES ($1, $2)`,
-			idem.KeyReference, idem.RequestDigest)
+		// The commit id rides with the key, so that storing the outcome
+		// changes no indexed column: PostgreSQL then updates the row in
+		// place (a heap-only tuple) without touching either index.
+		w.send(nil, w.keyTaken, `INSERT INTO registrum.idempotency (key_reference, request_digest, commit_id) VALUES ($1, $2, $3)`,
+			idem.KeyReference, idem.RequestDigest, w.commitID)
 	}
 	o, err := fn(w)
 	if err == nil {
@@ -122,7 +125,7 @@ func (s *Store) write(ctx context.Context, idem *Idempotency, fn func(w *Writer)
 	if err == nil && idem != nil {
 		var b []byte
 		if b, err = json.Marshal(o); err == nil {
-			w.send(nil, nil, `UPDATE registrum.idempotency SET outcome = $2, commit_id = $3 WHERE key_reference = $1`, idem.KeyReference, b, w.commitID)
+			w.send(nil, nil, `UPDATE registrum.idempotency SET outcome = $2 WHERE key_reference = $1`, idem.KeyReference, b)
 		}
 	}
 	if err == nil {
