@@ -110,8 +110,8 @@ type floorStatement struct {
 
 // The store's statements (store/write.go, store/requests.go), word for word.
 const (
-	floorIdempotencyInsert = `INSERT INTO registrum.idempotency (key_reference, request_digest) VALUES ($1, $2)`
-	floorOutcomeUpdate     = `UPDATE registrum.idempotency SET outcome = $2, commit_id = $3 WHERE key_reference = $1`
+	floorIdempotencyInsert = `INSERT INTO registrum.idempotency (key_reference, request_digest, commit_id) VALUES ($1, $2, $3)`
+	floorOutcomeUpdate     = `UPDATE registrum.idempotency SET outcome = $2 WHERE key_reference = $1`
 	floorRevisionInsert    = `INSERT INTO registrum.revisions
     (entity_id, record_id, revision, lifecycle, data, package_revision, operation_id, commit_id, created_at, change_context)
     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`
@@ -388,29 +388,52 @@ func (f *requestFloor) journal(e *model.Entity, id string, revision int64, data,
 // request submits and applies a prepared draft on conn: done only when
 // both transactions committed.
 func (f *requestFloor) request(ctx context.Context, conn *pgx.Conn) error {
-	var d *floorDraft
-	select {
-	case d = <-f.ready:
-	default:
-		return errors.New("the floor's prepared drafts ran out; prepare more")
+	d, err := f.nextDraft()
+	if err != nil {
+		return err
 	}
-	// Submit.
+	if err := f.submit(ctx, conn, d); err != nil {
+		return err
+	}
+	if err := f.apply(ctx, conn, d); err != nil {
+		return err
+	}
+	f.sample.CompareAndSwap(nil, &d.id)
+	return nil
+}
+
+// nextDraft takes a prepared draft.
+func (f *requestFloor) nextDraft() (*floorDraft, error) {
+	select {
+	case d := <-f.ready:
+		return d, nil
+	default:
+		return nil, errors.New("the floor's prepared drafts ran out; prepare more")
+	}
+}
+
+// submit is the floor's submit transaction of draft d.
+func (f *requestFloor) submit(ctx context.Context, conn *pgx.Conn, d *floorDraft) error {
 	now, commitID, trace, key := floorNow(), uuid.NewString(), floorHex(16), floorHex(32)
 	stmts := []floorStatement{
-		{floorIdempotencyInsert, []any{key, "sha256:" + floorHex(32)}, 1},
+		{floorIdempotencyInsert, []any{key, "sha256:" + floorHex(32), commitID}, 1},
 		{floorProposalInsert, []any{f.req.ID, d.id, int64(1), int64(1), "tengo", "", d.effectDigest, d.plan, f.principal, "bench", now, nil}, 1},
 		{floorStateUpdate, []any{f.req.ID, d.id, store.RequestSubmitted, int64(1), now}, 1},
 		{f.touch, []any{d.id, int64(1), now, f.pkg.Revision}, 1},
 	}
 	stmts = append(stmts, f.journal(f.req, d.id, 2, d.data, model.OpSubmitRequest, d.recordRef, commitID, trace, now)...)
-	stmts = append(stmts, floorStatement{floorOutcomeUpdate, []any{key, d.submitOutcome, commitID}, 1})
+	stmts = append(stmts, floorStatement{floorOutcomeUpdate, []any{key, d.submitOutcome}, 1})
 	if err := floorTx(ctx, conn, stmts); err != nil {
 		return fmt.Errorf("submit: %w", err)
 	}
-	// Apply.
-	now, commitID, trace, key = floorNow(), uuid.NewString(), floorHex(16), floorHex(32)
-	stmts = []floorStatement{
-		{floorIdempotencyInsert, []any{key, "sha256:" + floorHex(32)}, 1},
+	return nil
+}
+
+// apply is the floor's apply transaction of draft d, once submitted.
+func (f *requestFloor) apply(ctx context.Context, conn *pgx.Conn, d *floorDraft) error {
+	now, commitID, trace, key := floorNow(), uuid.NewString(), floorHex(16), floorHex(32)
+	stmts := []floorStatement{
+		{floorIdempotencyInsert, []any{key, "sha256:" + floorHex(32), commitID}, 1},
 		{f.itemInsert, append([]any{d.itemID, now, f.pkg.Revision}, fieldArgs(f.item, d.code, d.amount)...), 1},
 	}
 	stmts = append(stmts, f.journal(f.item, d.itemID, 1, d.data, "create", d.itemRef, commitID, trace, now)...)
@@ -419,11 +442,10 @@ func (f *requestFloor) request(ctx context.Context, conn *pgx.Conn) error {
 		floorStatement{floorStateUpdate, []any{f.req.ID, d.id, store.RequestApplied, int64(1), now}, 1},
 		floorStatement{f.touch, []any{d.id, int64(2), now, f.pkg.Revision}, 1})
 	stmts = append(stmts, f.journal(f.req, d.id, 3, d.data, model.OpApplyRequest, d.recordRef, commitID, trace, now)...)
-	stmts = append(stmts, floorStatement{floorOutcomeUpdate, []any{key, d.applyOutcome, commitID}, 1})
+	stmts = append(stmts, floorStatement{floorOutcomeUpdate, []any{key, d.applyOutcome}, 1})
 	if err := floorTx(ctx, conn, stmts); err != nil {
 		return fmt.Errorf("apply: %w", err)
 	}
-	f.sample.CompareAndSwap(nil, &d.id)
 	return nil
 }
 
@@ -434,7 +456,7 @@ func (f *requestFloor) create(ctx context.Context, conn *pgx.Conn, keyed bool) e
 	now, commitID, trace, key := floorNow(), uuid.NewString(), floorHex(16), floorHex(32)
 	var stmts []floorStatement
 	if keyed {
-		stmts = append(stmts, floorStatement{floorIdempotencyInsert, []any{key, "sha256:" + floorHex(32)}, 1})
+		stmts = append(stmts, floorStatement{floorIdempotencyInsert, []any{key, "sha256:" + floorHex(32), commitID}, 1})
 	}
 	stmts = append(stmts, floorStatement{f.itemInsert, append([]any{id, now, f.pkg.Revision}, fieldArgs(f.item, code, n)...), 1})
 	stmts = append(stmts, f.journal(f.item, id, 1, fmt.Sprintf(`{"amount":%d,"code":%q}`, n, code), "create", floorRecordRef(id), commitID, trace, now)...)
@@ -443,7 +465,7 @@ func (f *requestFloor) create(ctx context.Context, conn *pgx.Conn, keyed bool) e
 		if err != nil {
 			return err
 		}
-		stmts = append(stmts, floorStatement{floorOutcomeUpdate, []any{key, out, commitID}, 1})
+		stmts = append(stmts, floorStatement{floorOutcomeUpdate, []any{key, out}, 1})
 	}
 	if err := floorTx(ctx, conn, stmts); err != nil {
 		return err
@@ -554,10 +576,12 @@ WHERE r.entity_id = $1 AND r.record_id = $2 AND r.revision = $3`, o.entity, o.id
 // the host phases' written records per second by phase id (the mean of the
 // rounds). createID is an item the host created under an idempotency key,
 // whose stored outcome is the floor creates' template.
-func requestFloorReport(ctx context.Context, t *testing.T, dsn, pkgPath string, clients int, d time.Duration, seq *atomic.Int64, createID string, hostRates map[string]float64) string {
+func requestFloorReport(ctx context.Context, t *testing.T, dsn, pkgPath string, clients int, d time.Duration, seq *atomic.Int64, createID string, hostRates map[string]float64, c *benchClient) string {
 	t.Helper()
 	f := newRequestFloor(ctx, t, dsn, pkgPath, clients, seq, createID)
 	defer f.close(ctx)
+	thin := newThinHost(f, c)
+	defer thin.close()
 	before, err := f.counts(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -573,6 +597,8 @@ func requestFloorReport(ctx context.Context, t *testing.T, dsn, pkgPath string, 
 		{"create without a key: item INSERT, revision, audit (3 statements; the rows of the host's plain-create phase, which sends no Idempotency-Key)", false,
 			func(ctx context.Context, c *pgx.Conn) error { return f.create(ctx, c, false) }},
 		{"request: submit (7 statements) + apply (11 statements) of a prepared draft, two transactions", true, f.request},
+		{"the same request behind the thinnest HTTP host: two net/http exchanges (32 HTTP clients in this process) whose handlers run the two transactions above and answer the host's response bodies, nothing else", true,
+			func(context.Context, *pgx.Conn) error { return thin.request() }},
 	} {
 		ph, err := f.phase(ctx, p.name, d, p.drafts, p.op)
 		if err != nil {
@@ -616,13 +642,16 @@ func requestFloorReport(ctx context.Context, t *testing.T, dsn, pkgPath string, 
 			failed = true
 		}
 	}
-	create, plain, req := phases[0], phases[1], phases[2]
+	create, plain, req, thinReq := phases[0], phases[1], phases[2], phases[3]
 	hostCreate := hostRates["create"]
 	fmt.Fprintf(&b, "database floor (pgx only, %d clients): create %.0f/s, request (submit + apply) %.0f/s; floor request / host plain create = %.2f (goal 0.40); floor request / floor create = %.2f; PostgreSQL CPU per floor request %.0f µs\n",
 		clients, create.m.rate(), req.m.rate(), req.m.rate()/hostCreate, req.m.rate()/create.m.rate(), req.perOp(req.db))
 	fmt.Fprintf(&b, "host plain create %.0f/s = %.2f of the floor create without a key (%.0f/s); floor request / floor create without a key = %.2f; host submit + apply of a prepared draft = %.2f (tengo, %.0f/s) and %.2f (WASM, %.0f/s) of the floor request\n",
 		hostCreate, hostCreate/plain.m.rate(), plain.m.rate(), req.m.rate()/plain.m.rate(),
 		hostRates["tengo-prepared"]/req.m.rate(), hostRates["tengo-prepared"], hostRates["wasm-prepared"]/req.m.rate(), hostRates["wasm-prepared"])
+	fmt.Fprintf(&b, "thinnest HTTP host (the floor request behind two bare net/http exchanges): %.0f/s = %.2f of the host's plain create (goal 0.40), %.2f of the floor request; CPU per request %.0f µs in this process (HTTP clients, server, pgx) + %.0f µs in PostgreSQL; host submit + apply of a prepared draft = %.2f (tengo) and %.2f (WASM) of it\n",
+		thinReq.m.rate(), thinReq.m.rate()/hostCreate, thinReq.m.rate()/req.m.rate(), thinReq.perOp(thinReq.cpu), thinReq.perOp(thinReq.db),
+		hostRates["tengo-prepared"]/thinReq.m.rate(), hostRates["wasm-prepared"]/thinReq.m.rate())
 	b.WriteString("stored sizes, bytes as text (as stored), host / floor:")
 	for i, name := range []string{"frozen plan", "submit outcome", "apply outcome", "application results", "keyed create outcome"} {
 		hs, fs := f.host.sizes.row(i), floorSizes.row(i)

@@ -99,8 +99,8 @@ func TestChangeRequestReport(t *testing.T) {
 			defer pprof.StopCPUProfile()
 		}
 		if f.drafts != nil {
-			// Enough for the phase at up to 1,600 requests/s.
-			if err := f.drafts.prepare(int(1600*d.Seconds()), &seq); err != nil {
+			// Enough for the phase at up to 3,000 requests/s.
+			if err := f.drafts.prepare(int(3000*d.Seconds()), &seq); err != nil {
 				return measured{}, nil, 0, 0, err
 			}
 		}
@@ -174,7 +174,7 @@ func TestChangeRequestReport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	report.WriteString(requestFloorReport(ctx, t, dsn, cfg.Package, clients, phase, &seq, filepath.Base(h.Get("Location")), hostRates))
+	report.WriteString(requestFloorReport(ctx, t, dsn, cfg.Package, clients, phase, &seq, filepath.Base(h.Get("Location")), hostRates, c))
 
 	// River job latency: commit → start of the job's work.
 	idle := jobLatency(t, 200, 5*time.Second, nil, nil)

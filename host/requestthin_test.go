@@ -1,0 +1,110 @@
+package host_test
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+)
+
+// thinHost is the thinnest HTTP host of the floor's requests: a net/http
+// server (httptest, as the report serves the record host) whose two routes
+// each run one transaction of the database floor, submit or apply, on a
+// connection of the floor's, and answer the record host's action response
+// of the same size. It reads the body and nothing more: no token check, no
+// parsing, no reads, no locks, no planner, no snapshot. Any host adds at
+// least these two HTTP exchanges to the floor, so its rate bounds every
+// host's from above.
+type thinHost struct {
+	f     *requestFloor
+	conns chan *pgx.Conn
+	// submitted are the drafts submitted and not yet applied, by id.
+	submitted sync.Map
+	srv       *httptest.Server
+	client    *benchClient
+}
+
+// newThinHost serves the floor f's transactions over HTTP, with the floor's
+// connections as its pool, and a client built as the record host's (c).
+func newThinHost(f *requestFloor, c *benchClient) *thinHost {
+	h := &thinHost{f: f, conns: make(chan *pgx.Conn, len(f.conns))}
+	for _, conn := range f.conns {
+		h.conns <- conn
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /submit", h.submit)
+	mux.HandleFunc("POST /apply/{id}", h.apply)
+	h.srv = httptest.NewServer(mux)
+	h.client = &benchClient{base: h.srv.URL, token: c.token, http: c.http}
+	return h
+}
+
+func (h *thinHost) close() { h.srv.Close() }
+
+// submit runs the floor's submit of the next prepared draft and answers
+// where to apply it.
+func (h *thinHost) submit(w http.ResponseWriter, r *http.Request) {
+	if _, err := io.ReadAll(io.LimitReader(r.Body, 64<<10)); err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	d, err := h.f.nextDraft()
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusServiceUnavailable)
+		return
+	}
+	conn := <-h.conns
+	err = h.f.submit(r.Context(), conn, d)
+	h.conns <- conn
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	h.submitted.Store(d.id, d)
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("ETag", `"engine-hmac-sha256:`+floorHex(32)+`"`)
+	w.Header().Set("Location", "/apply/"+d.id)
+	w.Write(h.f.host.submitOutcome.Body)
+}
+
+// apply runs the floor's apply of a submitted draft.
+func (h *thinHost) apply(w http.ResponseWriter, r *http.Request) {
+	if _, err := io.ReadAll(io.LimitReader(r.Body, 64<<10)); err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	v, ok := h.submitted.LoadAndDelete(r.PathValue("id"))
+	if !ok {
+		http.Error(w, "no such submitted draft", http.StatusNotFound)
+		return
+	}
+	d := v.(*floorDraft)
+	conn := <-h.conns
+	err := h.f.apply(r.Context(), conn, d)
+	h.conns <- conn
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	h.f.sample.CompareAndSwap(nil, &d.id)
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("ETag", `"engine-hmac-sha256:`+floorHex(32)+`"`)
+	w.Write(h.f.host.applyOutcome.Body)
+}
+
+// request is one client's submit and apply through the thin host, with the
+// headers and bodies the report's client sends the record host.
+func (h *thinHost) request() error {
+	hdr, _, err := h.client.post("/submit", `{"actorReference":"bench"}`, http.StatusOK,
+		"If-Match", `"engine-hmac-sha256:`+floorHex(32)+`"`, "Idempotency-Key", uuid.NewString())
+	if err != nil {
+		return err
+	}
+	_, _, err = h.client.post(hdr.Get("Location"), fmt.Sprintf(`{"actorReference":"bench","proposalVersion":1,"effectDigest":%q}`, h.f.host.effectDigest), http.StatusOK,
+		"If-Match", hdr.Get("ETag"), "Idempotency-Key", uuid.NewString())
+	return err
+}
