@@ -305,10 +305,15 @@ func (c *benchClient) submitApply(loc, etag string, s *stepTimes) error {
 	}
 	t2 := time.Now()
 	s.submit.Add(int64(t2.Sub(t1)))
-	_, _, err = c.post(loc+"/actions/apply", fmt.Sprintf(`{"actorReference":"bench","proposalVersion":1,"effectDigest":%q}`, sub.Request.EffectDigest), http.StatusOK,
+	_, _, err = c.post(loc+"/actions/apply", applyBody(sub.Request.EffectDigest), http.StatusOK,
 		"If-Match", h.Get("ETag"), "Idempotency-Key", uuid.NewString())
 	s.apply.Add(int64(time.Since(t2)))
 	return err
+}
+
+// applyBody is the body of an apply of proposal version 1 with effectDigest.
+func applyBody(effectDigest string) string {
+	return fmt.Sprintf(`{"actorReference":"bench","proposalVersion":1,"effectDigest":%q}`, effectDigest)
 }
 
 // drafts holds drafts created before a phase, so that the phase times

@@ -1,7 +1,7 @@
 package host_test
 
 import (
-	"fmt"
+	"context"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -48,52 +48,54 @@ func (h *thinHost) close() { h.srv.Close() }
 // submit runs the floor's submit of the next prepared draft and answers
 // where to apply it.
 func (h *thinHost) submit(w http.ResponseWriter, r *http.Request) {
-	if _, err := io.ReadAll(io.LimitReader(r.Body, 64<<10)); err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
-	}
 	d, err := h.f.nextDraft()
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusServiceUnavailable)
 		return
 	}
-	conn := <-h.conns
-	err = h.f.submit(r.Context(), conn, d)
-	h.conns <- conn
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusInternalServerError)
-		return
+	if h.run(w, r, d, h.f.submit) {
+		h.submitted.Store(d.id, d)
+		w.Header().Set("Location", "/apply/"+d.id)
+		h.answer(w, h.f.host.submitOutcome.Body)
 	}
-	h.submitted.Store(d.id, d)
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("ETag", `"engine-hmac-sha256:`+floorHex(32)+`"`)
-	w.Header().Set("Location", "/apply/"+d.id)
-	w.Write(h.f.host.submitOutcome.Body)
 }
 
 // apply runs the floor's apply of a submitted draft.
 func (h *thinHost) apply(w http.ResponseWriter, r *http.Request) {
-	if _, err := io.ReadAll(io.LimitReader(r.Body, 64<<10)); err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
-	}
 	v, ok := h.submitted.LoadAndDelete(r.PathValue("id"))
 	if !ok {
 		http.Error(w, "no such submitted draft", http.StatusNotFound)
 		return
 	}
 	d := v.(*floorDraft)
+	if h.run(w, r, d, h.f.apply) {
+		h.f.sample.CompareAndSwap(nil, &d.id)
+		h.answer(w, h.f.host.applyOutcome.Body)
+	}
+}
+
+// run reads the body, then runs tx on d with a connection of the pool; it
+// answers the failure and reports false when either fails.
+func (h *thinHost) run(w http.ResponseWriter, r *http.Request, d *floorDraft, tx func(context.Context, *pgx.Conn, *floorDraft) error) bool {
+	if _, err := io.ReadAll(io.LimitReader(r.Body, 64<<10)); err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return false
+	}
 	conn := <-h.conns
-	err := h.f.apply(r.Context(), conn, d)
+	err := tx(r.Context(), conn, d)
 	h.conns <- conn
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
-		return
+		return false
 	}
-	h.f.sample.CompareAndSwap(nil, &d.id)
+	return true
+}
+
+// answer writes a 200 with body and a validator shaped as the host's.
+func (h *thinHost) answer(w http.ResponseWriter, body []byte) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("ETag", `"engine-hmac-sha256:`+floorHex(32)+`"`)
-	w.Write(h.f.host.applyOutcome.Body)
+	w.Write(body)
 }
 
 // request is one client's submit and apply through the thin host, with the
@@ -104,7 +106,7 @@ func (h *thinHost) request() error {
 	if err != nil {
 		return err
 	}
-	_, _, err = h.client.post(hdr.Get("Location"), fmt.Sprintf(`{"actorReference":"bench","proposalVersion":1,"effectDigest":%q}`, h.f.host.effectDigest), http.StatusOK,
+	_, _, err = h.client.post(hdr.Get("Location"), applyBody(h.f.host.effectDigest), http.StatusOK,
 		"If-Match", hdr.Get("ETag"), "Idempotency-Key", uuid.NewString())
 	return err
 }
