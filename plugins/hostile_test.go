@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/registrum/registrum/internal/testslack"
 	"github.com/registrum/registrum/model"
 	"github.com/registrum/registrum/plugins"
 	"github.com/registrum/registrum/plugins/contract"
@@ -63,11 +64,26 @@ func requireFailure(t *testing.T, err error, want plugins.FailureKind) *plugins.
 
 // TestWASMHostile runs each attack of the hostile module, then checks the
 // module still answers a plain call (the host and the pool survived).
+//
+// Only the endless loop is a test of the wall-time limit, so only it runs
+// under a short one. Every other attack runs under a wall-time limit far
+// above what it needs, so that it fails with its own kind however slow the
+// machine is: the memory attack grows and zeroes its memory page by page, and
+// on a busy two-core machine that can take longer than any short limit.
 func TestWASMHostile(t *testing.T) {
-	const wall = 300 * time.Millisecond
-	set := hostile(t, plugins.Config{Limits: plugins.Limits{WallTime: wall, MemoryPages: 256, MaxOutputBytes: 1 << 20}})
+	const (
+		wall     = 300 * time.Millisecond
+		generous = 30 * time.Second
+	)
+	limits := plugins.Limits{MemoryPages: 256, MaxOutputBytes: 1 << 20}
+	short, long := limits, limits
+	short.WallTime, long.WallTime = wall, generous
+	sets := map[time.Duration]*plugins.Set{
+		wall:     hostile(t, plugins.Config{Limits: short}),
+		generous: hostile(t, plugins.Config{Limits: long}),
+	}
 	ctx := context.Background()
-	healthy := func(t *testing.T) {
+	healthy := func(t *testing.T, set *plugins.Set) {
 		t.Helper()
 		out, err := attack(ctx, set, "hostile", "none")
 		if err != nil || probeResult(t, out) != "ok" {
@@ -77,24 +93,29 @@ func TestWASMHostile(t *testing.T) {
 	for _, tc := range []struct {
 		attack string
 		want   plugins.FailureKind
+		wall   time.Duration
 	}{
-		{"loop", plugins.FailureTimeout},
-		{"memory", plugins.FailureMemory},
-		{"trap", plugins.FailureTrap},
-		{"exit", plugins.FailureTrap},
-		{"big", plugins.FailureInvalidOutput},
-		{"garbage", plugins.FailureInvalidOutput},
-		{"badptr", plugins.FailureInvalidOutput},
+		{"loop", plugins.FailureTimeout, wall},
+		{"memory", plugins.FailureMemory, generous},
+		{"trap", plugins.FailureTrap, generous},
+		{"exit", plugins.FailureTrap, generous},
+		{"big", plugins.FailureInvalidOutput, generous},
+		{"garbage", plugins.FailureInvalidOutput, generous},
+		{"badptr", plugins.FailureInvalidOutput, generous},
 	} {
 		t.Run(tc.attack, func(t *testing.T) {
+			set := sets[tc.wall]
 			start := time.Now()
 			_, err := attack(ctx, set, "hostile", tc.attack)
 			took := time.Since(start)
 			requireFailure(t, err, tc.want)
-			if took > wall+50*time.Millisecond {
-				t.Fatalf("attack %s took %s, over the %s limit + 50ms", tc.attack, took, wall)
+			if tc.want == plugins.FailureTimeout {
+				if took < tc.wall {
+					t.Fatalf("attack %s was stopped after %s, before its %s limit", tc.attack, took, tc.wall)
+				}
+				testslack.Stopped(t, "attack "+tc.attack, took, tc.wall)
 			}
-			healthy(t)
+			healthy(t, set)
 		})
 	}
 }
@@ -258,12 +279,14 @@ func TestWASMLoopStopsDuringGC(t *testing.T) {
 				if _, err := attack(context.Background(), set, "hostile", "none"); err != nil {
 					t.Fatal(err)
 				}
+				// Without preemption points in guest code the loop is
+				// never stopped (the collection waits for it), so any
+				// finite bound catches that; the timeout kind shows the
+				// limit, not something else, ended it.
 				start := time.Now()
 				_, err := attack(context.Background(), set, "hostile", "loop")
 				requireFailure(t, err, plugins.FailureTimeout)
-				if took := time.Since(start); took > wall+50*time.Millisecond {
-					t.Fatalf("the loop ran %s, over the %s limit + 50ms", took, wall)
-				}
+				testslack.Stopped(t, "the loop", time.Since(start), wall)
 			}
 		})
 	}

@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/registrum/registrum/internal/testslack"
 )
 
 // rawToken builds a compact token with any header and a given signature.
@@ -423,9 +425,7 @@ func TestKeySetFetchIsBoundedInTime(t *testing.T) {
 	if re, ok := IsRefused(err); !ok || re.Reason != ReasonNoKeySet {
 		t.Fatalf("err = %v, want %s", err, ReasonNoKeySet)
 	}
-	if d := time.Since(start); d > 2*time.Second {
-		t.Fatalf("a hanging key set held Verify for %s", d)
-	}
+	testslack.Stopped(t, "Verify behind a hanging key set", time.Since(start), 100*time.Millisecond)
 }
 
 func TestStartRefreshesInTheBackgroundAndCloseStopsIt(t *testing.T) {
@@ -572,9 +572,8 @@ func TestCloseCancelsABackgroundFetchInFlight(t *testing.T) {
 	}
 	start := time.Now()
 	v.Close()
-	if d := time.Since(start); d > time.Second {
-		t.Fatalf("Close waited %s for a hanging fetch", d)
-	}
+	// The fetch would hang for its one-minute timeout without Close's cancel.
+	testslack.Stopped(t, "Close beside a hanging fetch", time.Since(start), 0)
 	if loopRunning() {
 		t.Fatal("refresh loop still running after Close")
 	}

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/registrum/registrum/internal/testslack"
 	"github.com/registrum/registrum/plugins/verifier"
 )
 
@@ -176,14 +177,14 @@ func TestHTTPSlowScannerIsRetryAtTheTimeout(t *testing.T) {
 	start := time.Now()
 	v, err := verify(t, h, 5*time.Second, attachment("evidence", []byte("x")), strings.NewReader("x"))
 	wantRetry(t, v, err, verifier.CauseDeadline)
-	if elapsed := time.Since(start); elapsed < 200*time.Millisecond || elapsed > 200*time.Millisecond+schedulingSlack {
+	if elapsed := time.Since(start); elapsed < 200*time.Millisecond || elapsed > 200*time.Millisecond+testslack.Scheduling {
 		t.Fatalf("returned after %v, want at the 200 ms timeout", elapsed)
 	}
 	// The caller's shorter deadline wins over the configured timeout.
 	start = time.Now()
 	v, err = verify(t, h, 100*time.Millisecond, attachment("evidence", []byte("x")), strings.NewReader("x"))
 	wantRetry(t, v, err, verifier.CauseDeadline)
-	if elapsed := time.Since(start); elapsed > 100*time.Millisecond+schedulingSlack {
+	if elapsed := time.Since(start); elapsed > 100*time.Millisecond+testslack.Scheduling {
 		t.Fatalf("returned after %v, want at the 100 ms deadline", elapsed)
 	}
 }

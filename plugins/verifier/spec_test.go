@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/registrum/registrum/internal/testslack"
 	"github.com/registrum/registrum/model"
 	"github.com/registrum/registrum/plugins/verifier"
 )
@@ -195,7 +196,7 @@ func TestProcessTimeoutFromThePackageBoundsACall(t *testing.T) {
 	start := time.Now()
 	v, err := verify(t, p, 10*time.Second, attachment("hang", []byte("x")), bytes.NewReader([]byte("x")))
 	wantRetry(t, v, err, verifier.CauseDeadline)
-	if elapsed := time.Since(start); elapsed > 300*time.Millisecond+schedulingSlack {
+	if elapsed := time.Since(start); elapsed > 300*time.Millisecond+testslack.Scheduling {
 		t.Fatalf("configured 300 ms timeout ended the call after %v", elapsed)
 	}
 }
