@@ -325,6 +325,12 @@ func decodeStrict(path string, limit int64, v any) (*strictyaml.Document, error)
 	return doc, nil
 }
 
+// validateConfig checks the decoded document section by section, in the
+// order the refusals are reported, and returns the resolved configuration.
+// Paths are resolved against the document's folder. The secret providers
+// come before the signing keys, the signer and the audit chain, which read
+// files under the secret root, and the signer before the audit chain, whose
+// hash key must differ from the signer's secrets.
 func validateConfig(d *strictyaml.Document, fc *fileConfig) (*Config, error) {
 	dir := filepath.Dir(d.File())
 	resolve := func(p string) string {
@@ -334,12 +340,47 @@ func validateConfig(d *strictyaml.Document, fc *fileConfig) (*Config, error) {
 		return filepath.Join(dir, p)
 	}
 	c := &Config{File: d.File()}
+	if err := validateVersionAndMode(d, fc, c); err != nil {
+		return nil, err
+	}
+	if err := validateIssuer(d, fc, c); err != nil {
+		return nil, err
+	}
+	if err := validateListener(d, fc.Listener, c); err != nil {
+		return nil, err
+	}
+	if err := validateSecretProviders(d, fc.SecretProviders, c, resolve); err != nil {
+		return nil, err
+	}
+	if err := validateSigning(d, fc.Signing, c, resolve); err != nil {
+		return nil, err
+	}
+	if err := validateSigner(d, fc.Signer, c, resolve); err != nil {
+		return nil, err
+	}
+	if err := validateAudit(d, fc.Audit, c, resolve); err != nil {
+		return nil, err
+	}
+	if err := validateAccessTokens(d, fc.AccessTokens, c); err != nil {
+		return nil, err
+	}
+	if err := validateClientAssertion(d, fc.ClientAssertion, c); err != nil {
+		return nil, err
+	}
+	if err := validateClients(d, fc.Clients, c, resolve); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
 
+// validateVersionAndMode checks version (required, 1) and validationMode
+// (strict unless set to supervised-local-development) into c.
+func validateVersionAndMode(d *strictyaml.Document, fc *fileConfig, c *Config) error {
 	if fc.Version == nil {
-		return nil, d.Fail("version", "is required", nil)
+		return d.Fail("version", "is required", nil)
 	}
 	if *fc.Version != 1 {
-		return nil, d.Fail("version", "must equal 1", nil)
+		return d.Fail("version", "must equal 1", nil)
 	}
 	c.ValidationMode = ModeStrict
 	if fc.ValidationMode != nil {
@@ -347,46 +388,56 @@ func validateConfig(d *strictyaml.Document, fc *fileConfig) (*Config, error) {
 		case ModeStrict, ModeSupervisedLocalDevelopment:
 			c.ValidationMode = *fc.ValidationMode
 		default:
-			return nil, d.Fail("validationMode", `must be "strict" or "supervised-local-development"`, nil)
+			return d.Fail("validationMode", `must be "strict" or "supervised-local-development"`, nil)
 		}
 	}
+	return nil
+}
+
+// validateIssuer checks the issuer identifier and endpointBaseUrl, which
+// defaults to the identifier, into c. It needs c.ValidationMode: a plain
+// HTTP endpoint base is allowed only in supervised local development.
+func validateIssuer(d *strictyaml.Document, fc *fileConfig, c *Config) error {
 	if fc.Issuer == nil {
-		return nil, d.Fail("issuer", "is required", nil)
+		return d.Fail("issuer", "is required", nil)
 	}
 	if err := checkIssuerURL(*fc.Issuer); err != nil {
-		return nil, d.Fail("issuer", err.Error(), nil)
+		return d.Fail("issuer", err.Error(), nil)
 	}
 	c.Issuer = *fc.Issuer
 	c.EndpointBaseURL = c.Issuer
 	if fc.EndpointBaseURL != nil {
 		if err := checkEndpointBase(*fc.EndpointBaseURL, c.ValidationMode); err != nil {
-			return nil, d.Fail("endpointBaseUrl", err.Error(), nil)
+			return d.Fail("endpointBaseUrl", err.Error(), nil)
 		}
 		c.EndpointBaseURL = *fc.EndpointBaseURL
 	}
+	return nil
+}
 
-	// listener
-	if fc.Listener == nil {
-		return nil, d.Fail("listener", "is required", nil)
+// validateListener checks the required listener section into c.Listener,
+// applying the default request size and timeout.
+func validateListener(d *strictyaml.Document, l *fileListener, c *Config) error {
+	if l == nil {
+		return d.Fail("listener", "is required", nil)
 	}
-	l := fc.Listener
 	if l.Address == nil {
-		return nil, d.Fail("listener.address", "is required", nil)
+		return d.Fail("listener.address", "is required", nil)
 	}
 	addr, err := netip.ParseAddr(*l.Address)
 	if err != nil {
-		return nil, d.Fail("listener.address", "must be an IP address", nil)
+		return d.Fail("listener.address", "must be an IP address", nil)
 	}
 	c.Listener.Address = addr
 	if l.Port == nil {
-		return nil, d.Fail("listener.port", "is required", nil)
+		return d.Fail("listener.port", "is required", nil)
 	}
 	c.Listener.Port = *l.Port
 	c.Listener.MaximumRequestBytes = DefaultMaximumRequestBytes
 	if l.MaximumRequestBytes != nil {
 		v := uint64(*l.MaximumRequestBytes)
 		if err := inRange(d, "listener.maximumRequestBytes", v, MinimumRequestBytes, MaximumRequestBytes); err != nil {
-			return nil, err
+			return err
 		}
 		c.Listener.MaximumRequestBytes = int64(v)
 	}
@@ -394,45 +445,76 @@ func validateConfig(d *strictyaml.Document, fc *fileConfig) (*Config, error) {
 	if l.RequestTimeoutMilliseconds != nil {
 		v := *l.RequestTimeoutMilliseconds
 		if err := inRange(d, "listener.requestTimeoutMilliseconds", v, 1, MaximumRequestTimeoutMillis); err != nil {
-			return nil, err
+			return err
 		}
 		c.Listener.RequestTimeout = time.Duration(v) * time.Millisecond
 	}
+	return nil
+}
 
-	// secretProviders (needed by signer and audit)
-	if fc.SecretProviders == nil {
-		return nil, d.Fail("secretProviders", "is required", nil)
+// validateSecretProviders checks the required secretProviders section and
+// sets c.SecretRoot, an existing folder, which the signer and the audit
+// chain read their secrets from.
+func validateSecretProviders(d *strictyaml.Document, sp *fileSecretProviders, c *Config, resolve func(string) string) error {
+	if sp == nil {
+		return d.Fail("secretProviders", "is required", nil)
 	}
-	if fc.SecretProviders.File == nil {
-		return nil, d.Fail("secretProviders.file", "is required", nil)
+	if sp.File == nil {
+		return d.Fail("secretProviders.file", "is required", nil)
 	}
-	if fc.SecretProviders.File.Root == nil || *fc.SecretProviders.File.Root == "" {
-		return nil, d.Fail("secretProviders.file.root", "is required", nil)
+	if sp.File.Root == nil || *sp.File.Root == "" {
+		return d.Fail("secretProviders.file.root", "is required", nil)
 	}
-	c.SecretRoot = resolve(*fc.SecretProviders.File.Root)
+	c.SecretRoot = resolve(*sp.File.Root)
 	if st, err := os.Stat(c.SecretRoot); err != nil || !st.IsDir() {
-		return nil, d.Fail("secretProviders.file.root", "must be an existing folder", err)
+		return d.Fail("secretProviders.file.root", "must be an existing folder", err)
 	}
+	return nil
+}
 
-	// signing
-	if fc.Signing == nil {
-		return nil, d.Fail("signing", "is required", nil)
+// validateSigning checks the required signing section into c.Signing: the
+// algorithm, the revoked key ids, the key-set path, and the active and
+// published public keys, which it loads.
+func validateSigning(d *strictyaml.Document, s *fileSigning, c *Config, resolve func(string) string) error {
+	if s == nil {
+		return d.Fail("signing", "is required", nil)
 	}
-	s := fc.Signing
 	if s.Algorithm == nil {
-		return nil, d.Fail("signing.algorithm", "is required", nil)
+		return d.Fail("signing.algorithm", "is required", nil)
 	}
 	if *s.Algorithm != "ES256" {
-		return nil, d.Fail("signing.algorithm", `must be "ES256"`, nil)
+		return d.Fail("signing.algorithm", `must be "ES256"`, nil)
 	}
 	if len(s.PublishedPublicJwkFiles) > maximumPublishedKeys {
-		return nil, d.Fail("signing.publishedPublicJwkFiles", fmt.Sprintf("holds at most %d files", maximumPublishedKeys), nil)
+		return d.Fail("signing.publishedPublicJwkFiles", fmt.Sprintf("holds at most %d files", maximumPublishedKeys), nil)
 	}
-	if len(s.RevokedKeyIds) > maximumRevokedKeyIDs {
+	revoked, err := validateRevokedKeyIDs(d, s.RevokedKeyIds)
+	if err != nil {
+		return err
+	}
+	c.Signing.RevokedKeyIDs = append([]string(nil), s.RevokedKeyIds...)
+	c.Signing.JWKSPath = DefaultJWKSPath
+	if s.JwksPath != nil {
+		if err := checkJWKSPath(*s.JwksPath); err != nil {
+			return d.Fail("signing.jwksPath", err.Error(), nil)
+		}
+		c.Signing.JWKSPath = *s.JwksPath
+	}
+	if s.ActivePublicJwkFile == nil || *s.ActivePublicJwkFile == "" {
+		return d.Fail("signing.activePublicJwkFile", "is required", nil)
+	}
+	return loadSigningKeys(d, s, c, resolve, revoked)
+}
+
+// validateRevokedKeyIDs checks signing.revokedKeyIds (at most
+// maximumRevokedKeyIDs distinct RFC 7638 thumbprints) and returns them as a
+// set.
+func validateRevokedKeyIDs(d *strictyaml.Document, ids []string) (map[string]bool, error) {
+	if len(ids) > maximumRevokedKeyIDs {
 		return nil, d.Fail("signing.revokedKeyIds", fmt.Sprintf("holds at most %d key ids", maximumRevokedKeyIDs), nil)
 	}
 	revoked := map[string]bool{}
-	for i, kid := range s.RevokedKeyIds {
+	for i, kid := range ids {
 		field := fmt.Sprintf("signing.revokedKeyIds[%d]", i)
 		if !thumbprintRE.MatchString(kid) {
 			return nil, d.Fail(field, "must be an RFC 7638 thumbprint (43 base64url characters)", nil)
@@ -442,17 +524,13 @@ func validateConfig(d *strictyaml.Document, fc *fileConfig) (*Config, error) {
 		}
 		revoked[kid] = true
 	}
-	c.Signing.RevokedKeyIDs = append([]string(nil), s.RevokedKeyIds...)
-	c.Signing.JWKSPath = DefaultJWKSPath
-	if s.JwksPath != nil {
-		if err := checkJWKSPath(*s.JwksPath); err != nil {
-			return nil, d.Fail("signing.jwksPath", err.Error(), nil)
-		}
-		c.Signing.JWKSPath = *s.JwksPath
-	}
-	if s.ActivePublicJwkFile == nil || *s.ActivePublicJwkFile == "" {
-		return nil, d.Fail("signing.activePublicJwkFile", "is required", nil)
-	}
+	return revoked, nil
+}
+
+// loadSigningKeys loads the active public key, then the published ones, into
+// c.Signing. Each must be a public P-256 JWK whose kid is its thumbprint,
+// not revoked, and not a repeat of a key loaded before it.
+func loadSigningKeys(d *strictyaml.Document, s *fileSigning, c *Config, resolve func(string) string, revoked map[string]bool) error {
 	seen := map[string]string{}
 	loadKey := func(field, p string) (*jose.JSONWebKey, error) {
 		k, err := keys.LoadActiveP256(resolve(p))
@@ -468,145 +546,192 @@ func validateConfig(d *strictyaml.Document, fc *fileConfig) (*Config, error) {
 		seen[k.KeyID] = field
 		return k, nil
 	}
+	var err error
 	if c.Signing.Active, err = loadKey("signing.activePublicJwkFile", *s.ActivePublicJwkFile); err != nil {
-		return nil, err
+		return err
 	}
 	for i, p := range s.PublishedPublicJwkFiles {
 		k, err := loadKey(fmt.Sprintf("signing.publishedPublicJwkFiles[%d]", i), p)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		c.Signing.Published = append(c.Signing.Published, k)
 	}
+	return nil
+}
 
-	// signer
-	if fc.Signer == nil {
-		return nil, d.Fail("signer", "is required", nil)
+// validateAudit checks the required audit section into c.Audit and
+// c.AuditHashKeyRef. It needs c.SecretRoot and c.Signer: the hash key is
+// read from the secret root and must differ from the signer's secrets, and
+// the chain file must not be a secret file.
+func validateAudit(d *strictyaml.Document, a *fileAudit, c *Config, resolve func(string) string) error {
+	if a == nil {
+		return d.Fail("audit", "is required", nil)
 	}
-	if err := validateSigner(d, fc.Signer, c, resolve); err != nil {
-		return nil, err
+	if err := validateAuditPath(d, a, c, resolve); err != nil {
+		return err
 	}
+	if a.MaximumFileBytes == nil {
+		return d.Fail("audit.maximumFileBytes", "is required", nil)
+	}
+	if err := inRange(d, "audit.maximumFileBytes", *a.MaximumFileBytes, MinimumAuditFileBytes, MaximumAuditFileBytes); err != nil {
+		return err
+	}
+	c.Audit.MaximumFileBytes = int64(*a.MaximumFileBytes)
+	if a.HashKeyVersion == nil {
+		return d.Fail("audit.hashKeyVersion", "is required", nil)
+	}
+	if *a.HashKeyVersion == 0 {
+		return d.Fail("audit.hashKeyVersion", "must be nonzero", nil)
+	}
+	c.Audit.HashKeyVersion = *a.HashKeyVersion
+	if err := validateAuditHashKey(d, a, c); err != nil {
+		return err
+	}
+	secretPath := filepath.Join(c.SecretRoot, strings.TrimPrefix(c.AuditHashKeyRef, secrets.FilePrefix))
+	if secretPath == c.Audit.Path || (c.Signer.PrivateKeyRef != "" && filepath.Join(c.SecretRoot, strings.TrimPrefix(c.Signer.PrivateKeyRef, secrets.FilePrefix)) == c.Audit.Path) {
+		return d.Fail("audit.path", "must not be a secret file", nil)
+	}
+	return nil
+}
 
-	// audit
-	if fc.Audit == nil {
-		return nil, d.Fail("audit", "is required", nil)
-	}
-	a := fc.Audit
+// validateAuditPath checks audit.path into c.Audit.Path: where they exist,
+// its parent must be an owner-only folder and the chain file readable by
+// its owner only.
+func validateAuditPath(d *strictyaml.Document, a *fileAudit, c *Config, resolve func(string) string) error {
 	if a.Path == nil || *a.Path == "" {
-		return nil, d.Fail("audit.path", "is required", nil)
+		return d.Fail("audit.path", "is required", nil)
 	}
 	c.Audit.Path = resolve(*a.Path)
 	if st, err := os.Stat(filepath.Dir(c.Audit.Path)); err == nil {
 		if !st.IsDir() {
-			return nil, d.Fail("audit.path", "parent must be a folder", nil)
+			return d.Fail("audit.path", "parent must be a folder", nil)
 		}
 		if st.Mode().Perm()&0o077 != 0 {
-			return nil, d.Fail("audit.path", fmt.Sprintf("parent folder %s must be accessible by its owner only (mode %04o)", filepath.Dir(c.Audit.Path), st.Mode().Perm()), nil)
+			return d.Fail("audit.path", fmt.Sprintf("parent folder %s must be accessible by its owner only (mode %04o)", filepath.Dir(c.Audit.Path), st.Mode().Perm()), nil)
 		}
 	}
 	if st, err := os.Lstat(c.Audit.Path); err == nil && st.Mode().Perm()&0o077 != 0 {
-		return nil, d.Fail("audit.path", fmt.Sprintf("chain file must be readable by its owner only (mode %04o)", st.Mode().Perm()), nil)
+		return d.Fail("audit.path", fmt.Sprintf("chain file must be readable by its owner only (mode %04o)", st.Mode().Perm()), nil)
 	}
-	if a.MaximumFileBytes == nil {
-		return nil, d.Fail("audit.maximumFileBytes", "is required", nil)
-	}
-	if err := inRange(d, "audit.maximumFileBytes", *a.MaximumFileBytes, MinimumAuditFileBytes, MaximumAuditFileBytes); err != nil {
-		return nil, err
-	}
-	c.Audit.MaximumFileBytes = int64(*a.MaximumFileBytes)
-	if a.HashKeyVersion == nil {
-		return nil, d.Fail("audit.hashKeyVersion", "is required", nil)
-	}
-	if *a.HashKeyVersion == 0 {
-		return nil, d.Fail("audit.hashKeyVersion", "must be nonzero", nil)
-	}
-	c.Audit.HashKeyVersion = *a.HashKeyVersion
+	return nil
+}
+
+// validateAuditHashKey checks audit.hashKeyRef, which must differ from the
+// signer's secret references, and reads the key (at least
+// MinimumHashKeyBytes) from the secret root into c.Audit.HashKey.
+func validateAuditHashKey(d *strictyaml.Document, a *fileAudit, c *Config) error {
 	if a.HashKeyRef == nil {
-		return nil, d.Fail("audit.hashKeyRef", "is required", nil)
+		return d.Fail("audit.hashKeyRef", "is required", nil)
 	}
 	if err := checkSecretRef(*a.HashKeyRef); err != nil {
-		return nil, d.Fail("audit.hashKeyRef", err.Error(), nil)
+		return d.Fail("audit.hashKeyRef", err.Error(), nil)
 	}
 	if c.Signer.Kind == SignerLocalJWK && *a.HashKeyRef == c.Signer.PrivateKeyRef {
-		return nil, d.Fail("audit.hashKeyRef", "must differ from signer.privateKeyRef", nil)
+		return d.Fail("audit.hashKeyRef", "must differ from signer.privateKeyRef", nil)
 	}
 	if c.Signer.TokenRef != "" && *a.HashKeyRef == c.Signer.TokenRef {
-		return nil, d.Fail("audit.hashKeyRef", "must differ from signer.tokenRef", nil)
+		return d.Fail("audit.hashKeyRef", "must differ from signer.tokenRef", nil)
 	}
 	c.AuditHashKeyRef = *a.HashKeyRef
 	hk, err := secrets.ResolveFile(c.SecretRoot, c.AuditHashKeyRef)
 	if err != nil {
-		return nil, d.Fail("audit.hashKeyRef", "must name a regular owner-only file under secretProviders.file.root", err)
+		return d.Fail("audit.hashKeyRef", "must name a regular owner-only file under secretProviders.file.root", err)
 	}
 	if len(hk) < MinimumHashKeyBytes {
-		return nil, d.Fail("audit.hashKeyRef", fmt.Sprintf("the key must be at least %d bytes", MinimumHashKeyBytes), nil)
+		return d.Fail("audit.hashKeyRef", fmt.Sprintf("the key must be at least %d bytes", MinimumHashKeyBytes), nil)
 	}
 	c.Audit.HashKey = hk
-	secretPath := filepath.Join(c.SecretRoot, strings.TrimPrefix(c.AuditHashKeyRef, secrets.FilePrefix))
-	if secretPath == c.Audit.Path || (c.Signer.PrivateKeyRef != "" && filepath.Join(c.SecretRoot, strings.TrimPrefix(c.Signer.PrivateKeyRef, secrets.FilePrefix)) == c.Audit.Path) {
-		return nil, d.Fail("audit.path", "must not be a secret file", nil)
-	}
+	return nil
+}
 
-	// accessTokens
-	if fc.AccessTokens == nil {
-		return nil, d.Fail("accessTokens", "is required", nil)
+// validateAccessTokens checks the required accessTokens section into
+// c.AccessTokens: 1 to MaximumAudiences distinct audiences, the lifetime,
+// and the optional evidence claim names.
+func validateAccessTokens(d *strictyaml.Document, at *fileAccessTokens, c *Config) error {
+	if at == nil {
+		return d.Fail("accessTokens", "is required", nil)
 	}
-	at := fc.AccessTokens
 	if len(at.Audiences) < 1 || len(at.Audiences) > MaximumAudiences {
-		return nil, d.Fail("accessTokens.audiences", fmt.Sprintf("must hold 1 to %d entries", MaximumAudiences), nil)
+		return d.Fail("accessTokens.audiences", fmt.Sprintf("must hold 1 to %d entries", MaximumAudiences), nil)
 	}
 	auds := map[string]bool{}
 	for i, aud := range at.Audiences {
 		field := fmt.Sprintf("accessTokens.audiences[%d]", i)
 		if len(aud) < 1 || len(aud) > MaximumAudienceBytes || strings.TrimSpace(aud) == "" {
-			return nil, d.Fail(field, fmt.Sprintf("must be 1 to %d bytes and not blank", MaximumAudienceBytes), nil)
+			return d.Fail(field, fmt.Sprintf("must be 1 to %d bytes and not blank", MaximumAudienceBytes), nil)
 		}
 		if auds[aud] {
-			return nil, d.Fail(field, "is listed twice", nil)
+			return d.Fail(field, "is listed twice", nil)
 		}
 		auds[aud] = true
 	}
 	c.AccessTokens.Audiences = append([]string(nil), at.Audiences...)
 	if at.LifetimeSeconds == nil {
-		return nil, d.Fail("accessTokens.lifetimeSeconds", "is required", nil)
+		return d.Fail("accessTokens.lifetimeSeconds", "is required", nil)
 	}
 	if err := inRange(d, "accessTokens.lifetimeSeconds", *at.LifetimeSeconds, MinimumTokenLifetimeSeconds, MaximumTokenLifetimeSeconds); err != nil {
-		return nil, err
+		return err
 	}
 	c.AccessTokens.Lifetime = time.Duration(*at.LifetimeSeconds) * time.Second
 	if at.Claims != nil {
 		names, err := validateClaimNames(d, at.Claims)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		c.AccessTokens.Claims = names
 	}
+	return nil
+}
 
-	// clientAssertion
-	if fc.ClientAssertion == nil {
-		return nil, d.Fail("clientAssertion", "is required", nil)
+// validateClientAssertion checks the required clientAssertion section into
+// c.ClientAssertion, applying the default maximum lifetime and replay-cache
+// size.
+func validateClientAssertion(d *strictyaml.Document, ca *fileClientAssertion, c *Config) error {
+	if ca == nil {
+		return d.Fail("clientAssertion", "is required", nil)
 	}
-	ca := fc.ClientAssertion
 	if ca.Audience == nil {
-		return nil, d.Fail("clientAssertion.audience", "is required", nil)
+		return d.Fail("clientAssertion.audience", "is required", nil)
 	}
 	if err := checkAssertionAudience(*ca.Audience); err != nil {
-		return nil, d.Fail("clientAssertion.audience", err.Error(), nil)
+		return d.Fail("clientAssertion.audience", err.Error(), nil)
 	}
 	c.ClientAssertion.Audience = *ca.Audience
 	c.ClientAssertion.MaximumLifetime = DefaultAssertionLifetimeSeconds * time.Second
 	if ca.MaximumLifetimeSeconds != nil {
 		v := *ca.MaximumLifetimeSeconds
 		if err := inRange(d, "clientAssertion.maximumLifetimeSeconds", v, MinimumAssertionLifetimeSeconds, MaximumAssertionLifetimeSeconds); err != nil {
-			return nil, err
+			return err
 		}
 		c.ClientAssertion.MaximumLifetime = time.Duration(v) * time.Second
 	}
-	if len(ca.Algorithms) == 0 {
+	algs, err := validateAssertionAlgorithms(d, ca.Algorithms)
+	if err != nil {
+		return err
+	}
+	c.ClientAssertion.Algorithms = algs
+	c.ClientAssertion.ReplayCacheEntries = DefaultReplayCacheEntries
+	if ca.ReplayCacheEntries != nil {
+		v := *ca.ReplayCacheEntries
+		if err := inRange(d, "clientAssertion.replayCacheEntries", v, MinimumReplayCacheEntries, MaximumReplayCacheEntries); err != nil {
+			return err
+		}
+		c.ClientAssertion.ReplayCacheEntries = int(v)
+	}
+	return nil
+}
+
+// validateAssertionAlgorithms checks clientAssertion.algorithms (one or
+// more distinct of EdDSA, ES256 and RS256) and returns them in the order
+// listed.
+func validateAssertionAlgorithms(d *strictyaml.Document, listed []string) ([]jose.SignatureAlgorithm, error) {
+	if len(listed) == 0 {
 		return nil, d.Fail("clientAssertion.algorithms", "must list at least one of EdDSA, ES256, RS256", nil)
 	}
+	var algs []jose.SignatureAlgorithm
 	algSeen := map[string]bool{}
-	for i, alg := range ca.Algorithms {
+	for i, alg := range listed {
 		field := fmt.Sprintf("clientAssertion.algorithms[%d]", i)
 		switch alg {
 		case "EdDSA", "ES256", "RS256":
@@ -617,32 +742,31 @@ func validateConfig(d *strictyaml.Document, fc *fileConfig) (*Config, error) {
 			return nil, d.Fail(field, "is listed twice", nil)
 		}
 		algSeen[alg] = true
-		c.ClientAssertion.Algorithms = append(c.ClientAssertion.Algorithms, jose.SignatureAlgorithm(alg))
+		algs = append(algs, jose.SignatureAlgorithm(alg))
 	}
-	c.ClientAssertion.ReplayCacheEntries = DefaultReplayCacheEntries
-	if ca.ReplayCacheEntries != nil {
-		v := *ca.ReplayCacheEntries
-		if err := inRange(d, "clientAssertion.replayCacheEntries", v, MinimumReplayCacheEntries, MaximumReplayCacheEntries); err != nil {
-			return nil, err
-		}
-		c.ClientAssertion.ReplayCacheEntries = int(v)
-	}
+	return algs, nil
+}
 
-	// clients
-	if fc.Clients == nil {
-		return nil, d.Fail("clients", "is required", nil)
+// validateClients checks the required clients section and sets
+// c.ClientsDirectory, an existing folder.
+func validateClients(d *strictyaml.Document, cl *fileClients, c *Config, resolve func(string) string) error {
+	if cl == nil {
+		return d.Fail("clients", "is required", nil)
 	}
-	if fc.Clients.Directory == nil || *fc.Clients.Directory == "" {
-		return nil, d.Fail("clients.directory", "is required", nil)
+	if cl.Directory == nil || *cl.Directory == "" {
+		return d.Fail("clients.directory", "is required", nil)
 	}
-	c.ClientsDirectory = resolve(*fc.Clients.Directory)
+	c.ClientsDirectory = resolve(*cl.Directory)
 	if st, err := os.Stat(c.ClientsDirectory); err != nil || !st.IsDir() {
-		return nil, d.Fail("clients.directory", "must be an existing folder", err)
+		return d.Fail("clients.directory", "must be an existing folder", err)
 	}
-	return c, nil
+	return nil
 }
 
 func validateSigner(d *strictyaml.Document, fs *fileSigner, c *Config, resolve func(string) string) error {
+	if fs == nil {
+		return d.Fail("signer", "is required", nil)
+	}
 	if fs.Kind == nil {
 		return d.Fail("signer.kind", "is required", nil)
 	}

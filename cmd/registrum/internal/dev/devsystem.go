@@ -1,4 +1,4 @@
-// Package devsystem runs the whole of Registrum on one machine for a first
+// Package dev runs the whole of Registrum on one machine for a first
 // run (`registrum dev`): a persistent private PostgreSQL cluster, the example
 // registry compiled and served by the record host, a token issuer with
 // local keys and demo clients, and the review desk (examples/reviewdesk) as
@@ -71,6 +71,111 @@ const clusterExitGrace = 2 * time.Second
 
 // Run starts the system, prints what to try next, and serves until ctx ends.
 func Run(ctx context.Context, o Options) error {
+	o = o.withDefaults()
+	data, err := filepath.Abs(o.DataDir)
+	if err != nil {
+		return fmt.Errorf("dev: %w", err)
+	}
+	// The lock comes before any write: a second dev on the same folder, or a
+	// folder holding anything dev did not make, changes nothing.
+	dd, err := openDataDir(data)
+	if err != nil {
+		return err
+	}
+	defer dd.close()
+
+	res, sc, err := preparePackage(o, data)
+	if err != nil {
+		return err
+	}
+	if sc != nil {
+		defer sc.ln.Close()
+	}
+	cluster, err := startCluster(ctx, dd)
+	if err != nil {
+		return err
+	}
+	defer cluster.Stop()
+	lns, err := openListeners(o)
+	if err != nil {
+		return err
+	}
+	defer lns.close()
+
+	walk := planWalkthrough(res.Package)
+	demo := planDemoClients(res.Package, walk)
+	usable := demo.Profiles[issuer.DevStandardClientID]
+	journey := planRequestJourney(res.Package, usable, demo.Claims)
+	gis := planGIS(res.Package, usable, demo.Claims)
+	bulk := planIngest(res.Package, o.ProjectDir, usable, demo.Claims)
+	reviewed := planReviewedJourney(res.Package, usable, demo.Claims, journey)
+	setup, icfg, err := writeIssuerSetup(data, res.Package, demo, lns.issuer)
+	if err != nil {
+		return err
+	}
+	rd, err := planReviewDesk(res.Package, data, lns.deskURL(), icfg, lns.issuer.Addr().String())
+	if err != nil {
+		return err
+	}
+	iss, err := openIssuer(icfg, lns.issuer, o.Log)
+	if err != nil {
+		return err
+	}
+	defer iss.Close()
+
+	svc, ctx := newServices(ctx)
+	defer svc.cancel()
+	svc.start(func() error { return iss.Serve(ctx, lns.issuer) })
+	auth := authBlock(icfg, lns.issuer.Addr().String(), demo.PurposeClaim) + reviewBlock(rd, res.Package, lns.deskURL(), setup)
+	if rd != nil {
+		d, err := desk.New(rd.Config, desk.Options{Log: o.Log})
+		if err != nil {
+			svc.stop()
+			return err
+		}
+		svc.start(func() error { return d.Serve(ctx, lns.desk) })
+	}
+	if sc != nil {
+		svc.start(func() error { return sc.serve(ctx) })
+	}
+	events, err := startEvents(ctx, o, data, res.Package)
+	if err != nil {
+		svc.stop()
+		return err
+	}
+	defer events.close()
+	h, err := openHost(ctx, dd, cluster, lns.host, auth+events.config, o.Log, o.Out)
+	if err != nil {
+		svc.stop()
+		return err
+	}
+	defer h.Close()
+	svc.start(func() error { return h.Serve(ctx, lns.host, nil) })
+
+	printNextSteps(nextSteps{
+		Command:  o.Command,
+		Out:      o.Out,
+		DataDir:  dd,
+		HostAddr: lns.host.Addr().String(),
+		Setup:    setup,
+		Clients:  demo,
+		Desk:     rd,
+		Scanner:  sc,
+		Walk:     walk,
+		Journey:  journey,
+		GIS:      gis,
+		Bulk:     bulk,
+		Reviewed: reviewed,
+	})
+	events.print(o.Out, o.Command, data, res.Package, "http://"+lns.host.Addr().String(), `-H "Authorization: Bearer $TOKEN"`)
+	fmt.Fprintln(o.Out, "Press Ctrl-C to stop; the data folder keeps everything for the next start.")
+	return svc.wait(cluster)
+}
+
+// withDefaults returns o with its unset fields given their defaults: the
+// data folder ./.registrum-dev, the project examples/childsupport, the
+// command "registrum", and discarded logs and output.
+func (o Options) withDefaults() Options {
 	if o.DataDir == "" {
 		o.DataDir = ".registrum-dev"
 	}
@@ -86,22 +191,18 @@ func Run(ctx context.Context, o Options) error {
 	if o.Out == nil {
 		o.Out = io.Discard
 	}
-	data, err := filepath.Abs(o.DataDir)
-	if err != nil {
-		return fmt.Errorf("dev: %w", err)
-	}
-	// The lock comes before any write: a second dev on the same folder, or a
-	// folder holding anything dev did not make, changes nothing.
-	dd, err := openDataDir(data)
-	if err != nil {
-		return err
-	}
-	defer dd.close()
+	return o
+}
 
+// preparePackage compiles the project, printing its warnings to o.Out,
+// starts the attachment scanner (nil when dev serves no verifier of the
+// package), and writes the compiled package to <data>/package. The caller
+// closes the scanner's listener; on an error there is nothing to close.
+func preparePackage(o Options, data string) (*project.Result, *scanner, error) {
 	// Compile first: a broken project should not cost a cluster start.
 	res, err := project.Compile(o.ProjectDir, project.Options{Fingerprint: layout.Fingerprint})
 	if err != nil {
-		return fmt.Errorf("dev: compile %s: %w", o.ProjectDir, err)
+		return nil, nil, fmt.Errorf("dev: compile %s: %w", o.ProjectDir, err)
 	}
 	for _, w := range res.Warnings {
 		w.File = filepath.Join(o.ProjectDir, w.File)
@@ -111,147 +212,176 @@ func Run(ctx context.Context, o Options) error {
 	// package's copy names it.
 	sc, err := startScanner(res.Package, data, o.VerifierPort)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
-	if sc != nil {
-		defer sc.ln.Close()
+	fail := func(err error) (*project.Result, *scanner, error) {
+		if sc != nil {
+			sc.ln.Close()
+		}
+		return nil, nil, err
 	}
 	pkgDir := filepath.Join(data, "package")
 	if err := os.RemoveAll(pkgDir); err != nil {
-		return fmt.Errorf("dev: %w", err)
+		return fail(fmt.Errorf("dev: %w", err))
 	}
 	if err := res.Write(pkgDir); err != nil {
-		return fmt.Errorf("dev: write package: %w", err)
+		return fail(fmt.Errorf("dev: write package: %w", err))
 	}
+	return res, sc, nil
+}
 
+// startCluster starts the data folder's PostgreSQL cluster and makes sure
+// it holds the registrum database. The caller stops the cluster; on an
+// error it is already stopped.
+func startCluster(ctx context.Context, dd *dataDir) (*pglocal.Cluster, error) {
 	clusterDir, err := dd.clusterDir()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	cluster, err := pglocal.Start(ctx, pglocal.Options{Dir: clusterDir})
 	if err != nil {
-		return fmt.Errorf("dev: %w", err)
+		return nil, fmt.Errorf("dev: %w", err)
 	}
-	defer cluster.Stop()
 	if err := cluster.EnsureDatabase(ctx, databaseName); err != nil {
-		return err
+		cluster.Stop()
+		return nil, err
 	}
+	return cluster, nil
+}
 
-	hostLn, err := listen(o.Port)
-	if err != nil {
-		return fmt.Errorf("dev: record host: %w", err)
-	}
-	defer hostLn.Close()
-	issuerLn, err := listen(o.IssuerPort)
-	if err != nil {
-		return fmt.Errorf("dev: token issuer: %w", err)
-	}
-	defer issuerLn.Close()
-	deskLn, err := listen(o.DeskPort)
-	if err != nil {
-		return fmt.Errorf("dev: review desk: %w", err)
-	}
-	defer deskLn.Close()
-	deskURL := "http://" + deskLn.Addr().String()
+// listeners are the loopback listeners of the record host, the token
+// issuer and the review desk, opened before any of them starts so that
+// each one's address is known to the others' configuration.
+type listeners struct {
+	// host is the record host's listener (Options.Port).
+	host net.Listener
+	// issuer is the token issuer's listener (Options.IssuerPort).
+	issuer net.Listener
+	// desk is the review desk's listener (Options.DeskPort); it is opened
+	// even when no desk runs.
+	desk net.Listener
+}
 
-	issuerPort := issuerLn.Addr().(*net.TCPAddr).Port
-	walk := planWalkthrough(res.Package)
-	demo := planDemoClients(res.Package, walk)
-	journey := planRequestJourney(res.Package, demo.Profiles[issuer.DevStandardClientID], demo.Claims)
-	gis := planGIS(res.Package, demo.Profiles[issuer.DevStandardClientID], demo.Claims)
-	bulk := planIngest(res.Package, o.ProjectDir, demo.Profiles[issuer.DevStandardClientID], demo.Claims)
-	reviewed := planReviewedJourney(res.Package, demo.Profiles[issuer.DevStandardClientID], demo.Claims, journey)
-	devOpts := issuer.DevOptions{Port: issuerPort, Scopes: requiredScopes(res.Package), Claims: demo.Claims}
+// openListeners opens the host's, the issuer's and the desk's listeners on
+// their ports in o. On an error the ones already open are closed.
+func openListeners(o Options) (*listeners, error) {
+	l := &listeners{}
+	var err error
+	if l.host, err = listen(o.Port); err != nil {
+		return nil, fmt.Errorf("dev: record host: %w", err)
+	}
+	if l.issuer, err = listen(o.IssuerPort); err != nil {
+		l.host.Close()
+		return nil, fmt.Errorf("dev: token issuer: %w", err)
+	}
+	if l.desk, err = listen(o.DeskPort); err != nil {
+		l.issuer.Close()
+		l.host.Close()
+		return nil, fmt.Errorf("dev: review desk: %w", err)
+	}
+	return l, nil
+}
+
+// close closes the listeners, the last opened first.
+func (l *listeners) close() {
+	l.desk.Close()
+	l.issuer.Close()
+	l.host.Close()
+}
+
+// deskURL is the review desk's public URL.
+func (l *listeners) deskURL() string {
+	return "http://" + l.desk.Addr().String()
+}
+
+// writeIssuerSetup writes the dev issuer's setup under <data>/issuer, its
+// standard demo client holding every scope the package requires and demo's
+// claims, registers the record host's review client when the package has
+// reviewed entities, and loads the issuer's configuration.
+func writeIssuerSetup(data string, p *model.Package, demo *demoClients, issuerLn net.Listener) (*issuer.DevSetup, *issuer.Config, error) {
+	devOpts := issuer.DevOptions{Port: issuerLn.Addr().(*net.TCPAddr).Port, Scopes: requiredScopes(p), Claims: demo.Claims}
 	setup, err := issuer.WriteDevSetup(filepath.Join(data, "issuer"), devOpts)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
-	if hasReviewedEntities(res.Package) {
+	if hasReviewedEntities(p) {
 		if err := writeReviewClient(data, filepath.Dir(setup.ConfigPath)); err != nil {
-			return err
+			return nil, nil, err
 		}
 	}
 	icfg, err := issuer.LoadConfig(setup.ConfigPath)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
-	rd, err := planReviewDesk(res.Package, data, deskURL, icfg, issuerLn.Addr().String())
-	if err != nil {
-		return err
-	}
+	return setup, icfg, nil
+}
+
+// openIssuer opens the token issuer of icfg, its discovery documents naming
+// the endpoints served on ln.
+func openIssuer(icfg *issuer.Config, ln net.Listener, log *slog.Logger) (*issuer.Server, error) {
 	// The identifier stays the https one seed 000 requires; the discovery
 	// documents name the endpoints dev really serves: plain HTTP on loopback
 	// (docs/decisions/dev-issuer-scheme.md).
-	icfg.EndpointBaseURL = "http://" + issuerLn.Addr().String()
-	iss, err := issuer.New(icfg, o.Log)
-	if err != nil {
-		return err
-	}
-	defer iss.Close()
-	stopped := ctx // ends when the user stops dev
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	errs := make(chan error, 4)
-	// A service still starting when dev is stopped (the host's job workers
-	// making their first connection) ends with the context's error: that
-	// is a clean stop, not a failure.
-	clean := func(err error) error {
-		if stopped.Err() != nil && errors.Is(err, context.Canceled) {
-			return nil
-		}
-		return err
-	}
-	go func() { errs <- iss.Serve(ctx, issuerLn) }()
-	auth := authBlock(icfg, issuerLn.Addr().String(), demo.PurposeClaim) + reviewBlock(rd, res.Package, deskURL, setup)
-	pending := 1
-	if rd != nil {
-		d, err := desk.New(rd.Config, desk.Options{Log: o.Log})
-		if err != nil {
-			cancel()
-			<-errs
-			return err
-		}
-		pending++
-		go func() { errs <- d.Serve(ctx, deskLn) }()
-	}
+	icfg.EndpointBaseURL = "http://" + ln.Addr().String()
+	return issuer.New(icfg, log)
+}
 
-	if sc != nil {
-		pending++
-		go func() { errs <- sc.serve(ctx) }()
+// services are the services dev runs side by side (the issuer, the desk,
+// the scanner and the host), each serving in its own goroutine until the
+// context they share ends.
+type services struct {
+	// stopped ends when the user stops dev.
+	stopped context.Context
+	// cancel ends the services' context, stopping every service.
+	cancel context.CancelFunc
+	// errs receives what each service's Serve returned; it has room for
+	// every service, so none waits to be collected.
+	errs chan error
+	// pending counts the services started whose Serve result is not yet
+	// received.
+	pending int
+}
+
+// newServices returns the services of a dev system stopped by the end of
+// ctx, and the context they serve under, ended by their cancel.
+func newServices(ctx context.Context) (*services, context.Context) {
+	sctx, cancel := context.WithCancel(ctx)
+	return &services{stopped: ctx, cancel: cancel, errs: make(chan error, 4)}, sctx
+}
+
+// start runs serve in its own goroutine, its result sent on errs.
+func (s *services) start(serve func() error) {
+	s.pending++
+	go func() { s.errs <- serve() }()
+}
+
+// stop cancels the services and waits for every pending one to end.
+func (s *services) stop() {
+	s.cancel()
+	for ; s.pending > 0; s.pending-- {
+		<-s.errs
 	}
+}
 
-	events, err := startEvents(ctx, o, data, res.Package)
-	if err != nil {
-		cancel()
-		<-errs
-		return err
+// clean returns err, or nil when it is the context's error of a service
+// still starting when dev was stopped (the host's job workers making their
+// first connection): that is a clean stop, not a failure.
+func (s *services) clean(err error) error {
+	if s.stopped.Err() != nil && errors.Is(err, context.Canceled) {
+		return nil
 	}
-	defer events.close()
+	return err
+}
 
-	h, err := openHost(ctx, dd, cluster, hostLn, auth+events.config, o.Log, o.Out)
-	if err != nil {
-		cancel()
-		for ; pending > 0; pending-- {
-			<-errs
-		}
-		return err
-	}
-	defer h.Close()
-
-	go func() { errs <- h.Serve(ctx, hostLn, nil) }()
-	pending++
-
-	printNextSteps(o, dd, hostLn.Addr().String(), setup, walk, journey, gis, bulk, demo, rd, reviewed, sc)
-	events.print(o.Out, o.Command, data, res.Package, "http://"+hostLn.Addr().String(), `-H "Authorization: Bearer $TOKEN"`)
-	fmt.Fprintln(o.Out, "Press Ctrl-C to stop; the data folder keeps everything for the next start.")
-
-	// Serve until the context ends, a service fails, or PostgreSQL dies: a
-	// host without its database would only answer errors.
+// wait serves until the context ends, a service fails, or PostgreSQL dies
+// (a host without its database would only answer errors), then stops every
+// service and returns the first failure, or nil for a clean stop.
+func (s *services) wait(cluster *pglocal.Cluster) error {
 	var first error
 	select {
-	case first = <-errs:
-		pending--
-		first = clean(first)
+	case first = <-s.errs:
+		s.pending--
+		first = s.clean(first)
 		// A service that fails because PostgreSQL died (the host's job
 		// workers lose their connections at once) says less than the
 		// cluster's own exit does: give the cluster a moment to be seen.
@@ -265,9 +395,9 @@ func Run(ctx context.Context, o Options) error {
 	case <-cluster.Done():
 		first = clusterDied(cluster)
 	}
-	cancel()
-	for ; pending > 0; pending-- {
-		if err := clean(<-errs); first == nil {
+	s.cancel()
+	for ; s.pending > 0; s.pending-- {
+		if err := s.clean(<-s.errs); first == nil {
 			first = err
 		}
 	}
@@ -418,9 +548,50 @@ hostKeyRef: secret:file/host-key
 	return path, nil
 }
 
-func printNextSteps(o Options, dd *dataDir, hostAddr string, setup *issuer.DevSetup, walk *Walkthrough, journey *RequestJourney, gis *GISStep, bulk *IngestStep, demo *demoClients, rd *reviewDesk, reviewed *ReviewedJourney, sc *scanner) {
-	base := "http://" + hostAddr
-	w := o.Out
+// nextSteps is what printNextSteps tells the user once every service is
+// up: where each service listens, how to get a token, and the commands of
+// the walkthroughs the project supports. A nil service or walkthrough is
+// left out.
+type nextSteps struct {
+	// Command is how the user invokes registrum (Options.Command).
+	Command string
+	// Out receives the steps (Options.Out).
+	Out io.Writer
+	// DataDir is the data folder, and where its PostgreSQL cluster lives
+	// when that is outside it.
+	DataDir *dataDir
+	// HostAddr is the record host's address, host:port.
+	HostAddr string
+	// Setup is the dev issuer's setup: its token URL and demo clients.
+	Setup *issuer.DevSetup
+	// Clients tells which demo client satisfies which profile, and the
+	// standard client's claims.
+	Clients *demoClients
+	// Desk is the review desk, nil when none runs.
+	Desk *reviewDesk
+	// Scanner is the attachment scanner, nil when none runs.
+	Scanner *scanner
+	// Walk is the create, patch and list walkthrough, nil when no entity
+	// and profile allow one.
+	Walk *Walkthrough
+	// Journey is the change-request journey, nil when no request entity
+	// qualifies.
+	Journey *RequestJourney
+	// GIS is the spatial adapter step, nil when no entity qualifies.
+	GIS *GISStep
+	// Bulk is the bulk import step, nil when no ingest file qualifies.
+	Bulk *IngestStep
+	// Reviewed is the journey through the review desk, nil when no request
+	// entity qualifies; it is printed only when Desk is set.
+	Reviewed *ReviewedJourney
+}
+
+// printNextSteps prints s: the services and their addresses, the demo
+// clients' token commands, then each walkthrough.
+func printNextSteps(s nextSteps) {
+	base := "http://" + s.HostAddr
+	w := s.Out
+	dd, setup := s.DataDir, s.Setup
 	fmt.Fprintf(w, "Registrum dev is running (data in %s).\n", dd.path)
 	if dd.marker.ClusterDir != "" {
 		fmt.Fprintf(w, "Its PostgreSQL cluster is in %s: the cluster's system user cannot enter the data folder.\n", dd.marker.ClusterDir)
@@ -428,10 +599,10 @@ func printNextSteps(o Options, dd *dataDir, hostAddr string, setup *issuer.DevSe
 	fmt.Fprintln(w)
 	fmt.Fprintf(w, "  record host   %s\n", base)
 	fmt.Fprintf(w, "  token issuer  %s\n", strings.TrimSuffix(setup.TokenURL, "/token"))
-	if rd != nil {
+	if rd := s.Desk; rd != nil {
 		fmt.Fprintf(w, "  review desk   %s  (authority %s; the reviewer's password is in %s)\n", rd.Config.PublicURL, strings.Join(rd.Authorities, ", "), rd.PasswordFile)
 	}
-	if sc != nil {
+	if sc := s.Scanner; sc != nil {
 		fmt.Fprintf(w, "  scanner       http://%s  (the EICAR scanner of examples/plugins/eicar-verifier as http verifier %s; its bearer credential is in %s)\n", sc.Addr(), strings.Join(sc.IDs, ", "), filepath.Join(dd.path, "secrets"))
 	}
 	fmt.Fprintln(w)
@@ -441,16 +612,16 @@ func printNextSteps(o Options, dd *dataDir, hostAddr string, setup *issuer.DevSe
 		if c.ID == issuer.DevStandardClientID {
 			standard = c
 		}
-		fmt.Fprintf(w, "  %s token --token-url %s --client-id %s --key %s\n", o.Command, setup.TokenURL, c.ID, c.KeyFile)
+		fmt.Fprintf(w, "  %s token --token-url %s --client-id %s --key %s\n", s.Command, setup.TokenURL, c.ID, c.KeyFile)
 	}
 	fmt.Fprintln(w)
-	demo.print(w, setup)
+	s.Clients.print(w, setup)
 	auth := `-H "Authorization: Bearer $TOKEN"`
-	if walk != nil || journey != nil || gis != nil || bulk != nil || reviewed != nil {
+	if s.Walk != nil || s.Journey != nil || s.GIS != nil || s.Bulk != nil || s.Reviewed != nil {
 		fmt.Fprintf(w, "Every command below uses a token of the standard demo client:\n")
-		fmt.Fprintf(w, "  export TOKEN=$(%s token --token-url %s --client-id %s --key %s)\n\n", o.Command, setup.TokenURL, standard.ID, standard.KeyFile)
+		fmt.Fprintf(w, "  export TOKEN=$(%s token --token-url %s --client-id %s --key %s)\n\n", s.Command, setup.TokenURL, standard.ID, standard.KeyFile)
 	}
-	if walk != nil {
+	if walk := s.Walk; walk != nil {
 		e, q := walk.Entity, walk.query()
 		fmt.Fprintf(w, "Try the %s records (profile %s):\n\n", e.ID, walk.Profile)
 		fmt.Fprintf(w, "Create a record (twice, so that the list below has a second page); note its Location and ETag:\n")
@@ -466,16 +637,16 @@ func printNextSteps(o Options, dd *dataDir, hostAddr string, setup *issuer.DevSe
 			fmt.Fprintf(w, "  curl -sS -G '%s/v1/records/%s:snapshot%s' %s --data-urlencode 'snapshot=<data.snapshot>'\n\n", base, e.Route, q, auth)
 		}
 	}
-	if journey != nil {
-		journey.print(w, base, auth)
+	if s.Journey != nil {
+		s.Journey.print(w, base, auth)
 	}
-	if gis != nil {
-		gis.print(w, base, auth)
+	if s.GIS != nil {
+		s.GIS.print(w, base, auth)
 	}
-	if bulk != nil {
-		bulk.print(w, o.Command, base)
+	if s.Bulk != nil {
+		s.Bulk.print(w, s.Command, base)
 	}
-	if reviewed != nil && rd != nil {
-		reviewed.print(w, base, auth, rd)
+	if s.Reviewed != nil && s.Desk != nil {
+		s.Reviewed.print(w, base, auth, s.Desk)
 	}
 }
