@@ -152,6 +152,9 @@ func New(cfg Config) (*Events, error) {
 	if ev.m == nil {
 		ev.m = NewMetrics(nil)
 	}
+	// instanceID is the instance id as configured: a url hook needs it even
+	// when a local handler met before it named the source "local".
+	instanceID := cfg.InstanceID
 	for _, e := range p.Entities {
 		for _, h := range e.Hooks {
 			if h.Handler == nil {
@@ -175,7 +178,7 @@ func New(cfg Config) (*Events, error) {
 					ev.log.Warn("events of this hook are not captured: its destination is not bound in eventDestinations", "hook", h.ID, "entity", e.ID, "destination", h.Handler.DestinationID)
 					continue
 				}
-				if cfg.InstanceID == "" || !instancePattern.MatchString(cfg.InstanceID) {
+				if instanceID == "" || !instancePattern.MatchString(instanceID) {
 					return nil, errors.New("hooks: instanceId is required (lowercase letters, digits and dashes) when events are delivered")
 				}
 				if model.ClassificationRank(h.Classification) > model.ClassificationRank(d.Ceiling) {
