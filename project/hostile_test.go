@@ -62,7 +62,7 @@ func TestCompileNumbersAreStrict(t *testing.T) {
 
 // TestCompileWithinTheNodeBudgetStaysBounded: the costliest document the
 // project's node budget lets through (aliases expanding to just under it)
-// is answered within a second of processor time and 100 MiB, and one just past it is refused
+// is answered within bombtest.MaxCPU of processor time and 100 MiB, and one just past it is refused
 // by the budget.
 func TestCompileWithinTheNodeBudgetStaysBounded(t *testing.T) {
 	n := int(math.Sqrt(source.MaxNodes)) - 4

@@ -245,7 +245,7 @@ func TestReadFile(t *testing.T) {
 
 // TestAliasBomb parses and decodes a "billion laughs" document in a child
 // process held to a memory limit and a timeout: it must be refused by the
-// node budget within a second of processor time and 100 MiB.
+// node budget within bombtest.MaxCPU of processor time and 100 MiB.
 func TestAliasBomb(t *testing.T) {
 	bombtest.Refuses(t, func() error {
 		d, err := Parse("bomb.yaml", []byte(bombtest.AliasBomb()), Limits{})
@@ -259,8 +259,8 @@ func TestAliasBomb(t *testing.T) {
 
 // TestWithinTheDefaultBudgetsMemoryStaysBounded: the costliest document the
 // default node budget lets through (aliases expanding to just under
-// DefaultMaxNodes) is read, as a tree and into a typed value, within a
-// second of processor time and 100 MiB, in a memory-limited child process.
+// DefaultMaxNodes) is read, as a tree and into a typed value, within
+// bombtest.MaxCPU of processor time and 100 MiB, in a memory-limited child process.
 func TestWithinTheDefaultBudgetsMemoryStaysBounded(t *testing.T) {
 	n := int(math.Sqrt(DefaultMaxNodes)) - 4
 	doc := bombtest.SquareBomb(n)
