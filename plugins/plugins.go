@@ -26,9 +26,15 @@ type Limits struct {
 	// MemoryPages caps a WebAssembly module's linear memory in 64 KiB pages.
 	// Default 512 (32 MiB). A Go guest needs at least 128.
 	MemoryPages uint32
-	// WallTime bounds one call; a fresh instance's initialisation is
-	// bounded by the same duration on its own. Default 500 ms.
+	// WallTime bounds one call. Default 500 ms.
 	WallTime time.Duration
+	// InitTime bounds a fresh WebAssembly instance's initialisation (a Go
+	// guest's runtime start), on its own, apart from any call. Default 5 s:
+	// the start takes about 100 ms on an idle machine but more than the
+	// default WallTime on a busy two-core one, and it runs once per
+	// instance, when a module is loaded or an instance replaced, not per
+	// call.
+	InitTime time.Duration
 	// MaxInputBytes bounds the input document. Default 1 MiB.
 	MaxInputBytes int
 	// MaxOutputBytes bounds the output document. Default 1 MiB.
@@ -42,6 +48,7 @@ type Limits struct {
 const (
 	DefaultMemoryPages    = 512
 	DefaultWallTime       = 500 * time.Millisecond
+	DefaultInitTime       = 5 * time.Second
 	DefaultMaxInputBytes  = 1 << 20
 	DefaultMaxOutputBytes = 1 << 20
 	DefaultMaxAllocs      = 200000
@@ -59,6 +66,9 @@ func (l Limits) withDefaults() (Limits, error) {
 	if l.WallTime == 0 {
 		l.WallTime = DefaultWallTime
 	}
+	if l.InitTime == 0 {
+		l.InitTime = DefaultInitTime
+	}
 	if l.MaxInputBytes == 0 {
 		l.MaxInputBytes = DefaultMaxInputBytes
 	}
@@ -73,6 +83,8 @@ func (l Limits) withDefaults() (Limits, error) {
 		return l, fmt.Errorf("plugins: limits: memoryPages %d is over %d", l.MemoryPages, maxMemoryPages)
 	case l.WallTime < 0:
 		return l, fmt.Errorf("plugins: limits: wallTime %s is negative", l.WallTime)
+	case l.InitTime < 0:
+		return l, fmt.Errorf("plugins: limits: initTime %s is negative", l.InitTime)
 	case l.MaxInputBytes < 0:
 		return l, fmt.Errorf("plugins: limits: maxInputBytes %d is negative", l.MaxInputBytes)
 	case l.MaxOutputBytes < 0:

@@ -156,7 +156,7 @@ func (p *wasmProgram) checkInterface() error {
 }
 
 func (p *wasmProgram) instantiate(ctx context.Context) (*wasmInstance, error) {
-	ctx, cancel := context.WithTimeout(ctx, p.rt.limits.WallTime)
+	ctx, cancel := context.WithTimeout(ctx, p.rt.limits.InitTime)
 	defer cancel()
 	stderr := &limitedBuffer{max: 4096}
 	// No filesystem, environment, arguments, network or real clocks: the
