@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/registrum/registrum/internal/testslack"
 	"github.com/registrum/registrum/issuer/keys"
 )
 
@@ -139,24 +140,25 @@ func TestSlowClientCannotHoldTheServer(t *testing.T) {
 		if _, err := io.WriteString(conn, send); err != nil {
 			t.Fatal(err)
 		}
-		conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+		// Far past the server's time-out and its slack: only the server's
+		// own time-out ends the exchange in time.
+		conn.SetReadDeadline(time.Now().Add(30 * time.Second))
 		out, _ := io.ReadAll(bufio.NewReader(conn)) // until the server closes
 		return time.Since(start), string(out)
 	}
 	t.Run("body trickles", func(t *testing.T) {
 		elapsed, out := measure(t, "POST /token HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 500\r\n\r\ngrant_type=client")
-		if elapsed < timeout-50*time.Millisecond || elapsed > timeout+2*time.Second {
-			t.Fatalf("connection held %v with a %v time-out", elapsed, timeout)
+		if elapsed < timeout-50*time.Millisecond {
+			t.Fatalf("connection closed after %v, before the %v time-out", elapsed, timeout)
 		}
+		testslack.Stopped(t, "a trickling client's connection", elapsed, timeout)
 		if out != "" && !strings.Contains(out, `{"error":"invalid_request"}`) {
 			t.Fatalf("answer %q", out)
 		}
 	})
 	t.Run("headers trickle", func(t *testing.T) {
 		elapsed, _ := measure(t, "POST /token HTTP/1.1\r\nHost: x\r\n")
-		if elapsed > timeout+2*time.Second {
-			t.Fatalf("connection held %v with a %v time-out", elapsed, timeout)
-		}
+		testslack.Stopped(t, "a trickling client's connection", elapsed, timeout)
 	})
 	// The server still answers others.
 	d.issue(DevStandardClientID, nil)
