@@ -16,7 +16,6 @@ import (
 	"github.com/registrum/registrum/host/records"
 	"github.com/registrum/registrum/model"
 	"github.com/registrum/registrum/plugins"
-	"github.com/registrum/registrum/project/generate"
 	"github.com/registrum/registrum/store"
 )
 
@@ -83,17 +82,18 @@ func openEvents(ctx context.Context, cfg *config.Config, pkg *model.Package, st 
 }
 
 // dataSchema returns an event's dataschema URN from its packaged schema
-// file, or from the schema this release generates when the package folder
-// does not hold it.
+// file. The host does not regenerate schemas: a package whose folder does
+// not hold the file must be recompiled.
 func dataSchema(pkg *model.Package, dir string, e *model.Entity, h *model.Hook) (string, error) {
-	b, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(generate.EventSchemaPath(e.ID, h.ID))))
+	rel := model.EventSchemaPath(e.ID, h.ID)
+	b, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(rel)))
 	if errors.Is(err, os.ErrNotExist) {
-		return generate.EventSchemaURN(pkg, e.ID, h.ID)
+		return "", fmt.Errorf("host: event schema of %s.%s: the package does not hold %s: recompile it with this release", e.ID, h.ID, rel)
 	}
 	if err != nil {
 		return "", fmt.Errorf("host: event schema of %s.%s: %w", e.ID, h.ID, err)
 	}
-	return generate.EventSchemaURNOf(pkg.Registry.ID, e.ID, h.ID, b)
+	return model.EventSchemaURNOf(pkg.Registry.ID, e.ID, h.ID, b)
 }
 
 // packageDir is the folder of a package path (a folder or its package.json).

@@ -2,7 +2,9 @@
 // description of a registry that the record host serves from. The compiler in
 // project produces it from an author's project; the host, the store and
 // the generators read it. It has no behaviour beyond lookups, loading and the
-// content digest that identifies it.
+// content digest that identifies it, besides the facts the compiler and the
+// host share about a package: the paths of its generated artifacts, the URN
+// of an event's schema and the table of the capabilities the host serves.
 package model
 
 import (

@@ -14,11 +14,11 @@ const RuleUnserved = "capability.unserved"
 // unservedKeys are the project keys that declare each capability, where a
 // warning points; a capability declared by grants points at the entity.
 var unservedKeys = map[string]string{
-	generate.CapTemporalReads:  "temporal",
-	generate.CapIngestionRuns:  "batch",
-	generate.CapChangeRequests: "changeRequest",
-	generate.CapAttachments:    "attachments",
-	generate.CapGIS:            "geojson",
+	model.CapTemporalReads:  "temporal",
+	model.CapIngestionRuns:  "batch",
+	model.CapChangeRequests: "changeRequest",
+	model.CapAttachments:    "attachments",
+	model.CapGIS:            "geojson",
 }
 
 // unserved returns one warning per declared use of a capability the record

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/registrum/registrum/model"
 	"github.com/registrum/registrum/project/generate"
 )
 
@@ -15,7 +16,7 @@ import (
 // routes out.
 func TestCompileWarnsAboutUnservedCapabilities(t *testing.T) {
 	unserved := 0
-	for _, c := range generate.Capabilities() {
+	for _, c := range model.ServiceCapabilities() {
 		if !c.Served {
 			unserved++
 		}
@@ -38,7 +39,7 @@ func TestCompileWarnsAboutUnservedCapabilities(t *testing.T) {
 		if !strings.Contains(w.String(), "warning: ") || !strings.Contains(w.Message, "declared, not yet served by this host") {
 			t.Errorf("warning text %q", w.String())
 		}
-		for _, c := range generate.Capabilities() {
+		for _, c := range model.ServiceCapabilities() {
 			if strings.HasPrefix(w.Message, c.Title+" of ") {
 				if c.Served {
 					t.Errorf("warning about served capability %s", c.ID)
@@ -47,18 +48,18 @@ func TestCompileWarnsAboutUnservedCapabilities(t *testing.T) {
 			}
 		}
 	}
-	for _, c := range generate.Capabilities() {
+	for _, c := range model.ServiceCapabilities() {
 		if c.Served {
 			continue
 		}
-		if _, ok := byCapability[c.ID]; !ok && c.ID != generate.CapRevisions {
+		if _, ok := byCapability[c.ID]; !ok && c.ID != model.CapRevisions {
 			t.Errorf("no warning for unserved capability %s", c.ID)
 		}
 	}
-	if w, ok := byCapability[generate.CapTemporalReads]; ok && !strings.HasSuffix(w.Path, ".temporal") {
+	if w, ok := byCapability[model.CapTemporalReads]; ok && !strings.HasSuffix(w.Path, ".temporal") {
 		t.Errorf("temporal warning at %s, want the temporal key", w.Path)
 	}
-	doc := string(res.Contents[generate.OpenAPIPath])
+	doc := string(res.Contents[model.OpenAPIPath])
 	var d struct {
 		Paths map[string]any `json:"paths"`
 	}

@@ -10,7 +10,7 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
-	"github.com/registrum/registrum/project/generate"
+	"github.com/registrum/registrum/model"
 )
 
 // TestGenerateGoCompilesAndSpeaksTheWireNames compiles the example
@@ -100,7 +100,7 @@ func main() {
 	body := goCmd("run", ".")
 
 	// The struct's JSON is a valid create body: the entity's published schema.
-	schema, err := os.ReadFile(filepath.Join(pkg, generate.EntitySchemaPath("case")))
+	schema, err := os.ReadFile(filepath.Join(pkg, model.EntitySchemaPath("case")))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,7 +10,6 @@ import (
 
 	"github.com/registrum/registrum/host/problem"
 	"github.com/registrum/registrum/model"
-	"github.com/registrum/registrum/project/generate"
 )
 
 // Documents holds the published documents of one package.
@@ -44,16 +43,16 @@ func Load(p *model.Package, dir string) (*Documents, error) {
 		return read(rel)
 	}
 	var err error
-	if d.openapi, err = need(generate.OpenAPIPath); err != nil {
+	if d.openapi, err = need(model.OpenAPIPath); err != nil {
 		return nil, err
 	}
 	for _, e := range p.Entities {
-		if d.entities[e.ID], err = need(generate.EntitySchemaPath(e.ID)); err != nil {
+		if d.entities[e.ID], err = need(model.EntitySchemaPath(e.ID)); err != nil {
 			return nil, err
 		}
 	}
 	for _, f := range p.Forms {
-		if d.forms[generate.FormRoutePath(p, f.ID)], err = need(generate.FormSchemaPath(f.ID)); err != nil {
+		if d.forms[model.FormRoutePath(p, f.ID)], err = need(model.FormSchemaPath(f.ID)); err != nil {
 			return nil, err
 		}
 	}

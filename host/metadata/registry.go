@@ -11,7 +11,6 @@ import (
 	"github.com/registrum/registrum/host/problem"
 	"github.com/registrum/registrum/model"
 	"github.com/registrum/registrum/plugins"
-	"github.com/registrum/registrum/project/generate"
 )
 
 // RegistryDocument is GET /v1/registry: the registry as the caller's
@@ -251,7 +250,7 @@ func Registry(ctx context.Context, p *model.Package, d access.Decider, caller ac
 		}
 		for _, s := range e.Attachments {
 			if readable[s.ID] {
-				ext := generate.AttachmentExtension(s)
+				ext := model.AttachmentExtension(s)
 				if d := p.VerificationPolicyDigest(s); d != "" {
 					ext["verification"].(map[string]any)["policyDigest"] = d
 				}

@@ -178,13 +178,17 @@ func (q *Query) Digest() string {
 	return d
 }
 
-// echo quotes a caller-supplied name for an error detail, shortened.
-func echo(s string) string {
+// Shorten cuts a caller-supplied name to MaxNameEcho bytes (marking the cut
+// with "…") for an error detail that echoes it.
+func Shorten(s string) string {
 	if len(s) > MaxNameEcho {
 		s = s[:MaxNameEcho] + "…"
 	}
-	return strconv.Quote(s)
+	return s
 }
+
+// echo quotes a caller-supplied name for an error detail, shortened.
+func echo(s string) string { return strconv.Quote(Shorten(s)) }
 
 // Parse parses the query options of a collection read of e for a caller
 // allowed what a says. Any option outside the grant — an unknown option, an

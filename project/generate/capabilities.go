@@ -8,90 +8,32 @@ import (
 	"github.com/registrum/registrum/model"
 )
 
-// Capability is one feature of the record service, with the routes it
-// brings, and whether this release's record host serves it.
-//
-// The compiler accepts every capability the specification describes, but
-// the OpenAPI document lists only the routes of served capabilities, and the
-// compiler warns about every declared use of one that is not served. Serving
-// a capability is therefore one change here: flip Served, and the document
-// and the warnings follow (the record host's router test then checks that
-// the routes are really there).
-type Capability struct {
-	// ID names the capability in warnings and route listings.
-	ID string
-	// Title says what the capability is, for people.
-	Title string
-	// Served is true when the record host of this release serves the
-	// capability's routes.
-	Served bool
-	// Declared says, for people, what in a project declares the capability.
-	Declared string
-}
+// serviceCapabilities returns the table of service capabilities the
+// generator reads: the model's, replaced only by tests that take a
+// capability out of service.
+var serviceCapabilities = model.ServiceCapabilities
 
-// Capability ids.
-const (
-	// CapRecords is the ordinary record routes: list, create, read, patch,
-	// tombstone and batch.
-	CapRecords = "records"
-	// CapMetadata is the registry document and the published documents.
-	CapMetadata = "metadata"
-	// CapRevisions is the revision history of a record.
-	CapRevisions = "revisions"
-	// CapTemporalReads is :current and :as-of on temporal entities.
-	CapTemporalReads = "temporal-reads"
-	// CapSnapshot is :snapshot reads.
-	CapSnapshot = "snapshot"
-	// CapIngestionRuns is the ingestion runs of batch entities.
-	CapIngestionRuns = "ingestion-runs"
-	// CapChangeRequests is the records of request entities and their
-	// actions (submit, revise, cancel, apply).
-	CapChangeRequests = "change-requests"
-	// CapAttachments is the attachment slots of request entities.
-	CapAttachments = "attachments"
-	// CapImmediateActions is the immediate actions.
-	CapImmediateActions = "immediate-actions"
-	// CapGIS is the spatial adapter.
-	CapGIS = "gis"
-)
-
-// capabilities is the one table of what the record host serves.
-var capabilities = []Capability{
-	{ID: CapRecords, Title: "record routes", Served: true, Declared: "an entity"},
-	{ID: CapMetadata, Title: "registry metadata and published documents", Served: true, Declared: "always"},
-	{ID: CapRevisions, Title: "revision history", Served: true, Declared: "a profile granting revisions"},
-	{ID: CapTemporalReads, Title: "temporal reads (:current, :as-of)", Served: true, Declared: "temporal"},
-	{ID: CapSnapshot, Title: "snapshot reads (:snapshot)", Served: true, Declared: "a profile granting snapshot"},
-	{ID: CapIngestionRuns, Title: "ingestion runs", Served: true, Declared: "batch"},
-	{ID: CapChangeRequests, Title: "change request records and actions", Served: true, Declared: "changeRequest"},
-	{ID: CapAttachments, Title: "attachments", Served: true, Declared: "attachments"},
-	{ID: CapImmediateActions, Title: "immediate actions", Served: true, Declared: "actions"},
-	{ID: CapGIS, Title: "spatial adapter (GeoJSON)", Served: true, Declared: "geojson"},
-}
-
-// Capabilities returns the table of capabilities, in a fixed order.
-func Capabilities() []Capability { return append([]Capability(nil), capabilities...) }
-
-// CapabilityByID returns the capability with that id.
-func CapabilityByID(id string) (Capability, bool) {
-	for _, c := range capabilities {
+// capabilityByID returns the capability with that id from
+// serviceCapabilities.
+func capabilityByID(id string) (model.ServiceCapability, bool) {
+	for _, c := range serviceCapabilities() {
 		if c.ID == id {
 			return c, true
 		}
 	}
-	return Capability{}, false
+	return model.ServiceCapability{}, false
 }
 
 // served reports whether the capability's routes are served.
 func served(id string) bool {
-	c, ok := CapabilityByID(id)
+	c, ok := capabilityByID(id)
 	return ok && c.Served
 }
 
 // UnservedUse is one declaration of a package whose routes the record host
 // does not serve yet: they are left out of the OpenAPI document.
 type UnservedUse struct {
-	Capability Capability
+	Capability model.ServiceCapability
 	// Entity is the entity that declares it, "" for a package-wide use.
 	Entity string
 	// Action is the immediate action that declares it.
@@ -129,7 +71,7 @@ func Unserved(p *model.Package) ([]UnservedUse, error) {
 		if served(o.capability) {
 			continue
 		}
-		if o.capability == CapRevisions && !grantsOperation(p, o.entity, model.OpRevisions) {
+		if o.capability == model.CapRevisions && !grantsOperation(p, o.entity, model.OpRevisions) {
 			// Every entity has revision routes, but only a grant of
 			// revisions declares that clients may use them.
 			continue
@@ -137,7 +79,7 @@ func Unserved(p *model.Package) ([]UnservedUse, error) {
 		k := key{o.capability, o.entity, o.action}
 		g := groups[k]
 		if g == nil {
-			c, _ := CapabilityByID(o.capability)
+			c, _ := capabilityByID(o.capability)
 			g = &UnservedUse{Capability: c, Entity: o.entity, Action: o.action}
 			groups[k] = g
 			order = append(order, k)
@@ -158,7 +100,7 @@ func Unserved(p *model.Package) ([]UnservedUse, error) {
 		}
 	}
 	rank := map[string]int{}
-	for i, c := range capabilities {
+	for i, c := range serviceCapabilities() {
 		rank[c.ID] = i
 	}
 	out := make([]UnservedUse, 0, len(groups))

@@ -26,7 +26,7 @@ func EntitySchemaID(p *model.Package, entityID string) (string, error) {
 	if p.Registry.URLs.MetadataBase == "" {
 		return "", errors.New("generate: registry.urls.metadataBase is empty; schema identifiers are published under it")
 	}
-	return joinURL(p.Registry.URLs.MetadataBase, EntitySchemaPath(entityID)), nil
+	return joinURL(p.Registry.URLs.MetadataBase, model.EntitySchemaPath(entityID)), nil
 }
 
 // EntitySchema returns the JSON Schema (2020-12) of an entity's domain data:

@@ -3,7 +3,6 @@ package generate
 import (
 	"fmt"
 
-	"github.com/registrum/registrum/internal/canonjson"
 	"github.com/registrum/registrum/model"
 )
 
@@ -20,7 +19,7 @@ func EventSchemas(p *model.Package) (map[string][]byte, error) {
 			if err != nil {
 				return nil, err
 			}
-			out[EventSchemaPath(e.ID, h.ID)] = b
+			out[model.EventSchemaPath(e.ID, h.ID)] = b
 		}
 	}
 	return out, nil
@@ -123,16 +122,5 @@ func EventSchemaURN(p *model.Package, entityID, eventID string) (string, error) 
 	if err != nil {
 		return "", err
 	}
-	return EventSchemaURNOf(p.Registry.ID, entityID, eventID, b)
-}
-
-// EventSchemaURNOf returns the dataschema URN of an event from the bytes of
-// its generated schema file (as packaged), canonicalizing them first: the
-// host uses it to name events without regenerating their schemas.
-func EventSchemaURNOf(registryID, entityID, eventID string, schema []byte) (string, error) {
-	canon, err := canonjson.Transform(schema)
-	if err != nil {
-		return "", fmt.Errorf("generate: event %s.%s schema: %w", entityID, eventID, err)
-	}
-	return "urn:engine:event-schema:" + registryID + ":" + entityID + ":" + eventID + ":" + canonjson.DigestBytes(canon), nil
+	return model.EventSchemaURNOf(p.Registry.ID, entityID, eventID, b)
 }

@@ -13,7 +13,7 @@ func FormSchemaID(p *model.Package, formID string) (string, error) {
 	if p.Registry.URLs.MetadataBase == "" {
 		return "", errors.New("generate: registry.urls.metadataBase is empty; form schemas are published under it")
 	}
-	return joinURL(p.Registry.URLs.MetadataBase, FormSchemaPath(formID)), nil
+	return joinURL(p.Registry.URLs.MetadataBase, model.FormSchemaPath(formID)), nil
 }
 
 // FormSchemas returns the JSON Schema of every form of p, keyed by path.
@@ -24,7 +24,7 @@ func FormSchemas(p *model.Package) (map[string][]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		out[FormSchemaPath(f.ID)] = b
+		out[model.FormSchemaPath(f.ID)] = b
 	}
 	return out, nil
 }

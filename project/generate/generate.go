@@ -13,18 +13,6 @@ import (
 // JSONSchemaDialect is the JSON Schema dialect of every generated schema.
 const JSONSchemaDialect = "https://json-schema.org/draft/2020-12/schema"
 
-// Package-relative paths of the generated artifacts.
-const (
-	// OpenAPIPath is the path of the OpenAPI document.
-	OpenAPIPath = "openapi.json"
-	// EntitySchemaDir holds one JSON Schema per entity.
-	EntitySchemaDir = "schemas"
-	// EventSchemaDir holds one JSON Schema per event (hook).
-	EventSchemaDir = "generated/event-schemas"
-	// FormSchemaDir holds one folder per form.
-	FormSchemaDir = "forms"
-)
-
 // Roles of the generated files, as listed in model.File.Role.
 const (
 	RoleEntitySchema = "entity-schema"
@@ -33,32 +21,17 @@ const (
 	RoleFormSchema   = "form-schema"
 )
 
-// EntitySchemaPath returns the package-relative path of an entity's schema.
-func EntitySchemaPath(entityID string) string {
-	return EntitySchemaDir + "/" + entityID + ".schema.json"
-}
-
-// EventSchemaPath returns the package-relative path of an event's data schema.
-func EventSchemaPath(entityID, eventID string) string {
-	return EventSchemaDir + "/" + entityID + "." + eventID + ".schema.json"
-}
-
-// FormSchemaPath returns the package-relative path of a form's schema.
-func FormSchemaPath(formID string) string {
-	return FormSchemaDir + "/" + formID + "/schema.json"
-}
-
 // Role returns the role of a generated file from its package-relative path,
 // or "" when the path is not one this package generates.
 func Role(path string) string {
 	switch {
-	case path == OpenAPIPath:
+	case path == model.OpenAPIPath:
 		return RoleOpenAPI
-	case strings.HasPrefix(path, EventSchemaDir+"/"):
+	case strings.HasPrefix(path, model.EventSchemaDir+"/"):
 		return RoleEventSchema
-	case strings.HasPrefix(path, EntitySchemaDir+"/"):
+	case strings.HasPrefix(path, model.EntitySchemaDir+"/"):
 		return RoleEntitySchema
-	case strings.HasPrefix(path, FormSchemaDir+"/"):
+	case strings.HasPrefix(path, model.FormSchemaDir+"/"):
 		return RoleFormSchema
 	}
 	return ""
@@ -75,7 +48,7 @@ func All(p *model.Package) (map[string][]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		out[EntitySchemaPath(e.ID)] = b
+		out[model.EntitySchemaPath(e.ID)] = b
 	}
 	events, err := EventSchemas(p)
 	if err != nil {
@@ -95,7 +68,7 @@ func All(p *model.Package) (map[string][]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	out[OpenAPIPath] = doc
+	out[model.OpenAPIPath] = doc
 	return out, nil
 }
 

@@ -332,11 +332,11 @@ func TestOpenAPIDescribesRequestsAndResponses(t *testing.T) {
 
 func TestFormRoutePath(t *testing.T) {
 	p := testPackage()
-	if got := FormRoutePath(p, "f"); got != "/metadata/forms/f/schema.json" {
+	if got := model.FormRoutePath(p, "f"); got != "/metadata/forms/f/schema.json" {
 		t.Errorf("FormRoutePath = %s", got)
 	}
 	p.Registry.URLs.MetadataBase = "https://registry.example.test"
-	if got := FormRoutePath(p, "f"); got != "/forms/f/schema.json" {
+	if got := model.FormRoutePath(p, "f"); got != "/forms/f/schema.json" {
 		t.Errorf("FormRoutePath without a base path = %s", got)
 	}
 }
@@ -480,12 +480,15 @@ func TestOpenAPIListsOnlyServedRoutes(t *testing.T) {
 
 	// Serving a capability is one entry of the table: taking one out of
 	// service takes its routes out of the document and reports its uses.
-	for i := range capabilities {
-		if capabilities[i].ID == CapImmediateActions {
-			was := capabilities[i].Served
-			capabilities[i].Served = false
-			defer func() { capabilities[i].Served = was }()
+	defer func(was func() []model.ServiceCapability) { serviceCapabilities = was }(serviceCapabilities)
+	serviceCapabilities = func() []model.ServiceCapability {
+		table := model.ServiceCapabilities()
+		for i := range table {
+			if table[i].ID == model.CapImmediateActions {
+				table[i].Served = false
+			}
 		}
+		return table
 	}
 	doc, err = OpenAPI(p)
 	if err != nil {
@@ -497,7 +500,7 @@ func TestOpenAPIListsOnlyServedRoutes(t *testing.T) {
 	uses, _ = Unserved(p)
 	reportedActions := false
 	for _, u := range uses {
-		reportedActions = reportedActions || (u.Capability.ID == CapImmediateActions && u.Action == "close-person")
+		reportedActions = reportedActions || (u.Capability.ID == model.CapImmediateActions && u.Action == "close-person")
 	}
 	if !reportedActions {
 		t.Error("an unserved capability's use is not reported")

@@ -1,7 +1,6 @@
 package generate
 
 import (
-	"net/url"
 	"regexp"
 	"sort"
 	"strings"
@@ -28,10 +27,10 @@ func entityOperations(p *model.Package, e *model.Entity) []operation {
 	if e.IsRequestEntity() {
 		readParams = append(readParams, paramRef("requestHistoryAfterProposalVersion"))
 	}
-	records := CapRecords
+	records := model.CapRecords
 	if e.IsRequestEntity() {
 		// The records of a request entity are change requests.
-		records = CapChangeRequests
+		records = model.CapChangeRequests
 	}
 	ops := []operation{
 		{method: "get", path: base, id: e.ID + ".list", tag: tag, summary: "List " + e.ID + " records.",
@@ -48,7 +47,7 @@ func entityOperations(p *model.Package, e *model.Entity) []operation {
 			params: []any{paramRef("recordId"), ap, paramRef("select"), paramRef("top"), paramRef("skiptoken")}, responses: withProblems(obj{"200": list}, 400, 401, 404, 503)},
 		{method: "get", path: item + "/revisions/{revision}", id: e.ID + ".revisions.read", tag: tag, summary: "Read one revision of a " + e.ID + " record.",
 			params: []any{paramRef("recordId"), paramRef("revision"), ap, paramRef("select")}, responses: withProblems(obj{"200": envelope}, 400, 401, 404, 503)},
-	}, CapRevisions, e.ID, "")...)
+	}, model.CapRevisions, e.ID, "")...)
 	if e.MutationMode == model.Mutable {
 		ops = append(ops, tagged1(operation{method: "patch", path: item, id: e.ID + ".patch", tag: tag, summary: "Patch a " + e.ID + " record with JSON Patch.",
 			params: []any{paramRef("recordId"), ap, paramRef("ifMatch"), paramRef("idempotencyKey")},
@@ -66,7 +65,7 @@ func entityOperations(p *model.Package, e *model.Entity) []operation {
 		ops = append(ops, tagged1(operation{method: "post", path: base + ":batch", id: e.ID + ".batch", tag: tag, summary: "Write a transactional batch of " + e.ID + " records.",
 			params: []any{ap, paramRef("idempotencyKey")}, body: jsonBody(schemaRef(cBatch(e))),
 			responses: withProblems(obj{"200": response("The batch result.", schemaRef(cBatchResp(e)), false, nil)}, 400, 401, 404, 409, 412, 503)}, records, e.ID))
-		ops = append(ops, tagged(ingestionOperations(e, ap), CapIngestionRuns, e.ID, "")...)
+		ops = append(ops, tagged(ingestionOperations(e, ap), model.CapIngestionRuns, e.ID, "")...)
 	}
 	if e.Temporal != nil {
 		ops = append(ops, tagged([]operation{
@@ -74,7 +73,7 @@ func entityOperations(p *model.Package, e *model.Entity) []operation {
 				params: collection, responses: withProblems(obj{"200": list}, 400, 401, 404, 503)},
 			{method: "get", path: base + ":as-of", id: e.ID + ".asOf", tag: tag, summary: "List the " + e.ID + " records whose interval contains asOf.",
 				params: append([]any{paramRef("asOf")}, collection...), responses: withProblems(obj{"200": list}, 400, 401, 404, 503)},
-		}, CapTemporalReads, e.ID, "")...)
+		}, model.CapTemporalReads, e.ID, "")...)
 	}
 	if grantsOperation(p, e.ID, model.OpSnapshot) {
 		params := []any{paramRef("snapshot"), ap, paramRef("select"), paramRef("top"), paramRef("skiptoken")}
@@ -83,11 +82,11 @@ func entityOperations(p *model.Package, e *model.Entity) []operation {
 		}
 		ops = append(ops, tagged1(operation{method: "get", path: base + ":snapshot", id: e.ID + ".snapshot", tag: tag,
 			summary: "Read the " + e.ID + " collection as recorded at a snapshot.", params: params,
-			responses: withProblems(obj{"200": list}, 400, 401, 404, 503)}, CapSnapshot, e.ID))
+			responses: withProblems(obj{"200": list}, 400, 401, 404, 503)}, model.CapSnapshot, e.ID))
 	}
 	if e.IsRequestEntity() {
-		ops = append(ops, tagged(requestOperations(e, ap), CapChangeRequests, e.ID, "")...)
-		ops = append(ops, tagged(attachmentOperations(e, ap), CapAttachments, e.ID, "")...)
+		ops = append(ops, tagged(requestOperations(e, ap), model.CapChangeRequests, e.ID, "")...)
+		ops = append(ops, tagged(attachmentOperations(e, ap), model.CapAttachments, e.ID, "")...)
 	}
 	return ops
 }
@@ -206,7 +205,7 @@ func actionOperations(p *model.Package, a *model.Action) []operation {
 		{method: "post", path: base + "/target-conditions", id: "action." + a.ID + ".targetConditions", tag: "actions", summary: "Show the records action " + a.ID + " would touch and their ifMatch.",
 			params: []any{ap}, body: jsonBody(schemaRef(cConditions(a))),
 			responses: withProblems(obj{"200": response("The target conditions.", schemaRef("ActionTargetConditions"), false, nil)}, 400, 401, 404)},
-	}, CapImmediateActions, "", a.ID)
+	}, model.CapImmediateActions, "", a.ID)
 }
 
 // gisOperations returns the spatial adapter routes when some entity has a
@@ -233,7 +232,7 @@ func gisOperations(p *model.Package) []operation {
 		{method: "get", path: "/v1/gis/collections", id: "gis.collections", tag: "gis", summary: "Spatial collections the caller's profile may list.",
 			params: []any{accessProfileParam(nil)}, responses: withProblems(obj{"200": doc("The collections the profile may read.")}, 401, 404)},
 	}
-	ops = tagged(ops, CapGIS, "", "")
+	ops = tagged(ops, model.CapGIS, "", "")
 	for _, e := range geo {
 		c := "/v1/gis/collections/" + e.Route
 		ap := accessProfileParam(entityProfiles(p, e.ID))
@@ -244,7 +243,7 @@ func gisOperations(p *model.Package) []operation {
 				params: []any{ap, paramRef("bbox"), paramRef("gisLimit"), paramRef("gisCursor")},
 				responses: withProblems(obj{"200": obj{"description": "A GeoJSON feature collection.",
 					"content": obj{"application/geo+json": obj{"schema": schemaRef("FeatureCollection")}}}}, 400, 401, 404, 503)},
-		}, CapGIS, e.ID, "")...)
+		}, model.CapGIS, e.ID, "")...)
 	}
 	return ops
 }
@@ -259,7 +258,7 @@ func metadataOperations(p *model.Package) []operation {
 				"content": obj{"application/vnd.oai.openapi+json": obj{"schema": obj{"type": "object"}}}}}, 404)},
 	}
 	for _, f := range p.Forms {
-		ops = append(ops, operation{method: "get", path: FormRoutePath(p, f.ID), id: "forms." + f.ID + ".read", tag: "metadata",
+		ops = append(ops, operation{method: "get", path: model.FormRoutePath(p, f.ID), id: "forms." + f.ID + ".read", tag: "metadata",
 			summary: "JSON Schema of form " + f.ID + ".", noAuth: true,
 			responses: withProblems(obj{"200": obj{"description": "The form's JSON Schema.",
 				"content": obj{"application/schema+json": obj{"schema": obj{"type": "object"}}}}}, 404)})
@@ -270,19 +269,7 @@ func metadataOperations(p *model.Package) []operation {
 			responses: withProblems(obj{"200": obj{"description": "The entity's JSON Schema.",
 				"content": obj{"application/schema+json": obj{"schema": obj{"type": "object"}}}}}, 404)})
 	}
-	return tagged(ops, CapMetadata, "", "")
-}
-
-// FormRoutePath returns the path at which the record host serves a form's
-// schema: the path of {metadata_base}, then /forms/<form-id>/schema.json, so
-// that the schema's $id resolves to the host when the metadata base is the
-// host's own address.
-func FormRoutePath(p *model.Package, formID string) string {
-	prefix := ""
-	if u, err := url.Parse(p.Registry.URLs.MetadataBase); err == nil {
-		prefix = strings.TrimRight(u.Path, "/")
-	}
-	return prefix + "/" + FormSchemaPath(formID)
+	return tagged(ops, model.CapMetadata, "", "")
 }
 
 // patchPathPattern matches JSON Patch paths that name a field of the entity:

@@ -28,28 +28,7 @@ func SlotSchema(s *model.AttachmentSlot) obj {
 		"readOnly":              true,
 		"anyOf":                 []any{slotMetadataSchema(s), obj{"type": "null"}},
 		"x-registry-field":      s.ID,
-		"x-registry-attachment": AttachmentExtension(s),
-	}
-}
-
-// AttachmentExtension returns the x-registry-attachment member of a slot:
-// requiredForSubmit, maximumBytes, contentTypes, classification and the
-// verification policy.
-func AttachmentExtension(s *model.AttachmentSlot) obj {
-	types := make([]any, len(s.ContentTypes))
-	for i, t := range s.ContentTypes {
-		types[i] = t
-	}
-	verification := obj{"required": false}
-	if s.Verification != nil {
-		verification = obj{"required": true, "verifier": s.Verification.Verifier, "policyId": s.Verification.PolicyID}
-	}
-	return obj{
-		"requiredForSubmit": s.Required,
-		"maximumBytes":      s.MaximumBytes,
-		"contentTypes":      types,
-		"classification":    s.Classification,
-		"verification":      verification,
+		"x-registry-attachment": model.AttachmentExtension(s),
 	}
 }
 
