@@ -59,10 +59,35 @@ var rules = []rule{
 		never: []string{pgx, river}, neverBuilt: []string{netHTTP}},
 	{folder: "issuer", may: []string{"internal"}},
 	{folder: "issuer/issuertest", may: []string{"issuer", "internal", "sdk/tokensource"}},
-	{folder: "host", may: []string{"model", "store", "planners", "hooks", "plugins", "internal", "project/generate", "sdk/tokensource"},
+	{folder: "host", may: []string{"model", "store", "planners", "hooks", "plugins", "internal", "sdk/tokensource"},
 		testMay: []string{"project", "sdk/webhook"}, helpers: []string{"issuer/issuertest", "store/storetest"}},
-	{folder: "host/httpapi", may: []string{"host", "model", "plugins", "internal", "project/generate"},
+	// The record kernel imports none of the capability rooms built over it
+	// (host/gis, host/history, host/actions, host/ingest, host/requests),
+	// and not planners/: only the change-request room and the assembly
+	// run planners.
+	{folder: "host/records", may: []string{"host/access", "host/cursor", "host/problem", "model", "store", "internal"},
+		helpers: []string{"store/storetest"}},
+	// The change-request room: the workflow, the review authorities' client
+	// and jobs (its own issuer credentials, as any client), and the
+	// attachment verification jobs (the verifier runtime).
+	{folder: "host/requests", may: []string{"host/records", "host/access", "host/problem", "host/config", "model", "store", "planners", "plugins/verifier", "sdk/tokensource", "internal"},
+		helpers: []string{"store/storetest"}},
+	// The capability rooms read and write through the kernel; none imports
+	// another room, planners/ or the edge.
+	{folder: "host/gis", may: []string{"host/records", "host/access", "host/cursor", "host/problem", "model", "internal"},
+		helpers: []string{"store/storetest"}},
+	{folder: "host/history", may: []string{"host/records", "host/access", "host/cursor", "host/problem", "model", "store", "internal"},
+		helpers: []string{"store/storetest"}},
+	{folder: "host/ingest", may: []string{"host/records", "host/access", "host/problem", "model", "store", "internal"},
+		helpers: []string{"store/storetest"}},
+	{folder: "host/actions", may: []string{"host/records", "host/access", "host/problem", "model", "store", "plugins/contract", "internal"},
+		helpers: []string{"store/storetest"}},
+	{folder: "host/httpapi", may: []string{"host", "model", "plugins", "internal"},
 		testMay: []string{"project"}, helpers: []string{"store/storetest"}},
+	// Test support for tests that run a whole record host (host tests and
+	// the performance reports in bench/): it compiles projects and starts
+	// an issuer.
+	{folder: "host/hosttest", may: []string{"host", "project", "store", "issuer/issuertest", "model", "internal"}},
 	{folder: "host/auth/authtest", may: []string{"host", "issuer/issuertest", "internal"}},
 	{folder: "store", may: []string{"model", "internal"},
 		never: []string{netHTTP, wazero, tengo}},
@@ -79,6 +104,10 @@ var rules = []rule{
 		helpers: []string{"issuer/issuertest"}, never: []string{pgx, river, wazero, tengo}},
 	{folder: "examples", may: []string{"sdk", "plugins/contract"}, testMay: []string{"*"}},
 	{folder: "internal", may: nil, never: []string{pgx, river, wazero, tengo}},
+	// Test support for the record host (start one, call it), shared by the
+	// host's tests and the performance reports in bench/: it starts a host
+	// and a real issuer, so it builds on them.
+
 }
 
 // ruleFor returns the most specific rule for a module-relative package path.
@@ -272,8 +301,24 @@ func TestLayering(t *testing.T) {
 
 // TestLayeringCatchesABreak holds the checker itself to account: a graph in
 // which the store imports the host's problem codes (and so net/http) must be
-// refused.
+// refused, and so must a record kernel that imports a capability room, or a
+// room that imports planners/.
 func TestLayeringCatchesABreak(t *testing.T) {
+	rooms := &graph{
+		ours: []listed{
+			{ImportPath: module + "/host/records", Imports: []string{module + "/host/history"}},
+			{ImportPath: module + "/host/gis", Imports: []string{module + "/planners", module + "/host/history"}},
+		},
+		imports: map[string][]string{},
+	}
+	wantRooms := []string{
+		"host/gis imports host/history: host/gis/ may import only host/records, host/access, host/cursor, host/problem, model, internal",
+		"host/gis imports planners: host/gis/ may import only host/records, host/access, host/cursor, host/problem, model, internal",
+		"host/records imports host/history: host/records/ may import only host/access, host/cursor, host/problem, model, store, internal",
+	}
+	if v := rooms.violations(); !slices.Equal(v, wantRooms) {
+		t.Fatalf("room violations:\n  %s\nwant:\n  %s", strings.Join(v, "\n  "), strings.Join(wantRooms, "\n  "))
+	}
 	g := &graph{
 		ours: []listed{{ImportPath: module + "/store/query", Imports: []string{module + "/host/problem"}}},
 		imports: map[string][]string{

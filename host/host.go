@@ -23,13 +23,16 @@ import (
 
 	"github.com/registrum/registrum/hooks"
 	"github.com/registrum/registrum/host/access"
+	"github.com/registrum/registrum/host/actions"
 	"github.com/registrum/registrum/host/auth"
 	"github.com/registrum/registrum/host/config"
+	"github.com/registrum/registrum/host/gis"
+	"github.com/registrum/registrum/host/history"
 	"github.com/registrum/registrum/host/httpapi"
+	"github.com/registrum/registrum/host/ingest"
 	"github.com/registrum/registrum/host/metadata"
 	"github.com/registrum/registrum/host/records"
-	"github.com/registrum/registrum/host/review"
-	"github.com/registrum/registrum/host/verification"
+	"github.com/registrum/registrum/host/requests"
 	"github.com/registrum/registrum/model"
 	"github.com/registrum/registrum/planners"
 	"github.com/registrum/registrum/plugins"
@@ -95,7 +98,7 @@ func Open(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Host, err
 	return h, nil
 }
 
-func assemble(ctx context.Context, cfg *config.Config, log *slog.Logger, pool *pgxpool.Pool, pkg *model.Package, keys records.Keys) (*Host, error) {
+func assemble(ctx context.Context, cfg *config.Config, log *slog.Logger, pool *pgxpool.Pool, pkg *model.Package, keys records.Keys) (_ *Host, err error) {
 	if cfg.ActivateOnStart {
 		act, err := store.Activate(ctx, pool, pkg, false)
 		if err != nil {
@@ -105,74 +108,86 @@ func assemble(ctx context.Context, cfg *config.Config, log *slog.Logger, pool *p
 			log.Info("package activated", "from", act.From, "to", act.To, "changes", len(act.Changes))
 		}
 	}
-	st, err := store.Open(ctx, pool, pkg)
-	if err != nil {
+	h := &Host{cfg: cfg, log: log, pool: pool, pkg: pkg}
+	// What the steps below open is closed again when a later one fails;
+	// the pool is the caller's.
+	defer func() {
+		if err != nil {
+			h.closeParts()
+		}
+	}()
+	if h.store, err = store.Open(ctx, pool, pkg); err != nil {
 		return nil, err
 	}
+	st := h.store
 	decider, verifier, err := decider(cfg, pkg, keys, log)
 	if err != nil {
 		return nil, err
 	}
-	svc, err := records.New(st, keys, decider)
+	h.verifier = verifier
+	ps, handlers, err := h.loadPlanners(ctx)
 	if err != nil {
 		return nil, err
 	}
-	mods, err := loadPlanners(ctx, cfg, pkg, svc)
+	auths, err := requests.NewAuthorities(cfg)
+	if err != nil {
+		return nil, err
+	}
+	svc, err := records.New(records.Options{Store: st, Keys: keys, Access: decider, Plans: requests.FrozenPlans{}})
+	if err != nil {
+		return nil, err
+	}
+	workflow, err := requests.New(requests.Options{Records: svc, Planners: ps, Review: auths})
 	if err != nil {
 		return nil, err
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	ev, hookMods, err := openEvents(ctx, cfg, pkg, st, keys, log, reg)
-	if err != nil {
-		closeRuntime(mods)
+	if h.events, h.hookMods, err = openEvents(ctx, cfg, pkg, st, keys, log, reg); err != nil {
 		return nil, err
 	}
-	verifiers, err := openVerifiers(cfg, pkg)
-	if err != nil {
-		closeRuntime(mods)
-		closeRuntime(hookMods)
+	if h.verifiers, err = openVerifiers(cfg, pkg); err != nil {
 		return nil, err
 	}
-	runner, err := jobRunner(cfg, st, svc, verifiers, ev, log)
-	if err != nil {
-		closeRuntime(mods)
-		closeRuntime(hookMods)
-		closeVerifiers(verifiers)
+	if h.runner, err = jobRunner(cfg, st, svc, workflow, auths, h.verifiers, h.events, log); err != nil {
 		return nil, err
 	}
 	docs, err := metadata.Load(pkg, cfg.Package)
 	if err != nil {
-		closeRuntime(mods)
-		closeRuntime(hookMods)
-		closeVerifiers(verifiers)
 		return nil, err
 	}
-	api := httpapi.New(httpapi.Options{
+	spatial, err := gis.New(gis.Options{Records: svc})
+	if err != nil {
+		return nil, err
+	}
+	past, err := history.New(history.Options{Records: svc})
+	if err != nil {
+		return nil, err
+	}
+	immediate, err := actions.New(actions.Options{Records: svc, Access: decider, Handlers: handlers})
+	if err != nil {
+		return nil, err
+	}
+	runs, err := ingest.New(ingest.Options{Records: svc})
+	if err != nil {
+		return nil, err
+	}
+	h.api = httpapi.New(httpapi.Options{
 		Records:   svc,
+		GIS:       spatial,
+		History:   past,
+		Actions:   immediate,
+		Ingest:    runs,
+		Requests:  workflow,
 		Documents: docs,
 		Access:    decider,
 		Logger:    log,
 		Metrics:   httpapi.NewMetrics(reg),
 		Ready:     st.Ping,
 	})
-	return &Host{
-		verifiers: verifiers,
-		mods:      mods,
-		hookMods:  hookMods,
-		events:    ev,
-		store:     st,
-		runner:    runner,
-		cfg:       cfg,
-		verifier:  verifier,
-		log:       log,
-		pool:      pool,
-		api:       api,
-		pkg:       pkg,
-		metrics:   promhttp.HandlerFor(reg, promhttp.HandlerOpts{}),
-
-		fingerprint: st.SchemaFingerprint(),
-	}, nil
+	h.metrics = promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
+	h.fingerprint = st.SchemaFingerprint()
+	return h, nil
 }
 
 // Package returns the package the host serves.
@@ -186,10 +201,16 @@ func (h *Host) MetricsHandler() http.Handler { return h.metrics }
 
 // Close stops the key-set refresh and releases the database pool.
 func (h *Host) Close() {
+	h.closeParts()
+	h.pool.Close()
+}
+
+// closeParts closes what assemble opened: the key-set refresh, the plugin
+// runtimes and the verifiers (each only when it was opened).
+func (h *Host) closeParts() {
 	if h.verifier != nil {
 		h.verifier.Close()
 	}
-	h.pool.Close()
 	closeRuntime(h.mods)
 	closeRuntime(h.hookMods)
 	closeVerifiers(h.verifiers)
@@ -229,20 +250,15 @@ func closeVerifiers(vs map[string]verifier.VerifyCloser) {
 
 // jobRunner builds the workers of the post-commit jobs: the review
 // authorities' submissions and results, and automatic application.
-func jobRunner(cfg *config.Config, st *store.Store, svc *records.Service, verifiers map[string]verifier.VerifyCloser, ev *hooks.Events, log *slog.Logger) (*river.Client[pgx.Tx], error) {
-	auths, err := review.New(cfg)
-	if err != nil {
-		return nil, err
-	}
-	svc.UseReview(auths)
+func jobRunner(cfg *config.Config, st *store.Store, svc *records.Service, workflow *requests.Service, auths *requests.Authorities, verifiers map[string]verifier.VerifyCloser, ev *hooks.Events, log *slog.Logger) (*river.Client[pgx.Tx], error) {
 	workers := river.NewWorkers()
-	if _, err := review.NewWorkers(workers, cfg, st, svc, auths, log); err != nil {
+	if _, err := requests.RegisterReviewWorkers(workers, cfg, st, svc, workflow, auths, log); err != nil {
 		return nil, err
 	}
 	timeout, rescue := cfg.JobTimeouts()
 	// The lease outlasts the job's run; a host that died mid-verification
 	// leaves both to expire, and the rescued job claims the verdict again.
-	if _, err := verification.Register(workers, st, svc.ContentStore(), verifiers, log, verification.Options{Lease: timeout}); err != nil {
+	if _, err := requests.RegisterVerification(workers, st, workflow.ContentStore(), verifiers, log, requests.VerificationOptions{Lease: timeout}); err != nil {
 		return nil, err
 	}
 	if err := ev.Register(workers, st); err != nil {
@@ -270,37 +286,33 @@ func (h *Host) stopWorkers() {
 }
 
 // loadPlanners loads the plugin modules of the package's change-request
-// planners (pinned digests checked) and gives the records service its
-// planners.
-func loadPlanners(ctx context.Context, cfg *config.Config, pkg *model.Package, svc *records.Service) (*plugins.Runtime, error) {
-	var rt *plugins.Runtime
+// planners and immediate-action handlers (pinned digests checked) into
+// h.mods, and returns the planners and the action handlers (nil when the
+// package has no handler module).
+func (h *Host) loadPlanners(ctx context.Context) (*planners.Set, actions.Handlers, error) {
 	var set *plugins.Set
-	if mods := append(planners.Modules(pkg), actionModules(pkg)...); len(mods) > 0 {
-		var err error
-		if rt, err = plugins.NewRuntime(ctx, plugins.Config{}); err != nil {
-			return nil, err
+	if mods := append(planners.Modules(h.pkg), actionModules(h.pkg)...); len(mods) > 0 {
+		rt, err := plugins.NewRuntime(ctx, plugins.Config{})
+		if err != nil {
+			return nil, nil, err
 		}
-		dir := cfg.Package
+		h.mods = rt
+		dir := h.cfg.Package
 		if st, err := os.Stat(dir); err == nil && !st.IsDir() {
 			dir = filepath.Dir(dir)
 		}
 		if set, err = rt.Load(ctx, mods, dir); err != nil {
-			rt.Close(ctx)
-			return nil, fmt.Errorf("host: load planner modules: %w", err)
+			return nil, nil, fmt.Errorf("host: load planner modules: %w", err)
 		}
 	}
-	ps, err := planners.New(pkg, set)
+	ps, err := planners.New(h.pkg, set)
 	if err != nil {
-		if rt != nil {
-			rt.Close(ctx)
-		}
-		return nil, err
+		return nil, nil, err
 	}
-	svc.UsePlanners(ps)
-	if set != nil {
-		svc.UseActionHandlers(set)
+	if set == nil {
+		return ps, nil, nil // no typed nil in the interface
 	}
-	return rt, nil
+	return ps, set, nil
 }
 
 // actionModules lists the handler modules of the package's immediate

@@ -6,13 +6,13 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/registrum/registrum/host/records"
-	"github.com/registrum/registrum/project/generate"
+	"github.com/registrum/registrum/model"
 )
 
 // actionRoutes registers the routes of every immediate action:
 // POST /v1/actions/{action} and POST /v1/actions/{action}/target-conditions.
 func (a *API) actionRoutes(r chi.Router) {
-	if c, _ := generate.CapabilityByID(generate.CapImmediateActions); !c.Served {
+	if c, _ := model.ServiceCapabilityByID(model.CapImmediateActions); !c.Served || a.actions == nil {
 		return
 	}
 	for _, act := range a.pkg.Actions {
@@ -29,7 +29,7 @@ func (a *API) invokeAction(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, err)
 		return
 	}
-	res, err := a.records.InvokeAction(r.Context(), a.call(r), chi.URLParam(r, "action"), body)
+	res, err := a.actions.Invoke(r.Context(), a.call(r), chi.URLParam(r, "action"), body)
 	if err != nil {
 		a.fail(w, r, err)
 		return
@@ -47,7 +47,7 @@ func (a *API) actionConditions(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, err)
 		return
 	}
-	res, err := a.records.ActionTargetConditions(r.Context(), a.call(r), chi.URLParam(r, "action"), body)
+	res, err := a.actions.TargetConditions(r.Context(), a.call(r), chi.URLParam(r, "action"), body)
 	if err != nil {
 		a.fail(w, r, err)
 		return

@@ -10,7 +10,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
-	"github.com/registrum/registrum/host/records"
+	"github.com/registrum/registrum/host/requests"
 	"github.com/registrum/registrum/model"
 )
 
@@ -20,44 +20,46 @@ import (
 func (a *API) attachmentRoutes(r chi.Router, item string, e *model.Entity) {
 	for _, slot := range e.Attachments {
 		path := item + "/attachments/" + slot.ID
-		a.entityRoute(r, http.MethodPatch, path, e, withParam("slotId", slot.ID, a.uploadAttachment))
-		a.entityRoute(r, http.MethodDelete, path, e, withParam("slotId", slot.ID, a.removeAttachment))
-		a.entityRoute(r, http.MethodGet, path, e, withParam("slotId", slot.ID, a.downloadAttachment))
+		a.entityRoute(r, http.MethodPatch, path, e, a.uploadAttachment(slot.ID))
+		a.entityRoute(r, http.MethodDelete, path, e, a.removeAttachment(slot.ID))
+		a.entityRoute(r, http.MethodGet, path, e, a.downloadAttachment(slot.ID))
 	}
 }
 
 // uploadAttachment serves PATCH …/attachments/{slotId}: the raw bytes are
 // handed to the service unread, which checks the caller first and enforces
 // the slot's maximum while it reads them.
-func (a *API) uploadAttachment(w http.ResponseWriter, r *http.Request) {
-	e, err := a.records.EntityForRoute(chi.URLParam(r, "route"))
-	if err != nil {
-		a.fail(w, r, err)
-		return
+func (a *API) uploadAttachment(slotID string) entityHandler {
+	return func(w http.ResponseWriter, r *http.Request, e *model.Entity) error {
+		c := a.call(r)
+		res, err := a.requests.UploadAttachment(r.Context(), c, e, chi.URLParam(r, "recordId"), requests.Upload{
+			SlotID: slotID, IfMatch: r.Header.Get("If-Match"), ContentType: r.Header.Get("Content-Type"),
+			Length: r.ContentLength, Body: r.Body,
+		})
+		if err != nil {
+			return err
+		}
+		a.answer(w, e, c.Representation, res)
+		return nil
 	}
-	c := a.call(r)
-	res, err := a.records.UploadAttachment(r.Context(), c, e, chi.URLParam(r, "recordId"), records.Upload{
-		SlotID: chi.URLParam(r, "slotId"), IfMatch: r.Header.Get("If-Match"), ContentType: r.Header.Get("Content-Type"),
-		Length: r.ContentLength, Body: r.Body,
-	})
-	a.answer(w, r, e, c.Representation, res, err)
 }
 
 // removeAttachment serves DELETE …/attachments/{slotId}; a body is refused.
-func (a *API) removeAttachment(w http.ResponseWriter, r *http.Request) {
-	e, err := a.records.EntityForRoute(chi.URLParam(r, "route"))
-	if err != nil {
-		a.fail(w, r, err)
-		return
+func (a *API) removeAttachment(slotID string) entityHandler {
+	return func(w http.ResponseWriter, r *http.Request, e *model.Entity) error {
+		hasBody := r.ContentLength > 0 || r.Header.Get("Content-Type") != ""
+		if r.ContentLength < 0 {
+			n, _ := io.ReadFull(io.LimitReader(r.Body, 1), make([]byte, 1))
+			hasBody = hasBody || n > 0
+		}
+		c := a.call(r)
+		res, err := a.requests.RemoveAttachment(r.Context(), c, e, chi.URLParam(r, "recordId"), slotID, r.Header.Get("If-Match"), hasBody)
+		if err != nil {
+			return err
+		}
+		a.answer(w, e, c.Representation, res)
+		return nil
 	}
-	hasBody := r.ContentLength > 0 || r.Header.Get("Content-Type") != ""
-	if r.ContentLength < 0 {
-		n, _ := io.ReadFull(io.LimitReader(r.Body, 1), make([]byte, 1))
-		hasBody = hasBody || n > 0
-	}
-	c := a.call(r)
-	res, err := a.records.RemoveAttachment(r.Context(), c, e, chi.URLParam(r, "recordId"), chi.URLParam(r, "slotId"), r.Header.Get("If-Match"), hasBody)
-	a.answer(w, r, e, c.Representation, res, err)
 }
 
 // downloadAttachment serves GET …/attachments/{slotId}?proposalVersion=N:
@@ -65,16 +67,17 @@ func (a *API) removeAttachment(w http.ResponseWriter, r *http.Request) {
 // bytes are checked while they are streamed; content found corrupt after
 // the headers went out aborts the response, so a client never takes a
 // truncated body for the content.
-func (a *API) downloadAttachment(w http.ResponseWriter, r *http.Request) {
-	e, err := a.records.EntityForRoute(chi.URLParam(r, "route"))
-	if err != nil {
-		a.fail(w, r, err)
-		return
+func (a *API) downloadAttachment(slotID string) entityHandler {
+	return func(w http.ResponseWriter, r *http.Request, e *model.Entity) error {
+		return a.download(w, r, e, slotID)
 	}
-	d, err := a.records.DownloadAttachment(r.Context(), a.call(r), e, chi.URLParam(r, "recordId"), chi.URLParam(r, "slotId"), r.URL.Query())
+}
+
+// download streams one slot's content (downloadAttachment).
+func (a *API) download(w http.ResponseWriter, r *http.Request, e *model.Entity, slotID string) error {
+	d, err := a.requests.DownloadAttachment(r.Context(), a.call(r), e, chi.URLParam(r, "recordId"), slotID, r.URL.Query())
 	if err != nil {
-		a.fail(w, r, err)
-		return
+		return err
 	}
 	defer d.Body.Close()
 	// The first bytes are read before the headers go out: content that is
@@ -82,8 +85,7 @@ func (a *API) downloadAttachment(w http.ResponseWriter, r *http.Request) {
 	first := make([]byte, 32<<10)
 	n, rerr := io.ReadFull(d.Body, first)
 	if rerr != nil && rerr != io.EOF && rerr != io.ErrUnexpectedEOF {
-		a.fail(w, r, rerr)
-		return
+		return rerr
 	}
 	h := w.Header()
 	h.Set("Content-Type", d.ContentType)
@@ -97,10 +99,10 @@ func (a *API) downloadAttachment(w http.ResponseWriter, r *http.Request) {
 	h.Set("Proposal-Version", strconv.FormatInt(d.ProposalVersion, 10))
 	w.WriteHeader(http.StatusOK)
 	if r.Method == http.MethodHead {
-		return
+		return nil
 	}
 	if _, err := w.Write(first[:n]); err != nil {
-		return
+		return nil // the client went away; nothing more can be answered
 	}
 	if rerr == nil {
 		if _, err := io.CopyBuffer(w, d.Body, first); err != nil {
@@ -108,4 +110,5 @@ func (a *API) downloadAttachment(w http.ResponseWriter, r *http.Request) {
 			panic(http.ErrAbortHandler)
 		}
 	}
+	return nil
 }

@@ -5,10 +5,10 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/registrum/registrum/host/gis"
 	"github.com/registrum/registrum/host/problem"
-	"github.com/registrum/registrum/host/records"
+	"github.com/registrum/registrum/model"
 	"github.com/registrum/registrum/model/query"
-	"github.com/registrum/registrum/project/generate"
 )
 
 // gisRoutes registers the spatial adapter when the capability is served
@@ -16,7 +16,7 @@ import (
 // conformance documents (public, like /openapi.json), the collections the
 // caller may list, and per entity its collection and its items.
 func (a *API) gisRoutes(r chi.Router) {
-	if c, _ := generate.CapabilityByID(generate.CapGIS); !c.Served {
+	if c, _ := model.ServiceCapabilityByID(model.CapGIS); !c.Served || a.gis == nil {
 		return
 	}
 	served := false
@@ -35,13 +35,13 @@ func (a *API) gisRoutes(r chi.Router) {
 	r.Get("/v1/gis", a.gisLanding)
 	r.Get("/v1/gis/api", a.openapiDocument)
 	r.Get("/v1/gis/conformance", func(w http.ResponseWriter, r *http.Request) {
-		writePublic(w, "application/json", records.GISConformance())
+		writePublic(w, "application/json", gis.Conformance())
 	})
 	r.Get("/v1/gis/collections", a.gisCollections)
 }
 
 func (a *API) gisLanding(w http.ResponseWriter, r *http.Request) {
-	b, err := a.records.GISLanding()
+	b, err := a.gis.Landing()
 	if err != nil {
 		a.fail(w, r, err)
 		return
@@ -60,7 +60,7 @@ func (a *API) openapiDocument(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *API) gisCollections(w http.ResponseWriter, r *http.Request) {
-	b, err := a.records.GISCollections(r.Context(), a.call(r))
+	b, err := a.gis.Collections(r.Context(), a.call(r))
 	if err != nil {
 		a.fail(w, r, err)
 		return
@@ -69,12 +69,12 @@ func (a *API) gisCollections(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *API) gisCollection(w http.ResponseWriter, r *http.Request) {
-	e, err := a.records.GISEntity(chi.URLParam(r, "collection"))
+	e, err := a.gis.Entity(chi.URLParam(r, "collection"))
 	if err != nil {
 		a.fail(w, r, err)
 		return
 	}
-	b, err := a.records.GISCollectionDocument(r.Context(), a.call(r), e)
+	b, err := a.gis.CollectionDocument(r.Context(), a.call(r), e)
 	if err != nil {
 		a.fail(w, r, err)
 		return
@@ -83,17 +83,17 @@ func (a *API) gisCollection(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *API) gisItems(w http.ResponseWriter, r *http.Request) {
-	e, err := a.records.GISEntity(chi.URLParam(r, "collection"))
+	e, err := a.gis.Entity(chi.URLParam(r, "collection"))
 	if err != nil {
 		a.fail(w, r, err)
 		return
 	}
 	opts := query.RawOptions(r.URL.Query())
 	delete(opts, "accessProfile")
-	b, err := a.records.GISItems(r.Context(), a.call(r), e, opts)
+	b, err := a.gis.Items(r.Context(), a.call(r), e, opts)
 	if err != nil {
 		a.fail(w, r, err)
 		return
 	}
-	writeRaw(w, http.StatusOK, records.GISMediaType, b)
+	writeRaw(w, http.StatusOK, gis.MediaType, b)
 }

@@ -5,7 +5,6 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
-	"github.com/registrum/registrum/host/records"
 	"github.com/registrum/registrum/model"
 	"github.com/registrum/registrum/model/query"
 )
@@ -14,71 +13,59 @@ import (
 // the :current and :as-of reads of temporal entities.
 
 // listRevisions serves GET /v1/records/{route}/{recordId}/revisions.
-func (a *API) listRevisions(w http.ResponseWriter, r *http.Request) {
-	a.historyRead(w, r, func(c records.Call, opts query.RawOptions) (*records.Result, error) {
-		e, err := a.records.EntityForRoute(chi.URLParam(r, "route"))
-		if err != nil {
-			return nil, err
-		}
-		return a.records.Revisions(r.Context(), c, e, chi.URLParam(r, "recordId"), opts)
-	})
+func (a *API) listRevisions(w http.ResponseWriter, r *http.Request, e *model.Entity) error {
+	c := a.call(r)
+	res, err := a.history.Revisions(r.Context(), c, e, chi.URLParam(r, "recordId"), query.RawOptions(r.URL.Query()))
+	if err != nil {
+		return err
+	}
+	a.answerCollection(w, e, c.Representation, res)
+	return nil
 }
 
 // readRevision serves GET /v1/records/{route}/{recordId}/revisions/{revision}.
-func (a *API) readRevision(w http.ResponseWriter, r *http.Request) {
-	a.historyRead(w, r, func(c records.Call, opts query.RawOptions) (*records.Result, error) {
-		e, err := a.records.EntityForRoute(chi.URLParam(r, "route"))
-		if err != nil {
-			return nil, err
-		}
-		return a.records.Revision(r.Context(), c, e, chi.URLParam(r, "recordId"), chi.URLParam(r, "revision"), opts)
-	})
+func (a *API) readRevision(w http.ResponseWriter, r *http.Request, e *model.Entity) error {
+	c := a.call(r)
+	res, err := a.history.Revision(r.Context(), c, e, chi.URLParam(r, "recordId"), chi.URLParam(r, "revision"), query.RawOptions(r.URL.Query()))
+	if err != nil {
+		return err
+	}
+	a.answerCollection(w, e, c.Representation, res)
+	return nil
 }
 
 // temporalRead serves GET /v1/records/{route}:current (current) and
 // GET /v1/records/{route}:as-of?asOf=.
-func (a *API) temporalRead(current bool) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		a.historyRead(w, r, func(c records.Call, opts query.RawOptions) (*records.Result, error) {
-			e, err := a.records.EntityForRoute(chi.URLParam(r, "route"))
-			if err != nil {
-				return nil, err
+func (a *API) temporalRead(current bool) entityHandler {
+	return func(w http.ResponseWriter, r *http.Request, e *model.Entity) error {
+		c := a.call(r)
+		opts := query.RawOptions(r.URL.Query())
+		asOf := ""
+		if !current {
+			if v := opts["asOf"]; len(v) == 1 {
+				asOf = v[0]
 			}
-			asOf := ""
-			if !current {
-				if v := opts["asOf"]; len(v) == 1 {
-					asOf = v[0]
-				}
-				delete(opts, "asOf")
-			}
-			delete(opts, "accessProfile")
-			return a.records.Temporal(r.Context(), c, e, current, asOf, opts)
-		})
+			delete(opts, "asOf")
+		}
+		delete(opts, "accessProfile")
+		res, err := a.history.Temporal(r.Context(), c, e, current, asOf, opts)
+		if err != nil {
+			return err
+		}
+		a.answerCollection(w, e, c.Representation, res)
+		return nil
 	}
-}
-
-func (a *API) historyRead(w http.ResponseWriter, r *http.Request, read func(records.Call, query.RawOptions) (*records.Result, error)) {
-	c := a.call(r)
-	res, err := read(c, query.RawOptions(r.URL.Query()))
-	if err != nil {
-		a.fail(w, r, err)
-		return
-	}
-	e, _ := a.records.EntityForRoute(chi.URLParam(r, "route"))
-	w.Header().Set("Link", a.link(e))
-	w.Header().Set("Vary", "Accept")
-	writeRaw(w, res.Status, contentType(c.Representation), res.Body)
 }
 
 // snapshotRead serves GET /v1/records/{route}:snapshot.
-func (a *API) snapshotRead(w http.ResponseWriter, r *http.Request) {
-	a.historyRead(w, r, func(c records.Call, opts query.RawOptions) (*records.Result, error) {
-		e, err := a.records.EntityForRoute(chi.URLParam(r, "route"))
-		if err != nil {
-			return nil, err
-		}
-		return a.records.Snapshot(r.Context(), c, e, opts)
-	})
+func (a *API) snapshotRead(w http.ResponseWriter, r *http.Request, e *model.Entity) error {
+	c := a.call(r)
+	res, err := a.history.Snapshot(r.Context(), c, e, query.RawOptions(r.URL.Query()))
+	if err != nil {
+		return err
+	}
+	a.answerCollection(w, e, c.Representation, res)
+	return nil
 }
 
 // snapshotGranted reports whether some profile grants snapshot on e, as

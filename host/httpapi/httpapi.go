@@ -17,10 +17,15 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/registrum/registrum/host/access"
+	"github.com/registrum/registrum/host/actions"
 	"github.com/registrum/registrum/host/auth"
+	"github.com/registrum/registrum/host/gis"
+	"github.com/registrum/registrum/host/history"
+	"github.com/registrum/registrum/host/ingest"
 	"github.com/registrum/registrum/host/metadata"
 	"github.com/registrum/registrum/host/problem"
 	"github.com/registrum/registrum/host/records"
+	"github.com/registrum/registrum/host/requests"
 	"github.com/registrum/registrum/model"
 	"github.com/registrum/registrum/model/query"
 )
@@ -30,7 +35,19 @@ const DefaultMaximumBodyBytes = 1 << 20
 
 // Options configure the edge.
 type Options struct {
+	// Records is the record kernel. Required.
 	Records *records.Service
+	// GIS is the spatial adapter; nil serves no /v1/gis routes.
+	GIS *gis.Service
+	// History serves the revision, temporal and snapshot reads. Required.
+	History *history.Service
+	// Actions serves the immediate actions; nil serves no /v1/actions routes.
+	Actions *actions.Service
+	// Ingest serves the ingestion runs; nil serves no ingestion routes.
+	Ingest *ingest.Service
+	// Requests serves the change-request workflow and attachment slots;
+	// nil serves no action or attachment routes.
+	Requests *requests.Service
 	// Documents are the package's published documents (OpenAPI, schemas, forms).
 	Documents *metadata.Documents
 	// Access decides what the registry document shows each caller.
@@ -44,6 +61,11 @@ type Options struct {
 // API is the HTTP edge of the record host.
 type API struct {
 	records  *records.Service
+	gis      *gis.Service
+	history  *history.Service
+	actions  *actions.Service
+	ingest   *ingest.Service
+	requests *requests.Service
 	docs     *metadata.Documents
 	access   access.Decider
 	pkg      *model.Package
@@ -58,7 +80,7 @@ type API struct {
 
 // New builds the edge.
 func New(o Options) *API {
-	a := &API{records: o.Records, docs: o.Documents, access: o.Access, pkg: o.Records.Package(), log: o.Logger, metrics: o.Metrics, ready: o.Ready}
+	a := &API{records: o.Records, gis: o.GIS, history: o.History, actions: o.Actions, ingest: o.Ingest, requests: o.Requests, docs: o.Documents, access: o.Access, pkg: o.Records.Package(), log: o.Logger, metrics: o.Metrics, ready: o.Ready}
 	if a.log == nil {
 		a.log = slog.New(slog.DiscardHandler)
 	}
@@ -192,20 +214,19 @@ func bodyLimit(e *model.Entity) int64 {
 	return DefaultMaximumBodyBytes
 }
 
-func (a *API) createRecord(w http.ResponseWriter, r *http.Request) {
-	e, err := a.records.EntityForRoute(chi.URLParam(r, "route"))
-	if err != nil {
-		a.fail(w, r, err)
-		return
-	}
+// createRecord serves POST /v1/records/{route}.
+func (a *API) createRecord(w http.ResponseWriter, r *http.Request, e *model.Entity) error {
 	body, err := readBody(r, bodyLimit(e), "application/json")
 	if err != nil {
-		a.fail(w, r, err)
-		return
+		return err
 	}
 	c := a.call(r)
 	res, err := a.records.Create(r.Context(), c, e, body)
-	a.answer(w, r, e, c.Representation, res, err)
+	if err != nil {
+		return err
+	}
+	a.answer(w, e, c.Representation, res)
+	return nil
 }
 
 func (a *API) registry(w http.ResponseWriter, r *http.Request) {
@@ -231,105 +252,96 @@ func writePublic(w http.ResponseWriter, ct string, body []byte) {
 	w.Write(body)
 }
 
-func (a *API) batch(w http.ResponseWriter, r *http.Request) {
-	e, err := a.records.EntityForRoute(chi.URLParam(r, "route"))
-	if err != nil {
-		a.fail(w, r, err)
-		return
-	}
+// batch serves POST /v1/records/{route}:batch.
+func (a *API) batch(w http.ResponseWriter, r *http.Request, e *model.Entity) error {
 	if e.Batch == nil {
-		a.fail(w, r, problem.NotFound())
-		return
+		return problem.NotFound()
 	}
 	body, err := readBody(r, e.Batch.MaximumBytes, "application/json")
 	if err != nil {
-		a.fail(w, r, err)
-		return
+		return err
 	}
 	res, err := a.records.Batch(r.Context(), a.call(r), e, body)
 	if err != nil {
-		a.fail(w, r, err)
-		return
+		return err
 	}
 	if res.Replayed {
 		w.Header().Set("Idempotent-Replayed", "true")
 	}
 	writeRaw(w, res.Status, "application/json", res.Body)
+	return nil
 }
 
-func (a *API) listRecords(w http.ResponseWriter, r *http.Request) {
-	e, err := a.records.EntityForRoute(chi.URLParam(r, "route"))
-	if err != nil {
-		a.fail(w, r, err)
-		return
-	}
+// listRecords serves GET /v1/records/{route}.
+func (a *API) listRecords(w http.ResponseWriter, r *http.Request, e *model.Entity) error {
 	c := a.call(r)
 	opts := query.RawOptions(r.URL.Query())
 	delete(opts, "accessProfile")
 	res, err := a.records.List(r.Context(), c, e, opts)
 	if err != nil {
-		a.fail(w, r, err)
-		return
+		return err
 	}
-	w.Header().Set("Link", a.link(e))
-	w.Header().Set("Vary", "Accept")
-	writeRaw(w, res.Status, contentType(c.Representation), res.Body)
+	a.answerCollection(w, e, c.Representation, res)
+	return nil
 }
 
-func (a *API) getRecord(w http.ResponseWriter, r *http.Request) {
-	e, err := a.records.EntityForRoute(chi.URLParam(r, "route"))
-	if err != nil {
-		a.fail(w, r, err)
-		return
-	}
+// answerCollection writes a collection read of e (a page of records,
+// revisions or a snapshot) with its Link header.
+func (a *API) answerCollection(w http.ResponseWriter, e *model.Entity, rep records.Representation, res *records.Result) {
+	w.Header().Set("Link", a.link(e))
+	w.Header().Set("Vary", "Accept")
+	writeRaw(w, res.Status, contentType(rep), res.Body)
+}
+
+// getRecord serves GET /v1/records/{route}/{recordId}.
+func (a *API) getRecord(w http.ResponseWriter, r *http.Request, e *model.Entity) error {
 	c := a.call(r)
 	res, err := a.records.Read(r.Context(), c, e, chi.URLParam(r, "recordId"), query.RawOptions(r.URL.Query()))
-	if err == nil && notModified(r.Header.Get("If-None-Match"), res.ETag) {
+	if err != nil {
+		return err
+	}
+	if notModified(r.Header.Get("If-None-Match"), res.ETag) {
 		h := w.Header()
 		h.Set("ETag", res.ETag)
 		h.Set("Link", a.link(e))
 		h.Set("Vary", "Accept")
 		h.Set("Cache-Control", "no-store")
 		w.WriteHeader(http.StatusNotModified)
-		return
+		return nil
 	}
-	a.answer(w, r, e, c.Representation, res, err)
+	a.answer(w, e, c.Representation, res)
+	return nil
 }
 
-func (a *API) patchRecord(w http.ResponseWriter, r *http.Request) {
-	e, err := a.records.EntityForRoute(chi.URLParam(r, "route"))
-	if err != nil {
-		a.fail(w, r, err)
-		return
-	}
+// patchRecord serves PATCH /v1/records/{route}/{recordId}.
+func (a *API) patchRecord(w http.ResponseWriter, r *http.Request, e *model.Entity) error {
 	body, err := readBody(r, bodyLimit(e), "application/json-patch+json")
 	if err != nil {
-		a.fail(w, r, err)
-		return
+		return err
 	}
 	c := a.call(r)
 	res, err := a.records.Patch(r.Context(), c, e, chi.URLParam(r, "recordId"), r.Header.Get("If-Match"), body)
-	a.answer(w, r, e, c.Representation, res, err)
+	if err != nil {
+		return err
+	}
+	a.answer(w, e, c.Representation, res)
+	return nil
 }
 
-func (a *API) tombstoneRecord(w http.ResponseWriter, r *http.Request) {
-	e, err := a.records.EntityForRoute(chi.URLParam(r, "route"))
-	if err != nil {
-		a.fail(w, r, err)
-		return
-	}
+// tombstoneRecord serves DELETE /v1/records/{route}/{recordId}.
+func (a *API) tombstoneRecord(w http.ResponseWriter, r *http.Request, e *model.Entity) error {
 	c := a.call(r)
 	res, err := a.records.Tombstone(r.Context(), c, e, chi.URLParam(r, "recordId"), r.Header.Get("If-Match"))
-	a.answer(w, r, e, c.Representation, res, err)
+	if err != nil {
+		return err
+	}
+	a.answer(w, e, c.Representation, res)
+	return nil
 }
 
-// answer writes a record result with its ETag, Location and Link headers,
-// or the refusal.
-func (a *API) answer(w http.ResponseWriter, r *http.Request, e *model.Entity, rep records.Representation, res *records.Result, err error) {
-	if err != nil {
-		a.fail(w, r, err)
-		return
-	}
+// answer writes a record result of e with its ETag, Location and Link
+// headers.
+func (a *API) answer(w http.ResponseWriter, e *model.Entity, rep records.Representation, res *records.Result) {
 	h := w.Header()
 	h.Set("ETag", res.ETag)
 	if res.Location != "" {

@@ -19,8 +19,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/registrum/registrum/host/access"
+	"github.com/registrum/registrum/host/actions"
+	"github.com/registrum/registrum/host/gis"
+	"github.com/registrum/registrum/host/history"
 	"github.com/registrum/registrum/host/httpapi"
+	"github.com/registrum/registrum/host/ingest"
 	"github.com/registrum/registrum/host/records"
+	"github.com/registrum/registrum/host/requests"
 	"github.com/registrum/registrum/model"
 	"github.com/registrum/registrum/store/storetest"
 )
@@ -74,6 +79,30 @@ type env struct {
 
 func newEnv(t *testing.T) *env { return newEnvFor(t, testPackage(t)) }
 
+// withRooms returns o with the capability rooms the host builds over the
+// record kernel o.Records (the spatial adapter, the history reads, the
+// immediate actions, the ingestion runs and the change-request workflow).
+func withRooms(t *testing.T, o httpapi.Options) httpapi.Options {
+	t.Helper()
+	var err error
+	if o.GIS, err = gis.New(gis.Options{Records: o.Records}); err != nil {
+		t.Fatal(err)
+	}
+	if o.History, err = history.New(history.Options{Records: o.Records}); err != nil {
+		t.Fatal(err)
+	}
+	if o.Actions, err = actions.New(actions.Options{Records: o.Records, Access: o.Access}); err != nil {
+		t.Fatal(err)
+	}
+	if o.Ingest, err = ingest.New(ingest.Options{Records: o.Records}); err != nil {
+		t.Fatal(err)
+	}
+	if o.Requests, err = requests.New(requests.Options{Records: o.Records}); err != nil {
+		t.Fatal(err)
+	}
+	return o
+}
+
 // newEnvFor serves the completed package p from a fresh database.
 func newEnvFor(t *testing.T, p *model.Package) *env {
 	pool := storetest.NewPool(t)
@@ -82,17 +111,17 @@ func newEnvFor(t *testing.T, p *model.Package) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc, err := records.New(st, keys, access.Unrestricted{})
+	svc, err := records.New(records.Options{Store: st, Keys: keys, Access: access.Unrestricted{}, Plans: requests.FrozenPlans{}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	logs := &syncBuffer{}
-	api := httpapi.New(httpapi.Options{
+	api := httpapi.New(withRooms(t, httpapi.Options{
 		Records: svc,
 		Logger:  slog.New(slog.NewJSONHandler(logs, nil)),
 		Metrics: httpapi.NewMetrics(prometheus.NewRegistry()),
 		Ready:   st.Ping,
-	})
+	}))
 	srv := httptest.NewServer(api)
 	t.Cleanup(srv.Close)
 	return &env{srv: srv, pool: pool, logs: logs}

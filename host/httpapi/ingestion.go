@@ -5,6 +5,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/registrum/registrum/host/ingest"
 	"github.com/registrum/registrum/host/records"
 	"github.com/registrum/registrum/model"
 	"github.com/registrum/registrum/model/query"
@@ -32,84 +33,64 @@ func (a *API) ingestionRoutes(r chi.Router, e *model.Entity) {
 	a.entityRoute(r, http.MethodGet, run+"/chunks/{chunkIndex}/receipt", e, a.chunkReceipt)
 }
 
-// answer writes a service result as JSON, or its refusal.
-func (a *API) answerRun(w http.ResponseWriter, r *http.Request, res *records.Result, err error) {
-	if err != nil {
-		a.fail(w, r, err)
-		return
+// answerRun writes an ingestion result as JSON.
+func answerRun(w http.ResponseWriter, res *records.Result) {
+	if res.Replayed {
+		w.Header().Set("Idempotent-Replayed", "true")
 	}
 	writeRaw(w, res.Status, "application/json", res.Body)
 }
 
-func (a *API) createRun(w http.ResponseWriter, r *http.Request) {
-	e, err := a.records.EntityForRoute(chi.URLParam(r, "route"))
+// run answers the result of an ingestion call, or returns its refusal.
+func run(w http.ResponseWriter, res *records.Result, err error) error {
 	if err != nil {
-		a.fail(w, r, err)
-		return
+		return err
 	}
+	answerRun(w, res)
+	return nil
+}
+
+// createRun serves POST /v1/records/{route}/ingestion-runs.
+func (a *API) createRun(w http.ResponseWriter, r *http.Request, e *model.Entity) error {
 	body, err := readBody(r, maxRunBodyBytes, "application/json")
 	if err != nil {
-		a.fail(w, r, err)
-		return
+		return err
 	}
-	res, err := a.records.CreateRun(r.Context(), a.call(r), e, body)
-	a.answerRun(w, r, res, err)
+	res, err := a.ingest.CreateRun(r.Context(), a.call(r), e, body)
+	return run(w, res, err)
 }
 
-func (a *API) listRuns(w http.ResponseWriter, r *http.Request) {
-	e, err := a.records.EntityForRoute(chi.URLParam(r, "route"))
-	if err != nil {
-		a.fail(w, r, err)
-		return
-	}
-	res, err := a.records.ListRuns(r.Context(), a.call(r), e, records.RunQueryOf(query.RawOptions(r.URL.Query())))
-	a.answerRun(w, r, res, err)
+// listRuns serves GET /v1/records/{route}/ingestion-runs.
+func (a *API) listRuns(w http.ResponseWriter, r *http.Request, e *model.Entity) error {
+	res, err := a.ingest.ListRuns(r.Context(), a.call(r), e, ingest.RunQueryOf(query.RawOptions(r.URL.Query())))
+	return run(w, res, err)
 }
 
-func (a *API) readRun(w http.ResponseWriter, r *http.Request) {
-	e, err := a.records.EntityForRoute(chi.URLParam(r, "route"))
-	if err != nil {
-		a.fail(w, r, err)
-		return
-	}
-	res, err := a.records.GetRun(r.Context(), a.call(r), e, chi.URLParam(r, "runId"))
-	a.answerRun(w, r, res, err)
+// readRun serves GET /v1/records/{route}/ingestion-runs/{runId}.
+func (a *API) readRun(w http.ResponseWriter, r *http.Request, e *model.Entity) error {
+	res, err := a.ingest.GetRun(r.Context(), a.call(r), e, chi.URLParam(r, "runId"))
+	return run(w, res, err)
 }
 
-func (a *API) cancelRun(w http.ResponseWriter, r *http.Request) {
-	e, err := a.records.EntityForRoute(chi.URLParam(r, "route"))
-	if err != nil {
-		a.fail(w, r, err)
-		return
-	}
-	res, err := a.records.CancelRun(r.Context(), a.call(r), e, chi.URLParam(r, "runId"))
-	a.answerRun(w, r, res, err)
+// cancelRun serves POST /v1/records/{route}/ingestion-runs/{runId}/cancel.
+func (a *API) cancelRun(w http.ResponseWriter, r *http.Request, e *model.Entity) error {
+	res, err := a.ingest.CancelRun(r.Context(), a.call(r), e, chi.URLParam(r, "runId"))
+	return run(w, res, err)
 }
 
-func (a *API) submitChunk(w http.ResponseWriter, r *http.Request) {
-	e, err := a.records.EntityForRoute(chi.URLParam(r, "route"))
-	if err != nil {
-		a.fail(w, r, err)
-		return
-	}
+// submitChunk serves POST /v1/records/{route}/ingestion-runs/{runId}/chunks.
+func (a *API) submitChunk(w http.ResponseWriter, r *http.Request, e *model.Entity) error {
 	body, err := readBody(r, chunkBodyLimit(e), "application/json")
 	if err != nil {
-		a.fail(w, r, err)
-		return
+		return err
 	}
-	res, err := a.records.Chunk(r.Context(), a.call(r), e, chi.URLParam(r, "runId"), body)
-	if err == nil && res.Replayed {
-		w.Header().Set("Idempotent-Replayed", "true")
-	}
-	a.answerRun(w, r, res, err)
+	res, err := a.ingest.Chunk(r.Context(), a.call(r), e, chi.URLParam(r, "runId"), body)
+	return run(w, res, err)
 }
 
-func (a *API) chunkReceipt(w http.ResponseWriter, r *http.Request) {
-	e, err := a.records.EntityForRoute(chi.URLParam(r, "route"))
-	if err != nil {
-		a.fail(w, r, err)
-		return
-	}
-	res, err := a.records.Receipt(r.Context(), a.call(r), e, chi.URLParam(r, "runId"), chi.URLParam(r, "chunkIndex"))
-	a.answerRun(w, r, res, err)
+// chunkReceipt serves GET
+// /v1/records/{route}/ingestion-runs/{runId}/chunks/{chunkIndex}/receipt.
+func (a *API) chunkReceipt(w http.ResponseWriter, r *http.Request, e *model.Entity) error {
+	res, err := a.ingest.Receipt(r.Context(), a.call(r), e, chi.URLParam(r, "runId"), chi.URLParam(r, "chunkIndex"))
+	return run(w, res, err)
 }

@@ -7,7 +7,6 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/registrum/registrum/model"
-	"github.com/registrum/registrum/project/generate"
 )
 
 // The record routes are spelled out per entity (/v1/records/children, not
@@ -16,17 +15,16 @@ import (
 // package does not enable (a patch of a create-only entity, a batch of an
 // entity without batch bounds) is not in it and answers the concealed 404,
 // and routes_test.go compares the table with the served /openapi.json in
-// both directions. Handlers still read the entity from chi.URLParam(r,
-// "route"), which withRoute sets.
+// both directions. Each handler gets its entity bound at registration.
 
 // recordRoutes registers the record routes of every entity the host serves.
 func (a *API) recordRoutes(r chi.Router) {
-	requests, _ := generate.CapabilityByID(generate.CapChangeRequests)
-	ingestion, _ := generate.CapabilityByID(generate.CapIngestionRuns)
-	revisions, _ := generate.CapabilityByID(generate.CapRevisions)
-	temporal, _ := generate.CapabilityByID(generate.CapTemporalReads)
-	attachments, _ := generate.CapabilityByID(generate.CapAttachments)
-	snapshot, _ := generate.CapabilityByID(generate.CapSnapshot)
+	requests, _ := model.ServiceCapabilityByID(model.CapChangeRequests)
+	ingestion, _ := model.ServiceCapabilityByID(model.CapIngestionRuns)
+	revisions, _ := model.ServiceCapabilityByID(model.CapRevisions)
+	temporal, _ := model.ServiceCapabilityByID(model.CapTemporalReads)
+	attachments, _ := model.ServiceCapabilityByID(model.CapAttachments)
+	snapshot, _ := model.ServiceCapabilityByID(model.CapSnapshot)
 	for _, e := range a.pkg.Entities {
 		if e.IsRequestEntity() && !requests.Served {
 			continue
@@ -55,13 +53,13 @@ func (a *API) recordRoutes(r chi.Router) {
 		}
 		if e.Batch != nil {
 			a.entityRoute(r, http.MethodPost, base+":batch", e, a.batch)
-			if ingestion.Served {
+			if ingestion.Served && a.ingest != nil {
 				a.ingestionRoutes(r, e)
 			}
 		}
-		if e.IsRequestEntity() {
+		if e.IsRequestEntity() && a.requests != nil {
 			for _, action := range requestActions {
-				a.entityRoute(r, http.MethodPost, item+"/actions/"+action, e, withParam("action", action, a.requestAction))
+				a.entityRoute(r, http.MethodPost, item+"/actions/"+action, e, a.requestAction(action))
 			}
 			if attachments.Served {
 				a.attachmentRoutes(r, item, e)
@@ -74,13 +72,26 @@ func (a *API) recordRoutes(r chi.Router) {
 // /v1/records/{route}/{recordId}/actions/<action>.
 var requestActions = []string{"submit", "revise", "cancel", "apply"}
 
-// entityRoute registers h at pattern, a path spelled out for entity e. The
-// handler reads the route from chi.URLParam(r, "route"), and the request
-// log and metrics name the generic pattern (/v1/records/{route}/...), so
-// their labels stay one per kind of route.
-func (a *API) entityRoute(r chi.Router, method, pattern string, e *model.Entity, h http.HandlerFunc) {
+// entityHandler serves a route of entity e, bound when the route was
+// registered. It answers the request itself, or returns the refusal for
+// the one wrapper, serveEntity, to render.
+type entityHandler func(w http.ResponseWriter, r *http.Request, e *model.Entity) error
+
+// entityRoute registers h at pattern, a path spelled out for entity e, with
+// e bound. The request log and metrics name the generic pattern
+// (/v1/records/{route}/...), so their labels stay one per kind of route.
+func (a *API) entityRoute(r chi.Router, method, pattern string, e *model.Entity, h entityHandler) {
 	generic := "/v1/records/{route}" + strings.TrimPrefix(pattern, "/v1/records/"+e.Route)
-	r.Method(method, pattern, withParam("route", e.Route, labelled(generic, h)))
+	r.Method(method, pattern, labelled(generic, a.serveEntity(e, h)))
+}
+
+// serveEntity serves h with its entity and renders the refusal it returns.
+func (a *API) serveEntity(e *model.Entity, h entityHandler) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if err := h(w, r, e); err != nil {
+			a.fail(w, r, err)
+		}
+	}
 }
 
 // labelled serves h under the generic pattern in the request log and the

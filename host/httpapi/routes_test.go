@@ -18,6 +18,7 @@ import (
 	"github.com/registrum/registrum/host/httpapi"
 	"github.com/registrum/registrum/host/metadata"
 	"github.com/registrum/registrum/host/records"
+	"github.com/registrum/registrum/host/requests"
 	"github.com/registrum/registrum/model"
 	"github.com/registrum/registrum/project"
 	"github.com/registrum/registrum/project/generate"
@@ -60,11 +61,11 @@ func TestOpenAPIDescribesExactlyTheServedRoutes(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			svc, err := records.New(st, keys, access.Unrestricted{})
+			svc, err := records.New(records.Options{Store: st, Keys: keys, Access: access.Unrestricted{}, Plans: requests.FrozenPlans{}})
 			if err != nil {
 				t.Fatal(err)
 			}
-			api := httpapi.New(httpapi.Options{Records: svc, Documents: docs, Access: access.Unrestricted{}})
+			api := httpapi.New(withRooms(t, httpapi.Options{Records: svc, Documents: docs, Access: access.Unrestricted{}}))
 			srv := httptest.NewServer(api)
 			defer srv.Close()
 
@@ -74,7 +75,7 @@ func TestOpenAPIDescribesExactlyTheServedRoutes(t *testing.T) {
 			}
 			served, _ := io.ReadAll(resp.Body)
 			resp.Body.Close()
-			if !bytes.Equal(served, res.Contents[generate.OpenAPIPath]) {
+			if !bytes.Equal(served, res.Contents[model.OpenAPIPath]) {
 				t.Fatal("the served openapi.json differs from the packaged one")
 			}
 			want, err := generate.OpenAPI(pkg)

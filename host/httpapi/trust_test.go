@@ -18,6 +18,7 @@ import (
 	"github.com/registrum/registrum/host/httpapi"
 	"github.com/registrum/registrum/host/problem"
 	"github.com/registrum/registrum/host/records"
+	"github.com/registrum/registrum/host/requests"
 	"github.com/registrum/registrum/store/storetest"
 )
 
@@ -45,12 +46,12 @@ func newEnvOn(t *testing.T, dsn string, decider access.Decider) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc, err := records.New(st, keys, decider)
+	svc, err := records.New(records.Options{Store: st, Keys: keys, Access: decider, Plans: requests.FrozenPlans{}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	logs := &syncBuffer{}
-	api := httpapi.New(httpapi.Options{Records: svc, Access: decider, Logger: slog.New(slog.NewJSONHandler(logs, nil)), Ready: st.Ping})
+	api := httpapi.New(withRooms(t, httpapi.Options{Records: svc, Access: decider, Logger: slog.New(slog.NewJSONHandler(logs, nil)), Ready: st.Ping}))
 	srv := httptest.NewServer(api)
 	t.Cleanup(srv.Close)
 	return &env{srv: srv, pool: pool, logs: logs}

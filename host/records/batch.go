@@ -3,6 +3,7 @@ package records
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -45,7 +46,9 @@ type BatchResult struct {
 	Data      map[string]any `json:"data"`
 }
 
-type batchItem struct {
+// BatchItem is one checked item of a batch or of an ingestion chunk: a
+// create with its storage values, or a patch of a record under its ifMatch.
+type BatchItem struct {
 	operation string
 	id        string
 	ifMatch   string
@@ -60,14 +63,14 @@ func (s *Service) Batch(ctx context.Context, c Call, e *model.Entity, body []byt
 	if e.Batch == nil {
 		return nil, problem.NotFound()
 	}
-	grant, err := s.decide(ctx, c, model.OpBatch, e)
+	grant, err := s.Decide(ctx, c, model.OpBatch, e)
 	if err != nil {
 		return nil, err
 	}
 	if int64(len(body)) > e.Batch.MaximumBytes {
 		return nil, problem.At(problem.RequestInvalid, "", "the batch is larger than %d bytes", e.Batch.MaximumBytes)
 	}
-	idem, err := s.idempotency(c, grant, "batch", e.ID, string(body))
+	idem, err := s.Idempotency(c, grant, "batch", e.ID, string(body))
 	if err != nil {
 		return nil, err
 	}
@@ -75,14 +78,14 @@ func (s *Service) Batch(ctx context.Context, c Call, e *model.Entity, body []byt
 	if err != nil {
 		return nil, err
 	}
-	return s.write(ctx, e, idem, func(w *store.Writer) (*store.Outcome, error) {
-		return s.batchWrites(ctx, w, c, e, grant, items, changeContext)
+	return s.Write(ctx, e, idem, func(w *store.Writer) (*store.Outcome, error) {
+		return s.WriteBatch(ctx, w, c, e, grant, items, changeContext)
 	})
 }
 
-// batchWrites writes checked batch items in w's transaction, in item
+// WriteBatch writes checked batch items in w's transaction, in item
 // order, and returns the batch response.
-func (s *Service) batchWrites(ctx context.Context, w *store.Writer, c Call, e *model.Entity, grant *access.Grant, items []batchItem, changeContext []byte) (*store.Outcome, error) {
+func (s *Service) WriteBatch(ctx context.Context, w *store.Writer, c Call, e *model.Entity, grant *access.Grant, items []BatchItem, changeContext []byte) (*store.Outcome, error) {
 	resp := BatchResponse{Results: make([]BatchResult, 0, len(items))}
 	recs, err := s.createAll(ctx, w, c, e, grant, items, changeContext)
 	if err != nil {
@@ -104,7 +107,7 @@ func (s *Service) batchWrites(ctx context.Context, w *store.Writer, c Call, e *m
 			Data:      s.envelope(rec, grant.Readable, JSON).Data.DomainData,
 		})
 	}
-	tok, err := s.writeSnapshot(ctx, w)
+	tok, err := s.WriteSnapshot(ctx, w)
 	if err != nil {
 		return nil, err
 	}
@@ -119,17 +122,17 @@ func (s *Service) batchWrites(ctx context.Context, w *store.Writer, c Call, e *m
 // createAll writes a batch of creates only in a few multi-row statements
 // (store.Writer.CreateMany), the same rows the items' creates one by one
 // write. It returns nil records when an item is no create.
-func (s *Service) createAll(ctx context.Context, w *store.Writer, c Call, e *model.Entity, grant *access.Grant, items []batchItem, cc []byte) ([]*store.Record, error) {
+func (s *Service) createAll(ctx context.Context, w *store.Writer, c Call, e *model.Entity, grant *access.Grant, items []BatchItem, cc []byte) ([]*store.Record, error) {
 	news := make([]store.NewRecord, len(items))
 	for i, it := range items {
 		if it.operation != model.OpCreate {
 			return nil, nil
 		}
 		if !grant.Admits(it.values) {
-			return nil, inItem(store.ErrNotFound, i)
+			return nil, problem.NotFound()
 		}
 		id := uuid.NewString()
-		j, err := s.journal(c, grant, e, id, it.values)
+		j, err := s.Journal(c, grant, e, id, it.values)
 		if err != nil {
 			return nil, inItem(err, i)
 		}
@@ -139,21 +142,21 @@ func (s *Service) createAll(ctx context.Context, w *store.Writer, c Call, e *mod
 	return w.CreateMany(ctx, e, news)
 }
 
-func (s *Service) batchItem(ctx context.Context, w *store.Writer, c Call, e *model.Entity, grant *access.Grant, it batchItem, cc []byte) (*store.Record, error) {
+func (s *Service) batchItem(ctx context.Context, w *store.Writer, c Call, e *model.Entity, grant *access.Grant, it BatchItem, cc []byte) (*store.Record, error) {
 	switch it.operation {
 	case model.OpCreate:
 		id := uuid.NewString()
 		if !grant.Admits(it.values) {
-			return nil, store.ErrNotFound
+			return nil, problem.NotFound()
 		}
-		j, err := s.journal(c, grant, e, id, it.values)
+		j, err := s.Journal(c, grant, e, id, it.values)
 		if err != nil {
 			return nil, err
 		}
 		j.ChangeContext = cc
 		return w.Create(ctx, e, id, it.values, j)
 	default:
-		cur, err := s.lockCurrent(ctx, w, e, grant, it.id, it.ifMatch)
+		cur, err := s.LockCurrent(ctx, w, e, grant, it.id, it.ifMatch)
 		if err != nil {
 			return nil, err
 		}
@@ -162,9 +165,9 @@ func (s *Service) batchItem(ctx context.Context, w *store.Writer, c Call, e *mod
 			return nil, err
 		}
 		if !grant.Admits(next) {
-			return nil, store.ErrNotFound
+			return nil, problem.NotFound()
 		}
-		j, err := s.journal(c, grant, e, it.id, next)
+		j, err := s.Journal(c, grant, e, it.id, next)
 		if err != nil {
 			return nil, err
 		}
@@ -186,10 +189,10 @@ func inItem(err error, i int) error {
 }
 
 // parseBatch checks the batch body and every item before anything is written.
-func (s *Service) parseBatch(ctx context.Context, c Call, e *model.Entity, grant *access.Grant, body []byte) ([]batchItem, []byte, error) {
+func (s *Service) parseBatch(ctx context.Context, c Call, e *model.Entity, grant *access.Grant, body []byte) ([]BatchItem, []byte, error) {
 	doc, err := strictjson.Decode(body)
 	if err != nil {
-		return nil, nil, bodyFault(err)
+		return nil, nil, BodyFault(err)
 	}
 	top, ok := doc.(map[string]any)
 	if !ok {
@@ -216,17 +219,17 @@ func (s *Service) parseBatch(ctx context.Context, c Call, e *model.Entity, grant
 			return nil, nil, err
 		}
 	}
-	items, err := s.parseItems(ctx, c, e, grant, rawItems)
+	items, err := s.ParseBatchItems(ctx, c, e, grant, rawItems)
 	if err != nil {
 		return nil, nil, err
 	}
 	return items, cc, nil
 }
 
-// parseItems checks decoded batch items, each against the entity and the
+// ParseBatchItems checks decoded batch items, each against the entity and the
 // grant; a refusal names its item.
-func (s *Service) parseItems(ctx context.Context, c Call, e *model.Entity, grant *access.Grant, rawItems []any) ([]batchItem, error) {
-	items := make([]batchItem, 0, len(rawItems))
+func (s *Service) ParseBatchItems(ctx context.Context, c Call, e *model.Entity, grant *access.Grant, rawItems []any) ([]BatchItem, error) {
+	items := make([]BatchItem, 0, len(rawItems))
 	for i, raw := range rawItems {
 		it, err := s.parseItem(ctx, c, e, grant, raw)
 		if err != nil {
@@ -237,10 +240,10 @@ func (s *Service) parseItems(ctx context.Context, c Call, e *model.Entity, grant
 	return items, nil
 }
 
-func (s *Service) parseItem(ctx context.Context, c Call, e *model.Entity, grant *access.Grant, raw any) (batchItem, error) {
+func (s *Service) parseItem(ctx context.Context, c Call, e *model.Entity, grant *access.Grant, raw any) (BatchItem, error) {
 	m, ok := raw.(map[string]any)
 	if !ok {
-		return batchItem{}, problem.At(problem.RequestInvalid, "", "each item is an object")
+		return BatchItem{}, problem.At(problem.RequestInvalid, "", "each item is an object")
 	}
 	op, _ := m["operation"].(string)
 	var allowed map[string]bool
@@ -249,48 +252,48 @@ func (s *Service) parseItem(ctx context.Context, c Call, e *model.Entity, grant 
 		allowed = map[string]bool{"operation": true, "data": true}
 	case model.OpPatch:
 		if e.MutationMode == model.CreateOnly {
-			return batchItem{}, problem.At(problem.RequestInvalid, "/operation", "%s records cannot be patched", e.ID)
+			return BatchItem{}, problem.At(problem.RequestInvalid, "/operation", "%s records cannot be patched", e.ID)
 		}
 		allowed = map[string]bool{"operation": true, "id": true, "ifMatch": true, "patch": true}
 	default:
-		return batchItem{}, problem.At(problem.RequestInvalid, "/operation", "operation must be create or patch")
+		return BatchItem{}, problem.At(problem.RequestInvalid, "/operation", "operation must be create or patch")
 	}
 	for _, k := range sortedKeys(m) {
 		if !allowed[k] {
-			return batchItem{}, problem.At(problem.RequestInvalid, strictjson.Pointer(k), "unknown member %q in a %s item (a change context is shared by the whole batch)", k, op)
+			return BatchItem{}, problem.At(problem.RequestInvalid, strictjson.Pointer(k), "unknown member %q in a %s item (a change context is shared by the whole batch)", k, op)
 		}
 	}
-	if _, err := s.decide(ctx, c, op, e); err != nil {
-		return batchItem{}, err
+	if _, err := s.Decide(ctx, c, op, e); err != nil {
+		return BatchItem{}, err
 	}
 	if op == model.OpCreate {
 		data, ok := m["data"].(map[string]any)
 		if !ok {
-			return batchItem{}, problem.At(problem.RequestInvalid, "/data", "data must be an object of field values")
+			return BatchItem{}, problem.At(problem.RequestInvalid, "/data", "data must be an object of field values")
 		}
 		values, err := s.decodeFields(e, grant, data)
 		if err != nil {
-			return batchItem{}, err
+			return BatchItem{}, err
 		}
-		return batchItem{operation: op, values: values}, nil
+		return BatchItem{operation: op, values: values}, nil
 	}
 	id, _ := m["id"].(string)
 	if !values.IsUUID(id) {
-		return batchItem{}, problem.At(problem.RequestInvalid, "/id", "a patch item needs the record id, a lowercase UUID")
+		return BatchItem{}, problem.At(problem.RequestInvalid, "/id", "a patch item needs the record id, a lowercase UUID")
 	}
 	ifMatch, _ := m["ifMatch"].(string)
 	if ifMatch == "" {
-		return batchItem{}, problem.At(problem.RequestInvalid, "/ifMatch", "a patch item needs the record's ETag in ifMatch")
+		return BatchItem{}, problem.At(problem.RequestInvalid, "/ifMatch", "a patch item needs the record's ETag in ifMatch")
 	}
 	rawPatch, err := json.Marshal(m["patch"])
 	if err != nil {
-		return batchItem{}, err
+		return BatchItem{}, err
 	}
 	ops, err := parsePatch(e, grant, rawPatch)
 	if err != nil {
-		return batchItem{}, underPatch(err)
+		return BatchItem{}, underPatch(err)
 	}
-	return batchItem{operation: op, id: id, ifMatch: ifMatch, patch: ops}, nil
+	return BatchItem{operation: op, id: id, ifMatch: ifMatch, patch: ops}, nil
 }
 
 // underPatch moves a refusal about the patch document itself (the whole
@@ -374,4 +377,48 @@ func changeContext(raw any) ([]byte, error) {
 		}
 	}
 	return canonjson.Marshal(m)
+}
+
+// NameViolatingItem turns a violated constraint of a chunk's writes into the
+// refusal of the item that violates it. Writes are pipelined and some
+// constraints are checked only at commit, so the failing statement does
+// not tell the item: locateViolation finds it.
+func (s *Service) NameViolatingItem(ctx context.Context, c Call, e *model.Entity, grant *access.Grant, items []BatchItem, cc []byte, err error) error {
+	var ce *store.ConstraintError
+	if !errors.As(err, &ce) || items == nil {
+		return err
+	}
+	if i, ierr := s.locateViolation(ctx, c, e, grant, items, cc); i >= 0 {
+		return inItem(s.WriteRefusal(e, ierr), i)
+	}
+	return err
+}
+
+// errDiagnosis unwinds the transaction of locateViolation.
+var errDiagnosis = errors.New("records: diagnosis only")
+
+// locateViolation finds the first item of a refused chunk whose write
+// violates a constraint that was only checked at commit: it writes the
+// items again with every constraint checked at each statement, in a
+// transaction it rolls back. It returns -1 when no item alone violates one.
+func (s *Service) locateViolation(ctx context.Context, c Call, e *model.Entity, grant *access.Grant, items []BatchItem, cc []byte) (int, error) {
+	at, cause := -1, error(nil)
+	_, _, _ = s.store.Write(ctx, nil, func(w *store.Writer) (*store.Outcome, error) {
+		w.ConstraintsImmediately()
+		for i, it := range items {
+			_, err := s.batchItem(ctx, w, c, e, grant, it, cc)
+			if err == nil {
+				err = w.Flush(ctx)
+			}
+			if err != nil {
+				var ce *store.ConstraintError
+				if errors.As(err, &ce) {
+					at, cause = i, err
+				}
+				return nil, errDiagnosis
+			}
+		}
+		return nil, errDiagnosis
+	})
+	return at, cause
 }

@@ -105,3 +105,10 @@ func (k Keys) PrincipalReference(principal string) string {
 func (k Keys) RecordReference(entityID, recordID string) string {
 	return "hmac-sha256:" + hex.EncodeToString(keyed(k.reference, "engine-record-v1", entityID, recordID))
 }
+
+// CursorPrincipal is the keyed reference of a principal reference that a
+// history cursor of domain binds (hex): a cursor names its caller without
+// carrying the principal's reference.
+func (k Keys) CursorPrincipal(domain, principalReference string) string {
+	return hex.EncodeToString(keyed(k.reference, domain, principalReference))
+}

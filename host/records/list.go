@@ -49,14 +49,14 @@ type PageInfo struct {
 
 // List reads one page of the live records of e that the caller may see.
 func (s *Service) List(ctx context.Context, c Call, e *model.Entity, opts query.RawOptions) (*Result, error) {
-	return s.list(ctx, c, e, opts, "", nil)
+	return s.ListNarrowed(ctx, c, e, opts, "", nil)
 }
 
-// list reads one page of a collection read: read names a read other than
+// ListNarrowed reads one page of a collection read: read names a read other than
 // the plain list (its cursors are bound to it), and narrow, when set, adds
 // its condition to the scope.
-func (s *Service) list(ctx context.Context, c Call, e *model.Entity, opts query.RawOptions, read string, narrow func(querysql.Fragment) querysql.Fragment) (*Result, error) {
-	grant, err := s.decide(ctx, c, model.OpList, e)
+func (s *Service) ListNarrowed(ctx context.Context, c Call, e *model.Entity, opts query.RawOptions, read string, narrow func(querysql.Fragment) querysql.Fragment) (*Result, error) {
+	grant, err := s.Decide(ctx, c, model.OpList, e)
 	if err != nil {
 		return nil, err
 	}
@@ -71,9 +71,9 @@ func (s *Service) list(ctx context.Context, c Call, e *model.Entity, opts query.
 	now := time.Now()
 	q, err := s.sealer.Parse(e, allowed, opts, caller, now)
 	if err != nil {
-		return nil, queryProblem(err)
+		return nil, QueryProblem(err)
 	}
-	recs, next, err := s.page(ctx, e, grant, q, caller, now, narrow)
+	recs, next, err := s.Page(ctx, e, grant, q, caller, now, narrow)
 	if err != nil {
 		return nil, err
 	}
@@ -136,10 +136,10 @@ func (s *Service) scope(e *model.Entity, grant *access.Grant, narrow func(querys
 	return scope, nil
 }
 
-// page reads the records of one page of q in the grant's scope, at most
+// Page reads the records of one page of q in the grant's scope, at most
 // q.Top, and seals the cursor of the next page when there is one (nil on
 // the last page).
-func (s *Service) page(ctx context.Context, e *model.Entity, grant *access.Grant, q *query.Query, caller cursor.Caller, now time.Time,
+func (s *Service) Page(ctx context.Context, e *model.Entity, grant *access.Grant, q *query.Query, caller cursor.Caller, now time.Time,
 	narrow func(querysql.Fragment) querysql.Fragment) ([]*store.Record, *string, error) {
 	scope, err := s.scope(e, grant, narrow)
 	if err != nil {
@@ -161,9 +161,9 @@ func (s *Service) page(ctx context.Context, e *model.Entity, grant *access.Grant
 	return recs, &next, nil
 }
 
-// queryProblem answers a refusal of the query layer (a *query.Error) with
+// QueryProblem answers a refusal of the query layer (a *query.Error) with
 // its problem code and the same detail; any other error is returned as is.
-func queryProblem(err error) error {
+func QueryProblem(err error) error {
 	var qe *query.Error
 	if !errors.As(err, &qe) {
 		return err

@@ -39,7 +39,7 @@ var patchMembers = map[string]map[string]bool{
 func parsePatch(e *model.Entity, grant *access.Grant, body []byte) (*patchOps, error) {
 	doc, err := strictjson.Decode(body)
 	if err != nil {
-		return nil, bodyFault(err)
+		return nil, BodyFault(err)
 	}
 	ops, ok := doc.([]any)
 	if !ok {

@@ -16,34 +16,24 @@ import (
 // as on a collection read, and any other option is refused with
 // query.invalid (after the caller's grant is decided, as List does).
 func (s *Service) Read(ctx context.Context, c Call, e *model.Entity, id string, opts query.RawOptions) (*Result, error) {
-	narrowed := *s
-	narrowed.access = selecting{Decider: s.access, entity: e, opts: opts}
-	return narrowed.Get(withHistoryOption(ctx, opts), c, e, id)
+	if opts == nil {
+		opts = query.RawOptions{}
+	}
+	return s.get(ctx, c, e, id, opts)
 }
 
-// selecting narrows the readable fields of a grant to a read's $select.
-type selecting struct {
-	access.Decider
-	entity *model.Entity
-	opts   query.RawOptions
-}
-
-// Decide decides the grant, then narrows its readable fields to $select.
-func (d selecting) Decide(ctx context.Context, r access.Request) (*access.Grant, error) {
-	g, err := d.Decider.Decide(ctx, r)
+// selected narrows the readable fields of a decided grant to a read's
+// $select; attachment slots, which $select does not name, stay readable.
+func selected(e *model.Entity, g *access.Grant, opts query.RawOptions) (*access.Grant, error) {
+	fields, err := query.ParseRecord(e, query.Allowed{Readable: g.Readable.IDs()}, opts)
 	if err != nil {
-		return nil, err
+		return nil, QueryProblem(err)
 	}
-	fields, err := query.ParseRecord(d.entity, query.Allowed{Readable: g.Readable.IDs()}, d.opts)
-	if err != nil {
-		return nil, queryProblem(err)
-	}
-	ids := make([]string, len(fields), len(fields)+len(d.entity.Attachments))
+	ids := make([]string, len(fields), len(fields)+len(e.Attachments))
 	for i, f := range fields {
 		ids[i] = f.ID
 	}
-	// Attachment slots are not fields $select names: a readable slot stays.
-	for _, slot := range d.entity.Attachments {
+	for _, slot := range e.Attachments {
 		if g.Readable.Has(slot.ID) {
 			ids = append(ids, slot.ID)
 		}
@@ -74,12 +64,12 @@ func Refusal(err error) error {
 	return err
 }
 
-// checkIfMatch refuses an If-Match header that cannot name a revision: the
+// CheckIfMatch refuses an If-Match header that cannot name a revision: the
 // wildcard (a write must name the revision it read) and anything that is
 // not a list of quoted strong entity tags. Both keep the specification's
 // 412 precondition.failed, with a detail that says the header is at fault,
 // not the record.
-func checkIfMatch(h string) error {
+func CheckIfMatch(h string) error {
 	tags := splitETags(h)
 	if len(tags) == 0 {
 		return problem.New(problem.PreconditionFailed, "If-Match is malformed: it names no entity tag; send the ETag of the revision you read")

@@ -23,14 +23,19 @@ import (
 	"github.com/registrum/registrum/internal/canonjson"
 	"github.com/registrum/registrum/internal/strictjson"
 	"github.com/registrum/registrum/model"
+	"github.com/registrum/registrum/model/query"
 	"github.com/registrum/registrum/model/values"
-	"github.com/registrum/registrum/planners"
 	"github.com/registrum/registrum/store"
 	"github.com/registrum/registrum/store/layout"
 )
 
 // MaxIdempotencyKeyBytes bounds the Idempotency-Key.
 const MaxIdempotencyKeyBytes = 256
+
+// MaxActionBodyBytes bounds the body of an action: a change request's
+// submit, revise, cancel or apply, and an immediate action or its
+// target-conditions read.
+const MaxActionBodyBytes = 64 << 10
 
 // Service serves the records of one package.
 type Service struct {
@@ -40,31 +45,59 @@ type Service struct {
 	keys   Keys
 	access access.Decider
 	sealer *cursor.Sealer
-	// planners plan the submissions of request entities (UsePlanners).
-	planners *planners.Set
-	// review talks to the external review authorities (UseReview).
-	review ReviewAuthorities
-	// content keeps attachment content (UseContent; default the database).
-	content store.ContentStore
-	// handlers run the handler modules of immediate actions (UseActionHandlers).
-	handlers ActionHandlers
+	plans  FrozenPlans
 }
 
-// New returns the records service of the store's active package.
-func New(st *store.Store, keys Keys, decider access.Decider) (*Service, error) {
-	codec, err := values.NewCodec(st.Package())
+// FrozenPlans reads what the kernel needs of a request's frozen plan: the
+// entities it writes, which decide whether apply is offered to a profile
+// with apply targets. The frozen form belongs to the planners; the
+// change-request room (host/requests) implements this with them.
+type FrozenPlans interface {
+	TargetEntities(frozen []byte) ([]string, error)
+}
+
+// Options configure the records service. Every collaborator is given
+// here, once: the service has no setter.
+type Options struct {
+	// Store is the store of the active package. Required.
+	Store *store.Store
+	// Keys are the keys derived from the host key (DeriveKeys). Required.
+	Keys Keys
+	// Access decides each call's grant. Required.
+	Access access.Decider
+	// Plans reads the frozen plans of change requests (requests.FrozenPlans).
+	// Default none: apply is not offered to a profile whose grant limits
+	// the entities it may apply to, since the plan's targets cannot be read.
+	Plans FrozenPlans
+}
+
+// New returns the records service of o.Store's active package.
+func New(o Options) (*Service, error) {
+	switch {
+	case o.Store == nil:
+		return nil, errors.New("records: Options.Store is required")
+	case o.Access == nil:
+		return nil, errors.New("records: Options.Access is required")
+	case o.Keys.cursor == nil:
+		return nil, errors.New("records: Options.Keys is required (DeriveKeys)")
+	}
+	codec, err := values.NewCodec(o.Store.Package())
 	if err != nil {
 		return nil, err
 	}
-	sealer, err := cursor.NewSealer(keys.cursor)
+	sealer, err := cursor.NewSealer(o.Keys.cursor)
 	if err != nil {
 		return nil, err
 	}
-	return &Service{pkg: st.Package(), store: st, codec: codec, keys: keys, access: decider, sealer: sealer}, nil
+	return &Service{pkg: o.Store.Package(), store: o.Store, codec: codec, keys: o.Keys, access: o.Access, sealer: sealer, plans: o.Plans}, nil
 }
 
 // Package returns the package the service serves.
 func (s *Service) Package() *model.Package { return s.pkg }
+
+// Sealer returns the sealer of the service's cursors, for the capability
+// rooms that page with the kernel's cursors.
+func (s *Service) Sealer() *cursor.Sealer { return s.sealer }
 
 // Call carries what the edge knows of one request.
 type Call struct {
@@ -95,24 +128,14 @@ type Result struct {
 	Replayed bool
 }
 
-// EntityForRoute returns the entity served at route, or the concealed
-// not-found. The records of a request entity are change requests: drafts
-// are created and patched like other records by their owner, and move
-// through the workflow with Act.
-func (s *Service) EntityForRoute(route string) (*model.Entity, error) {
-	e := s.pkg.EntityByRoute(route)
-	if e == nil {
-		return nil, problem.NotFound()
-	}
-	return e, nil
-}
-
-func (s *Service) decide(ctx context.Context, c Call, op string, e *model.Entity) (*access.Grant, error) {
+// Decide decides operation op on entity e for the caller of c: the grant,
+// or the concealed not-found (or the refusal of a rejected token).
+func (s *Service) Decide(ctx context.Context, c Call, op string, e *model.Entity) (*access.Grant, error) {
 	return s.access.Decide(ctx, access.Request{Operation: op, Entity: e, Bearer: c.Bearer, UnusableCredential: c.UnusableCredential, Profile: c.Profile})
 }
 
-// idempotency binds a write to the caller's key; nil without a key.
-func (s *Service) idempotency(c Call, grant *access.Grant, parts ...string) (*store.Idempotency, error) {
+// Idempotency binds a write to the caller's key; nil without a key.
+func (s *Service) Idempotency(c Call, grant *access.Grant, parts ...string) (*store.Idempotency, error) {
 	if c.IdempotencyKey == "" {
 		return nil, nil
 	}
@@ -129,32 +152,60 @@ func (s *Service) idempotency(c Call, grant *access.Grant, parts ...string) (*st
 	}, nil
 }
 
-// write runs a write under an optional idempotency binding and turns store
-// refusals into problems.
-func (s *Service) write(ctx context.Context, e *model.Entity, idem *store.Idempotency, fn func(w *store.Writer) (*store.Outcome, error)) (*Result, error) {
-	out, replayed, err := s.store.Write(ctx, idem, fn)
+// StoreRefusal turns a refusal the store decides into the problem the
+// client gets: a key used with another request, a key whose outcome was
+// erased, a record not found (concealed) and a stale validator. Any other
+// error is returned as it is. It is the one map of store refusals: every
+// write and every read of a stored outcome answers through it.
+func StoreRefusal(err error) error {
 	switch {
 	case errors.Is(err, store.ErrIdempotencyConflict):
-		return nil, problem.New(problem.IdempotencyConflict, "the Idempotency-Key was used before with a different request")
+		return problem.New(problem.IdempotencyConflict, "the Idempotency-Key was used before with a different request")
 	case errors.Is(err, store.ErrOutcomeErased):
-		return nil, problem.New(problem.IdempotencyOutcomeErased, "the write under this Idempotency-Key happened; its answer was erased with the record's history")
+		return problem.New(problem.IdempotencyOutcomeErased, "the request under this Idempotency-Key happened; its answer was erased with the record's history")
 	case errors.Is(err, store.ErrNotFound):
-		return nil, problem.NotFound()
+		return problem.NotFound()
 	case errors.Is(err, store.ErrStale):
-		return nil, problem.New(problem.PreconditionFailed, "the record changed since the If-Match validator was read")
-	case err != nil:
-		return nil, s.writeRefusal(e, err)
+		return StaleValidator()
+	}
+	return err
+}
+
+// StaleValidator is the refusal of a write whose If-Match (or a batch or
+// chunk item's ifMatch) does not name the record's current revision.
+func StaleValidator() error {
+	return problem.New(problem.PreconditionFailed, "the record changed since the validator named for it (If-Match, or an item's ifMatch) was read")
+}
+
+// Refusal turns the error of a write of e into the client's problem: a
+// store refusal through StoreRefusal, a constraint violation in the
+// author's terms (WriteRefusal), anything else as it is.
+func (s *Service) Refusal(e *model.Entity, err error) error {
+	if refused := StoreRefusal(err); refused != err {
+		return refused
+	}
+	return s.WriteRefusal(e, err)
+}
+
+// Write runs fn as one write under an optional idempotency binding (a
+// replay answers the stored outcome) and turns its refusals into problems:
+// the store's through StoreRefusal, a constraint violation in the author's
+// terms (e names the entity written).
+func (s *Service) Write(ctx context.Context, e *model.Entity, idem *store.Idempotency, fn func(w *store.Writer) (*store.Outcome, error)) (*Result, error) {
+	out, replayed, err := s.store.Write(ctx, idem, fn)
+	if err != nil {
+		return nil, s.Refusal(e, err)
 	}
 	return &Result{Status: out.Status, ETag: out.ETag, Location: out.Location, Body: out.Body, Replayed: replayed}, nil
 }
 
 // Create validates a create body ({"data": {...}}) and writes revision 1.
 func (s *Service) Create(ctx context.Context, c Call, e *model.Entity, body []byte) (*Result, error) {
-	grant, err := s.decide(ctx, c, model.OpCreate, e)
+	grant, err := s.Decide(ctx, c, model.OpCreate, e)
 	if err != nil {
 		return nil, err
 	}
-	idem, err := s.idempotency(c, grant, "create", e.ID, string(body))
+	idem, err := s.Idempotency(c, grant, "create", e.ID, string(body))
 	if err != nil {
 		return nil, err
 	}
@@ -169,9 +220,9 @@ func (s *Service) Create(ctx context.Context, c Call, e *model.Entity, body []by
 	if !grant.Admits(stored) {
 		return nil, problem.NotFound()
 	}
-	return s.write(ctx, e, idem, func(w *store.Writer) (*store.Outcome, error) {
+	return s.Write(ctx, e, idem, func(w *store.Writer) (*store.Outcome, error) {
 		id := uuid.NewString()
-		j, err := s.journal(c, grant, e, id, stored)
+		j, err := s.Journal(c, grant, e, id, stored)
 		if err != nil {
 			return nil, err
 		}
@@ -191,11 +242,11 @@ func (s *Service) Create(ctx context.Context, c Call, e *model.Entity, body []by
 				return nil, err
 			}
 		}
-		tok, err := s.writeSnapshot(ctx, w)
+		tok, err := s.WriteSnapshot(ctx, w)
 		if err != nil {
 			return nil, err
 		}
-		out, err := s.outcomeWith(rec, req, grant, c.Representation, tok)
+		out, err := s.OutcomeWith(rec, req, grant, c.Representation, tok)
 		if err != nil {
 			return nil, err
 		}
@@ -207,9 +258,22 @@ func (s *Service) Create(ctx context.Context, c Call, e *model.Entity, body []by
 
 // Get reads the current revision of one live record.
 func (s *Service) Get(ctx context.Context, c Call, e *model.Entity, id string) (*Result, error) {
-	grant, err := s.decide(ctx, c, model.OpGet, e)
+	return s.get(ctx, c, e, id, nil)
+}
+
+// get reads the current revision of one live record with the query
+// options of a single-record read (nil for none): $select narrows the
+// grant's readable fields, requestHistoryAfterProposalVersion picks the
+// page of a request's history.
+func (s *Service) get(ctx context.Context, c Call, e *model.Entity, id string, opts query.RawOptions) (*Result, error) {
+	grant, err := s.Decide(ctx, c, model.OpGet, e)
 	if err != nil {
 		return nil, err
+	}
+	if opts != nil {
+		if grant, err = selected(e, grant, opts); err != nil {
+			return nil, err
+		}
 	}
 	if !values.IsUUID(id) {
 		return nil, problem.NotFound()
@@ -226,10 +290,14 @@ func (s *Service) Get(ctx context.Context, c Call, e *model.Entity, id string) (
 		if req, err = s.store.Request(ctx, e, id); err != nil {
 			return nil, err
 		}
-		if !requestVisible(grant, req) {
+		if !RequestVisible(grant, req) {
 			return nil, problem.NotFound()
 		}
-		if err := s.loadHistory(ctx, e, req); err != nil {
+		var after *string
+		if v, ok := opts[query.OptRequestHistoryAfter]; ok && len(v) == 1 {
+			after = &v[0]
+		}
+		if err := s.LoadHistory(ctx, e, req, after); err != nil {
 			return nil, err
 		}
 	}
@@ -257,17 +325,17 @@ func (s *Service) Patch(ctx context.Context, c Call, e *model.Entity, id, ifMatc
 	if err != nil {
 		return nil, err
 	}
-	return s.write(ctx, e, idem, func(w *store.Writer) (*store.Outcome, error) {
-		cur, err := s.lockCurrent(ctx, w, e, grant, id, ifMatch)
+	return s.Write(ctx, e, idem, func(w *store.Writer) (*store.Outcome, error) {
+		cur, err := s.LockCurrent(ctx, w, e, grant, id, ifMatch)
 		if err != nil {
 			return nil, err
 		}
 		var req *store.Request
 		if e.IsRequestEntity() {
-			if req, err = s.lockDraft(ctx, w, e, grant, id); err != nil {
+			if req, err = s.LockDraft(ctx, w, e, grant, id); err != nil {
 				return nil, err
 			}
-			if err := s.loadHistory(ctx, e, req); err != nil {
+			if err := s.LoadHistory(ctx, e, req, nil); err != nil {
 				return nil, err
 			}
 		}
@@ -276,9 +344,9 @@ func (s *Service) Patch(ctx context.Context, c Call, e *model.Entity, id, ifMatc
 			return nil, err
 		}
 		if !grant.Admits(next) {
-			return nil, store.ErrNotFound
+			return nil, problem.NotFound()
 		}
-		j, err := s.journal(c, grant, e, id, next)
+		j, err := s.Journal(c, grant, e, id, next)
 		if err != nil {
 			return nil, err
 		}
@@ -286,11 +354,11 @@ func (s *Service) Patch(ctx context.Context, c Call, e *model.Entity, id, ifMatc
 		if err != nil {
 			return nil, err
 		}
-		tok, err := s.writeSnapshot(ctx, w)
+		tok, err := s.WriteSnapshot(ctx, w)
 		if err != nil {
 			return nil, err
 		}
-		out, err := s.outcomeWith(rec, req, grant, c.Representation, tok)
+		out, err := s.OutcomeWith(rec, req, grant, c.Representation, tok)
 		if err != nil {
 			return nil, err
 		}
@@ -309,12 +377,12 @@ func (s *Service) Tombstone(ctx context.Context, c Call, e *model.Entity, id, if
 	if err != nil {
 		return nil, err
 	}
-	return s.write(ctx, e, idem, func(w *store.Writer) (*store.Outcome, error) {
-		cur, err := s.lockCurrent(ctx, w, e, grant, id, ifMatch)
+	return s.Write(ctx, e, idem, func(w *store.Writer) (*store.Outcome, error) {
+		cur, err := s.LockCurrent(ctx, w, e, grant, id, ifMatch)
 		if err != nil {
 			return nil, err
 		}
-		j, err := s.journal(c, grant, e, id, cur.Values)
+		j, err := s.Journal(c, grant, e, id, cur.Values)
 		if err != nil {
 			return nil, err
 		}
@@ -322,7 +390,7 @@ func (s *Service) Tombstone(ctx context.Context, c Call, e *model.Entity, id, if
 		if err != nil {
 			return nil, err
 		}
-		tok, err := s.writeSnapshot(ctx, w)
+		tok, err := s.WriteSnapshot(ctx, w)
 		if err != nil {
 			return nil, err
 		}
@@ -339,7 +407,7 @@ func (s *Service) Tombstone(ctx context.Context, c Call, e *model.Entity, id, if
 // body is read: the grant, a well-formed record id (else not-found), an
 // If-Match (else 428), and the idempotency binding of the request.
 func (s *Service) admitChange(ctx context.Context, c Call, op string, e *model.Entity, id, ifMatch, body string) (*access.Grant, *store.Idempotency, error) {
-	grant, err := s.decide(ctx, c, op, e)
+	grant, err := s.Decide(ctx, c, op, e)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -349,44 +417,44 @@ func (s *Service) admitChange(ctx context.Context, c Call, op string, e *model.E
 	if ifMatch == "" {
 		return nil, nil, problem.New(problem.PreconditionRequired, "a %s needs the record's ETag in If-Match", op)
 	}
-	if err := checkIfMatch(ifMatch); err != nil {
+	if err := CheckIfMatch(ifMatch); err != nil {
 		return nil, nil, err
 	}
-	idem, err := s.idempotency(c, grant, op, e.ID, id, ifMatch, body)
+	idem, err := s.Idempotency(c, grant, op, e.ID, id, ifMatch, body)
 	if err != nil {
 		return nil, nil, err
 	}
 	return grant, idem, nil
 }
 
-// lockCurrent locks a live record the grant admits and checks that ifMatch
+// LockCurrent locks a live record the grant admits and checks that ifMatch
 // names its current revision.
-func (s *Service) lockCurrent(ctx context.Context, w *store.Writer, e *model.Entity, grant *access.Grant, id, ifMatch string) (*store.Record, error) {
+func (s *Service) LockCurrent(ctx context.Context, w *store.Writer, e *model.Entity, grant *access.Grant, id, ifMatch string) (*store.Record, error) {
 	cur, err := w.Lock(ctx, e, id)
 	if err != nil {
 		return nil, err
 	}
-	if err := s.checkLocked(cur, grant, ifMatch); err != nil {
+	if err := s.CheckLocked(cur, grant, ifMatch); err != nil {
 		return nil, err
 	}
 	return cur, nil
 }
 
-// checkLocked checks a locked record as lockCurrent does.
-func (s *Service) checkLocked(cur *store.Record, grant *access.Grant, ifMatch string) error {
+// CheckLocked checks a locked record as lockCurrent does.
+func (s *Service) CheckLocked(cur *store.Record, grant *access.Grant, ifMatch string) error {
 	if cur.Lifecycle != layout.LifecycleActive || !grant.Admits(cur.Values) {
-		return store.ErrNotFound
+		return problem.NotFound()
 	}
-	if !s.matches(ifMatch, cur) {
-		return store.ErrStale
+	if !s.Matches(ifMatch, cur) {
+		return StaleValidator()
 	}
 	return nil
 }
 
-// matches reports whether an If-Match value names the record's current
+// Matches reports whether an If-Match value names the record's current
 // revision, in either representation. Several validators may be listed;
 // the wildcard is not accepted, since a write must name what it read.
-func (s *Service) matches(ifMatch string, rec *store.Record) bool {
+func (s *Service) Matches(ifMatch string, rec *store.Record) bool {
 	rev := strconv.FormatInt(rec.Revision, 10)
 	current := []string{
 		s.keys.ETag(s.pkg.Revision, rec.Entity.ID, rec.ID, rev, string(JSON)),
@@ -403,8 +471,8 @@ func (s *Service) matches(ifMatch string, rec *store.Record) bool {
 	return ok
 }
 
-// journal builds the journal entry of a write of values to record id.
-func (s *Service) journal(c Call, grant *access.Grant, e *model.Entity, id string, stored map[string]any) (store.Journal, error) {
+// Journal builds the journal entry of a write of values to record id.
+func (s *Service) Journal(c Call, grant *access.Grant, e *model.Entity, id string, stored map[string]any) (store.Journal, error) {
 	wire := map[string]any{}
 	for _, f := range e.Fields {
 		if v := stored[f.ID]; v != nil {
@@ -430,12 +498,12 @@ func (s *Service) journal(c Call, grant *access.Grant, e *model.Entity, id strin
 
 // outcome renders the envelope of rec with its validator.
 func (s *Service) outcome(rec *store.Record, grant *access.Grant, rep Representation, snapshot string) (*store.Outcome, error) {
-	return s.outcomeWith(rec, nil, grant, rep, snapshot)
+	return s.OutcomeWith(rec, nil, grant, rep, snapshot)
 }
 
-// outcomeWith renders the envelope of rec, with data.request when req is
+// OutcomeWith renders the envelope of rec, with data.request when req is
 // the workflow state of a request record.
-func (s *Service) outcomeWith(rec *store.Record, req *store.Request, grant *access.Grant, rep Representation, snapshot string) (*store.Outcome, error) {
+func (s *Service) OutcomeWith(rec *store.Record, req *store.Request, grant *access.Grant, rep Representation, snapshot string) (*store.Outcome, error) {
 	return s.render(rec, req, nil, grant, rep, snapshot)
 }
 
@@ -466,11 +534,11 @@ func (s *Service) render(rec *store.Record, req *store.Request, presence json.Ra
 	}, nil
 }
 
-// writeSnapshot returns the snapshot token of the state just after w's
+// WriteSnapshot returns the snapshot token of the state just after w's
 // transaction commits, taken once all its revisions are written. A state
 // whose token would exceed 4096 bytes refuses the write (503
 // source.unavailable, nothing written).
-func (s *Service) writeSnapshot(ctx context.Context, w *store.Writer) (string, error) {
+func (s *Service) WriteSnapshot(ctx context.Context, w *store.Writer) (string, error) {
 	snap, err := w.Snapshot(ctx)
 	if errors.Is(err, store.ErrPackageChanged) {
 		return "", &problem.Error{Code: problem.ServiceUnavailable, Detail: "The database moved to another package; this host stops. Retry on a host of the active package.", Cause: err}
@@ -480,7 +548,7 @@ func (s *Service) writeSnapshot(ctx context.Context, w *store.Writer) (string, e
 	}
 	tok, err := SnapshotToken(s.store.HistoryTag(), snap)
 	if err != nil {
-		return "", sourceUnavailable(err)
+		return "", SourceUnavailable(err)
 	}
 	return tok, nil
 }
@@ -489,7 +557,7 @@ func (s *Service) writeSnapshot(ctx context.Context, w *store.Writer) (string, e
 func createData(body []byte) (map[string]any, error) {
 	doc, err := strictjson.Decode(body)
 	if err != nil {
-		return nil, bodyFault(err)
+		return nil, BodyFault(err)
 	}
 	top, ok := doc.(map[string]any)
 	if !ok {
@@ -511,8 +579,8 @@ func createData(body []byte) (map[string]any, error) {
 	return data, nil
 }
 
-// bodyFault turns a strict-decoding error into a refusal naming the member.
-func bodyFault(err error) error {
+// BodyFault turns a strict-decoding error into a refusal naming the member.
+func BodyFault(err error) error {
 	var se *strictjson.SyntaxError
 	if errors.As(err, &se) {
 		return problem.At(problem.RequestInvalid, se.Pointer, "the body is not acceptable JSON: %s", se.Msg)
@@ -560,8 +628,9 @@ func (s *Service) decodeValue(f *model.Field, v any) (any, error) {
 	return out, nil
 }
 
-// writeRefusal explains a constraint violation in the author's terms.
-func (s *Service) writeRefusal(e *model.Entity, err error) error {
+// WriteRefusal explains a constraint violation in the author's terms; a
+// problem is returned as it is, and any other error too.
+func (s *Service) WriteRefusal(e *model.Entity, err error) error {
 	var pe *problem.Error
 	if errors.As(err, &pe) {
 		return pe
@@ -604,3 +673,13 @@ func sortedKeys(m map[string]any) []string {
 	sort.Strings(keys)
 	return keys
 }
+
+// Store returns the store the service writes through, for the capability
+// rooms built over the kernel.
+func (s *Service) Store() *store.Store { return s.store }
+
+// Keys returns the service's derived keys.
+func (s *Service) Keys() Keys { return s.keys }
+
+// Codec returns the value codec of the service's package.
+func (s *Service) Codec() *values.Codec { return s.codec }

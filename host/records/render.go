@@ -22,21 +22,21 @@ func (e *Envelope) AppendJSON(b []byte) ([]byte, error) {
 	b = append(b, '{')
 	if e.Context != "" {
 		b = append(b, `"@context":`...)
-		b = appendString(b, e.Context)
+		b = AppendJSONString(b, e.Context)
 		b = append(b, ',')
 	}
 	b = append(b, `"data":{"recordIdentifier":`...)
-	b = appendString(b, e.Data.RecordIdentifier)
+	b = AppendJSONString(b, e.Data.RecordIdentifier)
 	b = append(b, `,"revisionIdentifier":`...)
-	b = appendString(b, e.Data.RevisionIdentifier)
+	b = AppendJSONString(b, e.Data.RevisionIdentifier)
 	b = append(b, `,"domainData":`...)
-	b, err := appendDomainData(b, e.Data.DomainData)
+	b, err := AppendDomainData(b, e.Data.DomainData)
 	if err != nil {
 		return nil, err
 	}
 	if e.Data.Snapshot != "" {
 		b = append(b, `,"snapshot":`...)
-		b = appendString(b, e.Data.Snapshot)
+		b = AppendJSONString(b, e.Data.Snapshot)
 	}
 	if e.Data.Tombstoned {
 		b = append(b, `,"tombstoned":true`...)
@@ -66,7 +66,7 @@ func (c *Collection) AppendJSON(b []byte) ([]byte, error) {
 	b = append(b, '{')
 	if c.Context != "" {
 		b = append(b, `"@context":`...)
-		b = appendString(b, c.Context)
+		b = AppendJSONString(b, c.Context)
 		b = append(b, ',')
 	}
 	b = append(b, `"items":`...)
@@ -80,12 +80,12 @@ func (c *Collection) AppendJSON(b []byte) ([]byte, error) {
 			}
 			it := &c.Items[i]
 			b = append(b, `{"recordIdentifier":`...)
-			b = appendString(b, it.RecordIdentifier)
+			b = AppendJSONString(b, it.RecordIdentifier)
 			b = append(b, `,"revisionIdentifier":`...)
-			b = appendString(b, it.RevisionIdentifier)
+			b = AppendJSONString(b, it.RevisionIdentifier)
 			b = append(b, `,"domainData":`...)
 			var err error
-			if b, err = appendDomainData(b, it.DomainData); err != nil {
+			if b, err = AppendDomainData(b, it.DomainData); err != nil {
 				return nil, err
 			}
 			if it.Tombstoned {
@@ -103,7 +103,7 @@ func (c *Collection) AppendJSON(b []byte) ([]byte, error) {
 	if c.PageInfo.NextCursor == nil {
 		b = append(b, "null"...)
 	} else {
-		b = appendString(b, *c.PageInfo.NextCursor)
+		b = AppendJSONString(b, *c.PageInfo.NextCursor)
 	}
 	b = append(b, `},"meta":`...)
 	b = c.Meta.appendJSON(b)
@@ -113,23 +113,23 @@ func (c *Collection) AppendJSON(b []byte) ([]byte, error) {
 	}
 	if c.Snapshot != "" {
 		b = append(b, `,"snapshot":`...)
-		b = appendString(b, c.Snapshot)
+		b = AppendJSONString(b, c.Snapshot)
 	}
 	return append(b, '}'), nil
 }
 
 func (m *Meta) appendJSON(b []byte) []byte {
 	b = append(b, `{"registryIdentifier":`...)
-	b = appendString(b, m.RegistryIdentifier)
+	b = AppendJSONString(b, m.RegistryIdentifier)
 	b = append(b, `,"datasetIdentifier":`...)
-	b = appendString(b, m.DatasetIdentifier)
+	b = AppendJSONString(b, m.DatasetIdentifier)
 	b = append(b, `,"entityTypeIdentifier":`...)
-	b = appendString(b, m.EntityTypeIdentifier)
+	b = AppendJSONString(b, m.EntityTypeIdentifier)
 	return append(b, '}')
 }
 
-// appendDomainData appends a domainData object, members sorted by name.
-func appendDomainData(b []byte, dd map[string]any) ([]byte, error) {
+// AppendDomainData appends a domainData object, members sorted by name.
+func AppendDomainData(b []byte, dd map[string]any) ([]byte, error) {
 	if dd == nil {
 		return append(b, "null"...), nil
 	}
@@ -144,7 +144,7 @@ func appendDomainData(b []byte, dd map[string]any) ([]byte, error) {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendString(b, k)
+		b = AppendJSONString(b, k)
 		b = append(b, ':')
 		var err error
 		if b, err = appendValue(b, dd[k]); err != nil {
@@ -160,7 +160,7 @@ func appendValue(b []byte, v any) ([]byte, error) {
 	case nil:
 		return append(b, "null"...), nil
 	case string:
-		return appendString(b, x), nil
+		return AppendJSONString(b, x), nil
 	case bool:
 		return strconv.AppendBool(b, x), nil
 	case int64:
@@ -175,8 +175,8 @@ func appendValue(b []byte, v any) ([]byte, error) {
 	return append(b, out...), nil
 }
 
-// appendString appends s as a JSON string exactly as json.Marshal writes it.
-func appendString(b []byte, s string) []byte {
+// AppendJSONString appends s as a JSON string exactly as json.Marshal writes it.
+func AppendJSONString(b []byte, s string) []byte {
 	for i := 0; i < len(s); i++ {
 		if c := s[i]; c < 0x20 || c >= utf8.RuneSelf || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
 			// Rare in identifiers and most values: leave escaping,

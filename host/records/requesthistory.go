@@ -15,30 +15,15 @@ import (
 	"github.com/registrum/registrum/store"
 )
 
-// historyOptionKey carries the raw requestHistoryAfterProposalVersion of a
-// single-record read to the history read.
-type historyOptionKey struct{}
-
-// withHistoryOption returns ctx carrying the read's
-// requestHistoryAfterProposalVersion, when it was given (query.ParseRecord
-// refuses it on entities that are not request entities).
-func withHistoryOption(ctx context.Context, opts query.RawOptions) context.Context {
-	if v, ok := opts[query.OptRequestHistoryAfter]; ok && len(v) == 1 {
-		return context.WithValue(ctx, historyOptionKey{}, v[0])
-	}
-	return ctx
-}
-
 // historyAfter parses requestHistoryAfterProposalVersion: a proposal version
 // (a positive integer, digits only, no sign or leading zero) below the
-// request's current one; 0 when the read did not give it.
-func historyAfter(ctx context.Context, req *store.Request) (int64, error) {
-	raw, ok := ctx.Value(historyOptionKey{}).(string)
-	if !ok {
+// request's current one; 0 when the read did not give it (raw is nil).
+func historyAfter(raw *string, req *store.Request) (int64, error) {
+	if raw == nil {
 		return 0, nil
 	}
-	n, err := strconv.ParseInt(raw, 10, 64)
-	if err != nil || n < 1 || raw[0] == '0' || raw[0] == '+' {
+	n, err := strconv.ParseInt(*raw, 10, 64)
+	if err != nil || n < 1 || (*raw)[0] == '0' || (*raw)[0] == '+' {
 		return 0, problem.New(problem.QueryInvalid, "%s must be a proposal version: a positive integer.", query.OptRequestHistoryAfter)
 	}
 	if n >= req.ProposalVersion {
@@ -47,10 +32,11 @@ func historyAfter(ctx context.Context, req *store.Request) (int64, error) {
 	return n, nil
 }
 
-// loadHistory reads into req the page of its history that the read asked
-// for: the first, or the one after requestHistoryAfterProposalVersion.
-func (s *Service) loadHistory(ctx context.Context, e *model.Entity, req *store.Request) error {
-	after, err := historyAfter(ctx, req)
+// LoadHistory reads into req the page of its history that the read asked
+// for: the first, or the one after requestHistoryAfterProposalVersion
+// (afterRaw as the read gave it, nil when it did not).
+func (s *Service) LoadHistory(ctx context.Context, e *model.Entity, req *store.Request, afterRaw *string) error {
+	after, err := historyAfter(afterRaw, req)
 	if err != nil {
 		return err
 	}
@@ -62,13 +48,13 @@ func (s *Service) loadHistory(ctx context.Context, e *model.Entity, req *store.R
 	return nil
 }
 
-// historyView is data.request.history: the page of retained proposals read
+// HistoryView is data.request.history: the page of retained proposals read
 // with the request (none when it was not read, as for a new draft), each
 // with its version, effect digest, planner, submission time and frozen
 // writes (unless erased), and its review outcome where the grant discloses
 // review_state; nextAfterProposalVersion continues it, null on the last page.
 // Writes are narrowed to what the caller may read (see readableWrites).
-func (s *Service) historyView(req *store.Request, grant *access.Grant) map[string]any {
+func (s *Service) HistoryView(req *store.Request, grant *access.Grant) map[string]any {
 	items := []map[string]any{}
 	var next any
 	disclose := grant.Source != nil && slicesContains(grant.Source.ReadableRequestFields, model.RequestFieldReviewState)

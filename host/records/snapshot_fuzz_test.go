@@ -100,7 +100,7 @@ func TestSnapshotTokenBound(t *testing.T) {
 		t.Fatalf("300 in-progress ids: %d bytes, %v", len(tok), err)
 	}
 	var pe *problem.Error
-	if !errors.As(sourceUnavailable(errSnapshotTooLong), &pe) || pe.Code != problem.SourceUnavailable {
+	if !errors.As(SourceUnavailable(errSnapshotTooLong), &pe) || pe.Code != problem.SourceUnavailable {
 		t.Fatal("a token too long is not source.unavailable")
 	}
 }

@@ -1,17 +1,27 @@
-package records
+// Package actions is the record host's immediate actions: POST
+// /v1/actions/{action} and its target-conditions read. An action's handler
+// module (if any) computes declared values or refuses with a declared code;
+// its effects are then written in one transaction through the record
+// kernel (host/records), each patch target locked and checked against its
+// precondition and the action's target row boundaries. It knows nothing of
+// HTTP; refusals are problem.Error values.
+package actions
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
+	"slices"
 	"strconv"
 
 	"github.com/google/uuid"
 
 	"github.com/registrum/registrum/host/access"
 	"github.com/registrum/registrum/host/problem"
+	"github.com/registrum/registrum/host/records"
 	"github.com/registrum/registrum/internal/canonjson"
 	"github.com/registrum/registrum/internal/strictjson"
 	"github.com/registrum/registrum/model"
@@ -21,18 +31,48 @@ import (
 	"github.com/registrum/registrum/store/layout"
 )
 
-// MaxActionBodyBytes bounds the body of an immediate action.
-const MaxActionBodyBytes = 64 << 10
-
-// ActionHandlers runs the reviewed handler modules of immediate actions
+// Handlers runs the reviewed handler modules of immediate actions
 // (plugins.Set implements it).
-type ActionHandlers interface {
+type Handlers interface {
 	ComputeAction(ctx context.Context, moduleID string, in contract.ActionInput) (contract.ActionResult, error)
 }
 
-// UseActionHandlers gives the service the loaded action handler modules;
-// without them an action with a handler answers service.unavailable.
-func (s *Service) UseActionHandlers(h ActionHandlers) { s.handlers = h }
+// Options configure the immediate actions.
+type Options struct {
+	// Records is the record kernel the effects are written through.
+	// Required.
+	Records *records.Service
+	// Access decides the caller's invoke grant; a decider that decides no
+	// actions (not an access.ActionDecider), or nil, conceals every action.
+	Access access.Decider
+	// Handlers runs the loaded handler modules; nil answers
+	// service.unavailable to an action with a handler.
+	Handlers Handlers
+}
+
+// Service serves the immediate actions of one package.
+type Service struct {
+	records  *records.Service
+	pkg      *model.Package
+	store    *store.Store
+	keys     records.Keys
+	codec    *values.Codec
+	decider  access.ActionDecider
+	handlers Handlers
+}
+
+// New returns the immediate actions over o.Records.
+func New(o Options) (*Service, error) {
+	if o.Records == nil {
+		return nil, errors.New("actions: Options.Records is required")
+	}
+	k := o.Records
+	s := &Service{records: k, pkg: k.Package(), store: k.Store(), keys: k.Keys(), codec: k.Codec(), handlers: o.Handlers}
+	if d, ok := o.Access.(access.ActionDecider); ok {
+		s.decider = d
+	}
+	return s, nil
+}
 
 // actionCall is a parsed, checked action body.
 type actionCall struct {
@@ -45,18 +85,11 @@ type actionCall struct {
 	ifMatch map[string]string
 }
 
-func (s *Service) actionDecider() access.ActionDecider {
-	if d, ok := s.access.(access.ActionDecider); ok {
-		return d
-	}
-	return nil
-}
-
 // admitAction decides the caller's invoke grant and parses the body: an
 // object with input (and, for an invocation, preconditions).
-func (s *Service) admitAction(ctx context.Context, c Call, actionID string, body []byte, invoke bool) (*actionCall, error) {
+func (s *Service) admitAction(ctx context.Context, c records.Call, actionID string, body []byte, invoke bool) (*actionCall, error) {
 	a := s.pkg.ActionByID(actionID)
-	d := s.actionDecider()
+	d := s.decider
 	if a == nil || d == nil {
 		return nil, problem.NotFound()
 	}
@@ -64,18 +97,18 @@ func (s *Service) admitAction(ctx context.Context, c Call, actionID string, body
 	if err != nil {
 		return nil, err
 	}
-	if len(body) > MaxActionBodyBytes {
-		return nil, problem.At(problem.RequestInvalid, "", "the body is larger than %d bytes", MaxActionBodyBytes)
+	if len(body) > records.MaxActionBodyBytes {
+		return nil, problem.At(problem.RequestInvalid, "", "the body is larger than %d bytes", records.MaxActionBodyBytes)
 	}
 	doc, err := strictjson.Decode(body)
 	if err != nil {
-		return nil, bodyFault(err)
+		return nil, records.BodyFault(err)
 	}
 	top, ok := doc.(map[string]any)
 	if !ok {
 		return nil, problem.At(problem.RequestInvalid, "", "the body must be a JSON object with an input member")
 	}
-	for _, k := range sortedKeys(top) {
+	for _, k := range slices.Sorted(maps.Keys(top)) {
 		if k != "input" && (!invoke || k != "preconditions") {
 			return nil, problem.At(problem.RequestInvalid, strictjson.Pointer(k), "unknown member %q of an action body", k)
 		}
@@ -85,7 +118,7 @@ func (s *Service) admitAction(ctx context.Context, c Call, actionID string, body
 		return nil, problem.At(problem.RequestInvalid, "/input", "input is required: an object of the action's inputs")
 	}
 	call := &actionCall{action: a, grant: g, inputs: map[string]any{}, wire: map[string]any{}, ifMatch: map[string]string{}}
-	for _, name := range sortedKeys(in) {
+	for _, name := range slices.Sorted(maps.Keys(in)) {
 		var f *model.Field
 		for _, cand := range a.Inputs {
 			if cand.APIName == name {
@@ -118,7 +151,7 @@ func (s *Service) admitAction(ctx context.Context, c Call, actionID string, body
 		if !ok {
 			return nil, problem.At(problem.RequestInvalid, "/preconditions", "preconditions must be an object keyed by effect id")
 		}
-		for _, id := range sortedKeys(pre) {
+		for _, id := range slices.Sorted(maps.Keys(pre)) {
 			ef := effectByID(a, id)
 			if ef == nil || ef.Operation != model.EffectPatch {
 				return nil, problem.At(problem.RequestInvalid, strictjson.Pointer("preconditions", id), "%q is not a patch effect of action %s", id, a.ID)
@@ -168,11 +201,11 @@ func admitsTarget(g *access.ActionGrant, e *model.Entity, vals map[string]any) b
 	return ok && b.Admits(vals)
 }
 
-// ActionTargetConditions answers POST /v1/actions/{action}/target-conditions:
+// TargetConditions answers POST /v1/actions/{action}/target-conditions:
 // the existing records the action's patch effects would touch for this
 // input, each with the ifMatch an invocation names. A target that does not
 // exist or lies outside the action's target row boundaries is not found.
-func (s *Service) ActionTargetConditions(ctx context.Context, c Call, actionID string, body []byte) (*Result, error) {
+func (s *Service) TargetConditions(ctx context.Context, c records.Call, actionID string, body []byte) (*records.Result, error) {
 	call, err := s.admitAction(ctx, c, actionID, body, false)
 	if err != nil {
 		return nil, err
@@ -195,23 +228,23 @@ func (s *Service) ActionTargetConditions(ctx context.Context, c Call, actionID s
 		if err != nil {
 			return nil, err
 		}
-		pre[ef.ID] = condition{Entity: e.ID, RecordID: id, IfMatch: s.keys.ETag(s.pkg.Revision, e.ID, id, strconv.FormatInt(rec.Revision, 10), string(JSON))}
+		pre[ef.ID] = condition{Entity: e.ID, RecordID: id, IfMatch: s.keys.ETag(s.pkg.Revision, e.ID, id, strconv.FormatInt(rec.Revision, 10), string(records.JSON))}
 	}
 	b, err := json.Marshal(map[string]any{"preconditions": pre})
 	if err != nil {
 		return nil, err
 	}
-	return &Result{Status: http.StatusOK, Body: b}, nil
+	return &records.Result{Status: http.StatusOK, Body: b}, nil
 }
 
-// InvokeAction answers POST /v1/actions/{action}: the handler (if any)
+// Invoke answers POST /v1/actions/{action}: the handler (if any)
 // computes its declared values or refuses with a declared code; then, in
 // one transaction, every effect is written in order, each patch target
 // locked and checked against the body's ifMatch for its effect and the
 // action's preconditions (any mismatch: 412 with nothing written) and
 // every record an effect reaches against the action's target row
 // boundaries. It needs an Idempotency-Key.
-func (s *Service) InvokeAction(ctx context.Context, c Call, actionID string, body []byte) (*Result, error) {
+func (s *Service) Invoke(ctx context.Context, c records.Call, actionID string, body []byte) (*records.Result, error) {
 	call, err := s.admitAction(ctx, c, actionID, body, true)
 	if err != nil {
 		return nil, err
@@ -225,29 +258,23 @@ func (s *Service) InvokeAction(ctx context.Context, c Call, actionID string, bod
 			return nil, problem.New(problem.PreconditionRequired, "effect %s patches an existing record: name its ETag in preconditions.%s.ifMatch (see target-conditions)", ef.ID, ef.ID)
 		}
 	}
-	idem, err := s.idempotency(c, &access.Grant{PrincipalReference: call.grant.PrincipalReference}, "action", a.ID, string(body))
+	idem, err := s.records.Idempotency(c, &access.Grant{PrincipalReference: call.grant.PrincipalReference}, "action", a.ID, string(body))
 	if err != nil {
 		return nil, err
 	}
 	stored, err := s.store.Stored(ctx, idem)
-	if errors.Is(err, store.ErrIdempotencyConflict) {
-		return nil, problem.New(problem.IdempotencyConflict, "the Idempotency-Key was used before with a different request")
-	}
-	if errors.Is(err, store.ErrOutcomeErased) {
-		return nil, problem.New(problem.IdempotencyOutcomeErased, "the action under this Idempotency-Key happened; its answer was erased with the record's history")
-	}
 	if err != nil {
-		return nil, err
+		return nil, records.StoreRefusal(err)
 	}
 	if stored != nil {
-		return &Result{Status: stored.Status, Body: stored.Body, Replayed: true}, nil
+		return &records.Result{Status: stored.Status, Body: stored.Body, Replayed: true}, nil
 	}
 	computed, err := s.runHandler(ctx, call)
 	if err != nil {
 		return nil, err
 	}
 	first := s.pkg.EntityByID(a.Effects[0].Target.Entity)
-	return s.write(ctx, first, idem, func(w *store.Writer) (*store.Outcome, error) {
+	return s.records.Write(ctx, first, idem, func(w *store.Writer) (*store.Outcome, error) {
 		return s.applyAction(ctx, w, c, call, computed)
 	})
 }
@@ -285,7 +312,7 @@ func (s *Service) runHandler(ctx context.Context, call *actionCall) (map[string]
 }
 
 // applyAction writes the effects in one transaction.
-func (s *Service) applyAction(ctx context.Context, w *store.Writer, c Call, call *actionCall, computed map[string]map[string]json.RawMessage) (*store.Outcome, error) {
+func (s *Service) applyAction(ctx context.Context, w *store.Writer, c records.Call, call *actionCall, computed map[string]map[string]json.RawMessage) (*store.Outcome, error) {
 	a := call.action
 	type result struct {
 		Entity   string `json:"entity"`
@@ -298,7 +325,7 @@ func (s *Service) applyAction(ctx context.Context, w *store.Writer, c Call, call
 	for _, ef := range a.Effects {
 		e, id := s.targetOf(call, ef, created)
 		if e == nil {
-			return nil, fmt.Errorf("records: action %s effect %s names an unknown entity", a.ID, ef.ID)
+			return nil, fmt.Errorf("actions: action %s effect %s names an unknown entity", a.ID, ef.ID)
 		}
 		vals := map[string]any{}
 		var cur *store.Record
@@ -306,12 +333,12 @@ func (s *Service) applyAction(ctx context.Context, w *store.Writer, c Call, call
 			var err error
 			cur, err = w.Lock(ctx, e, id)
 			if errors.Is(err, store.ErrNotFound) || (err == nil && (cur.Lifecycle != layout.LifecycleActive || !admitsTarget(call.grant, e, cur.Values))) {
-				return nil, store.ErrNotFound
+				return nil, problem.NotFound()
 			}
 			if err != nil {
 				return nil, err
 			}
-			if im, named := call.ifMatch[ef.ID]; named && !s.matches(im, cur) {
+			if im, named := call.ifMatch[ef.ID]; named && !s.records.Matches(im, cur) {
 				return nil, problem.New(problem.PreconditionFailed, "the target of effect %s changed since its ifMatch was read", ef.ID)
 			}
 			if err := s.checkPreconditions(call, ef, e, cur); err != nil {
@@ -332,7 +359,7 @@ func (s *Service) applyAction(ctx context.Context, w *store.Writer, c Call, call
 			default:
 				var err error
 				if v, err = s.codec.Decode(f, sf.Value); err != nil {
-					return nil, fmt.Errorf("records: action %s effect %s: literal for %s: %w", a.ID, ef.ID, f.ID, err)
+					return nil, fmt.Errorf("actions: action %s effect %s: literal for %s: %w", a.ID, ef.ID, f.ID, err)
 				}
 			}
 			setValue(vals, f.ID, v)
@@ -343,11 +370,11 @@ func (s *Service) applyAction(ctx context.Context, w *store.Writer, c Call, call
 		for field, raw := range computed[ef.ID] {
 			f := e.Field(field)
 			if f == nil {
-				return nil, fmt.Errorf("records: action %s handler set unknown field %s.%s", a.ID, e.ID, field)
+				return nil, fmt.Errorf("actions: action %s handler set unknown field %s.%s", a.ID, e.ID, field)
 			}
 			wire, err := strictjson.Decode(raw)
 			if err != nil {
-				return nil, fmt.Errorf("records: action %s handler value for %s: %w", a.ID, field, err)
+				return nil, fmt.Errorf("actions: action %s handler value for %s: %w", a.ID, field, err)
 			}
 			v, err := s.codec.Decode(f, wire)
 			if err != nil {
@@ -361,13 +388,13 @@ func (s *Service) applyAction(ctx context.Context, w *store.Writer, c Call, call
 			}
 		}
 		if !admitsTarget(call.grant, e, vals) {
-			return nil, store.ErrNotFound
+			return nil, problem.NotFound()
 		}
 		var rec *store.Record
 		var err error
 		if ef.Operation == model.EffectCreate {
 			rid := uuid.NewString()
-			j, jerr := s.journal(c, principal, e, rid, vals)
+			j, jerr := s.records.Journal(c, principal, e, rid, vals)
 			if jerr != nil {
 				return nil, jerr
 			}
@@ -376,14 +403,14 @@ func (s *Service) applyAction(ctx context.Context, w *store.Writer, c Call, call
 				created[ef.ID] = rid
 			}
 		} else {
-			j, jerr := s.journal(c, principal, e, id, vals)
+			j, jerr := s.records.Journal(c, principal, e, id, vals)
 			if jerr != nil {
 				return nil, jerr
 			}
 			rec, err = w.Update(ctx, e, id, cur.Revision, vals, j)
 		}
 		if err != nil {
-			return nil, s.writeRefusal(e, err)
+			return nil, s.records.WriteRefusal(e, err)
 		}
 		results = append(results, result{Entity: e.ID, RecordID: rec.ID, Revision: rec.Revision})
 	}
@@ -416,7 +443,7 @@ func (s *Service) checkPreconditions(call *actionCall, ef *model.Effect, e *mode
 		got, err1 := canonjson.Marshal(values.Encode(f, cur.Values[f.ID]))
 		exp, err2 := canonjson.Marshal(want)
 		if err1 != nil || err2 != nil {
-			return fmt.Errorf("records: precondition of %s: %w", ef.ID, errors.Join(err1, err2))
+			return fmt.Errorf("actions: precondition of %s: %w", ef.ID, errors.Join(err1, err2))
 		}
 		if string(got) != string(exp) {
 			return problem.New(problem.PreconditionFailed, "the target of effect %s does not meet the action's precondition on %s", ef.ID, f.APIName)

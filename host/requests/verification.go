@@ -1,11 +1,12 @@
-// Package verification runs the attachment verification jobs: each pending
+package requests
+
+// Attachment verification: this file runs the attachment verification jobs: each pending
 // verdict (content, media type, verification policy) is claimed under a
 // durable lease, its content streamed to the slot's verifier through the
 // plugin runtime (plugins/verifier: go-plugin binaries with pinned digests,
 // or http scanners), and the verdict committed under the lease. A verifier
 // that gives no decision leaves the verdict pending and the job retries
 // with backoff; every attempt and verdict is audited.
-package verification
 
 import (
 	"context"
@@ -21,8 +22,8 @@ import (
 	"github.com/registrum/registrum/store"
 )
 
-// Options tune the worker.
-type Options struct {
+// VerificationOptions tune the worker.
+type VerificationOptions struct {
 	// Lease is how long a claimed verdict stays with one worker (default
 	// 4 minutes); it must outlast a verifier call.
 	Lease time.Duration
@@ -30,19 +31,19 @@ type Options struct {
 	MaxBackoff time.Duration
 }
 
-// Worker verifies attachments.
-type Worker struct {
+// VerificationWorker verifies attachments.
+type VerificationWorker struct {
 	river.WorkerDefaults[store.VerifyAttachmentArgs]
 	store     *store.Store
 	content   store.ContentStore
 	verifiers map[string]verifier.VerifyCloser
 	log       *slog.Logger
-	opts      Options
+	opts      VerificationOptions
 }
 
-// Register adds the verification worker to w. verifiers are the package's
+// RegisterVerification adds the verification worker to w. verifiers are the package's
 // opened verifiers by id; content is where attachment content is kept.
-func Register(w *river.Workers, st *store.Store, content store.ContentStore, verifiers map[string]verifier.VerifyCloser, log *slog.Logger, o Options) (*Worker, error) {
+func RegisterVerification(w *river.Workers, st *store.Store, content store.ContentStore, verifiers map[string]verifier.VerifyCloser, log *slog.Logger, o VerificationOptions) (*VerificationWorker, error) {
 	if o.Lease <= 0 {
 		o.Lease = 4 * time.Minute
 	}
@@ -52,7 +53,7 @@ func Register(w *river.Workers, st *store.Store, content store.ContentStore, ver
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	wk := &Worker{store: st, content: content, verifiers: verifiers, log: log, opts: o}
+	wk := &VerificationWorker{store: st, content: content, verifiers: verifiers, log: log, opts: o}
 	if err := river.AddWorkerSafely(w, wk); err != nil {
 		return nil, fmt.Errorf("verification: %w", err)
 	}
@@ -60,18 +61,18 @@ func Register(w *river.Workers, st *store.Store, content store.ContentStore, ver
 }
 
 // NextRetry backs off exponentially from one second, capped by MaxBackoff.
-func (w *Worker) NextRetry(job *river.Job[store.VerifyAttachmentArgs]) time.Time {
+func (w *VerificationWorker) NextRetry(job *river.Job[store.VerifyAttachmentArgs]) time.Time {
 	d := time.Second << min(job.Attempt, 20)
 	return time.Now().Add(min(d, w.opts.MaxBackoff))
 }
 
 // Timeout lets a call run as long as the lease allows.
-func (w *Worker) Timeout(*river.Job[store.VerifyAttachmentArgs]) time.Duration {
+func (w *VerificationWorker) Timeout(*river.Job[store.VerifyAttachmentArgs]) time.Duration {
 	return w.opts.Lease
 }
 
 // Work claims the verdict, runs the verifier and settles the verdict.
-func (w *Worker) Work(ctx context.Context, job *river.Job[store.VerifyAttachmentArgs]) error {
+func (w *VerificationWorker) Work(ctx context.Context, job *river.Job[store.VerifyAttachmentArgs]) error {
 	trace := records.NewTraceID()
 	v, err := w.store.ClaimVerification(ctx, job.Args.VerificationKey, w.opts.Lease, trace)
 	var held *store.ErrLeaseHeld
@@ -114,7 +115,7 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[store.VerifyAttachment
 
 // verify streams the content to the verifier; the error is a
 // *verifier.Failure (or a content failure) when no decision was reached.
-func (w *Worker) verify(ctx context.Context, v *store.Verification) (string, error) {
+func (w *VerificationWorker) verify(ctx context.Context, v *store.Verification) (string, error) {
 	vf, ok := w.verifiers[v.Verifier]
 	if !ok {
 		return "", fmt.Errorf("verification: verifier %q is not loaded on this host", v.Verifier)

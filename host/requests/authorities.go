@@ -1,4 +1,6 @@
-// Package review connects the record host to external review authorities
+package requests
+
+// Review authorities and jobs: this file and reviewjobs.go connect the record host to external review authorities
 // and runs the post-commit work of change requests as River jobs: sending a
 // frozen proposal's submission, pulling the result the authority settled
 // (a completion notification is only ever a wake-up; the result is always
@@ -9,7 +11,6 @@
 // mid-job leaves the job to River, which gives it to a host again; the
 // submission is sent with a stable Idempotency-Key, the result is stored
 // once, and the automatic apply uses a stable key of its own.
-package review
 
 import (
 	"bytes"
@@ -25,7 +26,6 @@ import (
 	jose "github.com/go-jose/go-jose/v4"
 
 	"github.com/registrum/registrum/host/config"
-	"github.com/registrum/registrum/host/records"
 	"github.com/registrum/registrum/sdk/tokensource"
 	"github.com/registrum/registrum/store"
 )
@@ -48,8 +48,8 @@ type authority struct {
 	http   *http.Client
 }
 
-// New returns the review authorities of cfg (none when it configures none).
-func New(cfg *config.Config) (*Authorities, error) {
+// NewAuthorities returns the review authorities of cfg (none when it configures none).
+func NewAuthorities(cfg *config.Config) (*Authorities, error) {
 	a := &Authorities{byID: map[string]*authority{}}
 	for id, ac := range cfg.ReviewAuthorities {
 		ts, err := tokenSource(cfg, ac.Client)
@@ -85,7 +85,7 @@ func (a *Authorities) Producer(id string) (string, time.Duration, bool) {
 
 // Result implements records.ReviewAuthorities: GET
 // {endpoint}/v1/review-requests/{requestId}/result.
-func (a *Authorities) Result(ctx context.Context, id, requestID string) (*records.AuthorityResult, error) {
+func (a *Authorities) Result(ctx context.Context, id, requestID string) (*AuthorityResult, error) {
 	au, ok := a.byID[id]
 	if !ok {
 		return nil, fmt.Errorf("review: authority %s is not configured", id)
@@ -101,7 +101,7 @@ func (a *Authorities) Result(ctx context.Context, id, requestID string) (*record
 	default:
 		return nil, fmt.Errorf("review: authority %s answered %d to a result request", id, status)
 	}
-	var r records.AuthorityResult
+	var r AuthorityResult
 	if err := json.Unmarshal(body, &r); err != nil {
 		return nil, fmt.Errorf("review: authority %s: result: %w", id, err)
 	}
@@ -111,10 +111,10 @@ func (a *Authorities) Result(ctx context.Context, id, requestID string) (*record
 
 // accepted is the authority's answer to a submission.
 type accepted struct {
-	RequestID        string          `json:"requestId"`
-	Subject          records.Subject `json:"subject"`
-	Policy           records.Policy  `json:"policy"`
-	SubmissionDigest string          `json:"submissionDigest"`
+	RequestID        string  `json:"requestId"`
+	Subject          Subject `json:"subject"`
+	Policy           Policy  `json:"policy"`
+	SubmissionDigest string  `json:"submissionDigest"`
 }
 
 // errRefused is an answer that sending again cannot change.

@@ -1,4 +1,9 @@
-package records
+// Package gis is the record host's spatial adapter, /v1/gis: the records
+// of entities with a geojson geometry field as GeoJSON feature collections,
+// read under the access profiles, grants and row boundaries of the record
+// list (host/records). It knows nothing of HTTP; refusals are problem.Error
+// values.
+package gis
 
 import (
 	"bytes"
@@ -13,6 +18,7 @@ import (
 	"github.com/registrum/registrum/host/access"
 	"github.com/registrum/registrum/host/cursor"
 	"github.com/registrum/registrum/host/problem"
+	"github.com/registrum/registrum/host/records"
 	"github.com/registrum/registrum/model"
 	"github.com/registrum/registrum/model/query"
 	"github.com/registrum/registrum/model/values"
@@ -26,14 +32,14 @@ import (
 // declares its own profile and no OGC API Features conformance, and has no
 // query engine beyond bbox.
 const (
-	// GISConformanceProfile is the one profile /v1/gis/conformance declares.
-	GISConformanceProfile = "engine-gis-bounded-crs84-point-bbox-v1"
-	// GISDefaultLimit is the page size of an items read without limit.
-	GISDefaultLimit = 100
-	// GISMaxLimit is the largest limit.
-	GISMaxLimit = 10000
-	// GISMediaType is the content type of a feature collection.
-	GISMediaType = "application/geo+json"
+	// ConformanceProfile is the one profile /v1/gis/conformance declares.
+	ConformanceProfile = "engine-gis-bounded-crs84-point-bbox-v1"
+	// DefaultLimit is the page size of an items read without limit.
+	DefaultLimit = 100
+	// MaxLimit is the largest limit.
+	MaxLimit = 10000
+	// MediaType is the content type of a feature collection.
+	MediaType = "application/geo+json"
 
 	gisRead     = "gis"
 	gisLimit    = "limit"
@@ -43,6 +49,27 @@ const (
 	openAPIType = "application/vnd.oai.openapi+json"
 )
 
+// Options configure the spatial adapter.
+type Options struct {
+	// Records is the record kernel whose grants, scopes and cursors the
+	// adapter reads with. Required.
+	Records *records.Service
+}
+
+// Service serves the spatial adapter of one package.
+type Service struct {
+	records *records.Service
+	pkg     *model.Package
+}
+
+// New returns the spatial adapter over o.Records.
+func New(o Options) (*Service, error) {
+	if o.Records == nil {
+		return nil, errors.New("gis: Options.Records is required")
+	}
+	return &Service{records: o.Records, pkg: o.Records.Package()}, nil
+}
+
 // gisLink is one link of a spatial adapter document.
 type gisLink struct {
 	Rel   string `json:"rel"`
@@ -51,16 +78,16 @@ type gisLink struct {
 	Title string `json:"title,omitempty"`
 }
 
-// GISLanding is GET /v1/gis: the adapter's links. It is public, like the
+// Landing is GET /v1/gis: the adapter's links. It is public, like the
 // OpenAPI document it points at.
-func (s *Service) GISLanding() ([]byte, error) {
+func (s *Service) Landing() ([]byte, error) {
 	return json.Marshal(struct {
 		Title       string    `json:"title"`
 		Description string    `json:"description"`
 		Links       []gisLink `json:"links"`
 	}{
 		Title:       "Spatial adapter of registry " + s.pkg.Registry.ID,
-		Description: "GeoJSON feature collections of the registry's point entities, read under the access profiles of /v1/records; declares " + GISConformanceProfile + " only.",
+		Description: "GeoJSON feature collections of the registry's point entities, read under the access profiles of /v1/records; declares " + ConformanceProfile + " only.",
 		Links: []gisLink{
 			{Rel: "self", Href: gisBase, Type: "application/json"},
 			{Rel: "service-desc", Href: gisBase + "/api", Type: openAPIType},
@@ -70,9 +97,9 @@ func (s *Service) GISLanding() ([]byte, error) {
 	})
 }
 
-// GISConformance is GET /v1/gis/conformance: the declared profile only.
-func GISConformance() []byte {
-	return []byte(`{"conformsTo":["` + GISConformanceProfile + `"]}`)
+// Conformance is GET /v1/gis/conformance: the declared profile only.
+func Conformance() []byte {
+	return []byte(`{"conformsTo":["` + ConformanceProfile + `"]}`)
 }
 
 // gisCollection is the description of one spatial collection: no extent,
@@ -92,7 +119,7 @@ func (s *Service) gisCollection(e *model.Entity, profile string) gisCollection {
 		Description: "Records of " + e.ID + " as GeoJSON points of field " + e.Field(e.GeoJSON.GeometryField).APIName + ".",
 		Links: []gisLink{
 			{Rel: "self", Href: gisPrefix + e.Route + profileQuery(profile, "?"), Type: "application/json"},
-			{Rel: "items", Href: items, Type: GISMediaType},
+			{Rel: "items", Href: items, Type: MediaType},
 		},
 	}
 }
@@ -106,9 +133,9 @@ func profileQuery(profile, sep string) string {
 	return sep + "accessProfile=" + url.QueryEscape(profile)
 }
 
-// GISEntity returns the entity whose spatial collection is served at
+// Entity returns the entity whose spatial collection is served at
 // route, or the concealed not-found.
-func (s *Service) GISEntity(route string) (*model.Entity, error) {
+func (s *Service) Entity(route string) (*model.Entity, error) {
 	e := s.pkg.EntityByRoute(route)
 	if e == nil || e.GeoJSON == nil {
 		return nil, problem.NotFound()
@@ -118,8 +145,8 @@ func (s *Service) GISEntity(route string) (*model.Entity, error) {
 
 // gisGrant decides the list operation on e and requires its geometry field
 // to be readable; otherwise the collection is concealed.
-func (s *Service) gisGrant(ctx context.Context, c Call, e *model.Entity) (*access.Grant, error) {
-	grant, err := s.decide(ctx, c, model.OpList, e)
+func (s *Service) gisGrant(ctx context.Context, c records.Call, e *model.Entity) (*access.Grant, error) {
+	grant, err := s.records.Decide(ctx, c, model.OpList, e)
 	if err != nil {
 		return nil, err
 	}
@@ -129,10 +156,10 @@ func (s *Service) gisGrant(ctx context.Context, c Call, e *model.Entity) (*acces
 	return grant, nil
 }
 
-// GISCollections is GET /v1/gis/collections: the spatial collections the
+// Collections is GET /v1/gis/collections: the spatial collections the
 // caller's profile may list (an empty list when none); a presented token
 // that is rejected is refused.
-func (s *Service) GISCollections(ctx context.Context, c Call) ([]byte, error) {
+func (s *Service) Collections(ctx context.Context, c records.Call) ([]byte, error) {
 	out := struct {
 		Collections []gisCollection `json:"collections"`
 		Links       []gisLink       `json:"links"`
@@ -153,8 +180,8 @@ func (s *Service) GISCollections(ctx context.Context, c Call) ([]byte, error) {
 	return json.Marshal(out)
 }
 
-// GISCollectionDocument is GET /v1/gis/collections/{collection}.
-func (s *Service) GISCollectionDocument(ctx context.Context, c Call, e *model.Entity) ([]byte, error) {
+// CollectionDocument is GET /v1/gis/collections/{collection}.
+func (s *Service) CollectionDocument(ctx context.Context, c records.Call, e *model.Entity) ([]byte, error) {
 	if _, err := s.gisGrant(ctx, c, e); err != nil {
 		return nil, err
 	}
@@ -174,7 +201,7 @@ func gisQuery(opts query.RawOptions) (query.Canonical, string, error) {
 		switch n {
 		case query.OptBBox, gisLimit, gisCursor:
 		default:
-			return query.Canonical{}, "", query.Errorf(query.Invalid, "%q is not a query option of this read: bbox, limit and cursor are.", shorten(n))
+			return query.Canonical{}, "", query.Errorf(query.Invalid, "%q is not a query option of this read: bbox, limit and cursor are.", query.Shorten(n))
 		}
 		if len(opts[n]) != 1 {
 			return query.Canonical{}, "", query.Errorf(query.Invalid, "%s must be given exactly once.", n)
@@ -189,9 +216,9 @@ func gisQuery(opts query.RawOptions) (query.Canonical, string, error) {
 		}
 		return query.Canonical{}, tok[0], nil
 	}
-	raw := query.Canonical{Top: GISDefaultLimit}
+	raw := query.Canonical{Top: DefaultLimit}
 	if v, ok := opts[gisLimit]; ok {
-		n, err := query.ParseTop(gisLimit, v[0], GISMaxLimit)
+		n, err := query.ParseTop(gisLimit, v[0], MaxLimit)
 		if err != nil {
 			return query.Canonical{}, "", err
 		}
@@ -206,41 +233,34 @@ func gisQuery(opts query.RawOptions) (query.Canonical, string, error) {
 	return raw, "", nil
 }
 
-func shorten(s string) string {
-	if len(s) > query.MaxNameEcho {
-		return s[:query.MaxNameEcho] + "…"
-	}
-	return s
-}
-
-// GISItems is GET /v1/gis/collections/{collection}/items: one page of the
+// Items is GET /v1/gis/collections/{collection}/items: one page of the
 // records of e the caller may list, as a GeoJSON feature collection in
 // record id order, with a next link carrying a sealed cursor bound to this
 // read, the caller, the profile and the package revision. Features carry
 // the record id, the point (null when the record has none; never with a
 // bbox) and the other readable fields as properties.
-func (s *Service) GISItems(ctx context.Context, c Call, e *model.Entity, opts query.RawOptions) ([]byte, error) {
+func (s *Service) Items(ctx context.Context, c records.Call, e *model.Entity, opts query.RawOptions) ([]byte, error) {
 	grant, err := s.gisGrant(ctx, c, e)
 	if err != nil {
 		return nil, err
 	}
-	allowed := query.Allowed{Readable: grant.Readable.IDs(), MaxTop: GISMaxLimit}
+	allowed := query.Allowed{Readable: grant.Readable.IDs(), MaxTop: MaxLimit}
 	caller := cursor.Caller{Principal: grant.PrincipalReference, Profile: grant.Profile, PackageRevision: s.pkg.Revision, Read: gisRead}
 	now := time.Now()
 	raw, tok, err := gisQuery(opts)
 	if err != nil {
-		return nil, queryProblem(err)
+		return nil, records.QueryProblem(err)
 	}
 	var q *query.Query
 	if tok != "" {
-		q, err = s.sealer.Open(tok, e, allowed, caller, now)
+		q, err = s.records.Sealer().Open(tok, e, allowed, caller, now)
 	} else {
 		q, err = query.Build(e, allowed, raw)
 	}
 	if err != nil {
-		return nil, queryProblem(err)
+		return nil, records.QueryProblem(err)
 	}
-	recs, next, err := s.page(ctx, e, grant, q, caller, now, nil)
+	recs, next, err := s.records.Page(ctx, e, grant, q, caller, now, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -253,7 +273,7 @@ func (s *Service) GISItems(ctx context.Context, c Call, e *model.Entity, opts qu
 			b = append(b, ',')
 		}
 		b = append(b, `{"type":"Feature","id":`...)
-		b = appendString(b, rec.ID)
+		b = records.AppendJSONString(b, rec.ID)
 		b = append(b, `,"geometry":`...)
 		raw, _ := rec.Values[geom.ID].(json.RawMessage)
 		if raw == nil {
@@ -261,7 +281,7 @@ func (s *Service) GISItems(ctx context.Context, c Call, e *model.Entity, opts qu
 		} else {
 			compact.Reset()
 			if err := json.Compact(&compact, raw); err != nil {
-				return nil, fmt.Errorf("records: geometry of %s %s: %w", e.ID, rec.ID, err)
+				return nil, fmt.Errorf("gis: geometry of %s %s: %w", e.ID, rec.ID, err)
 			}
 			b = append(b, compact.Bytes()...)
 		}
@@ -272,8 +292,8 @@ func (s *Service) GISItems(ctx context.Context, c Call, e *model.Entity, opts qu
 			}
 		}
 		b = append(b, `,"properties":`...)
-		if b, err = appendDomainData(b, props); err != nil {
-			return nil, fmt.Errorf("records: render feature: %w", err)
+		if b, err = records.AppendDomainData(b, props); err != nil {
+			return nil, fmt.Errorf("gis: render feature: %w", err)
 		}
 		b = append(b, '}')
 	}
@@ -304,9 +324,9 @@ func encodeGISOptions(opts query.RawOptions) string { return url.Values(opts).En
 
 func appendLink(b []byte, rel, href string) []byte {
 	b = append(b, `{"rel":`...)
-	b = appendString(b, rel)
+	b = records.AppendJSONString(b, rel)
 	b = append(b, `,"href":`...)
-	b = appendString(b, href)
-	b = append(b, `,"type":"`+GISMediaType+`"}`...)
+	b = records.AppendJSONString(b, href)
+	b = append(b, `,"type":"`+MediaType+`"}`...)
 	return b
 }

@@ -1,4 +1,4 @@
-package review
+package requests
 
 import (
 	"context"
@@ -34,6 +34,7 @@ const (
 type Workers struct {
 	store       *store.Store
 	svc         *records.Service
+	requests    *Service
 	authorities *Authorities
 	executors   map[string]*executor
 	log         *slog.Logger
@@ -45,9 +46,9 @@ type executor struct {
 	tokens *tokensource.Source
 }
 
-// NewWorkers returns the change-request workers and registers them in w.
-func NewWorkers(w *river.Workers, cfg *config.Config, st *store.Store, svc *records.Service, a *Authorities, log *slog.Logger) (*Workers, error) {
-	ws := &Workers{store: st, svc: svc, authorities: a, executors: map[string]*executor{}, log: log}
+// RegisterReviewWorkers returns the change-request workers and registers them in w.
+func RegisterReviewWorkers(w *river.Workers, cfg *config.Config, st *store.Store, svc *records.Service, reqs *Service, a *Authorities, log *slog.Logger) (*Workers, error) {
+	ws := &Workers{store: st, svc: svc, requests: reqs, authorities: a, executors: map[string]*executor{}, log: log}
 	for id, x := range cfg.Executors {
 		ts, err := tokenSource(cfg, x.Client)
 		if err != nil {
@@ -116,7 +117,7 @@ func (w *submitWorker) Work(ctx context.Context, job *river.Job[store.ReviewSubm
 		return err // River retries with backoff
 	}
 	var body struct {
-		Subject records.Subject `json:"subject"`
+		Subject Subject `json:"subject"`
 	}
 	_ = json.Unmarshal(sub.Body, &body)
 	if acc.SubmissionDigest != sub.SubmissionDigest || acc.Subject != body.Subject || acc.Policy.ID != sub.PolicyID {
@@ -266,7 +267,7 @@ func (w *applyWorker) Work(ctx context.Context, job *river.Job[store.RequestAppl
 		return nil // done, or another proposal is current
 	}
 	body, _ := json.Marshal(map[string]any{"actorReference": "executor:" + x.id, "proposalVersion": args.ProposalVersion, "effectDigest": req.Proposal.EffectDigest})
-	_, err = ws.svc.Act(ctx, call, e, args.RecordID, records.ActionApply, read.ETag, body)
+	_, err = ws.requests.Act(ctx, call, e, args.RecordID, records.ActionApply, read.ETag, body)
 	if err != nil {
 		return classify(err, attention)
 	}

@@ -1,13 +1,21 @@
-package records
+// Package ingest is the record host's ingestion runs
+// (docs/decisions/ingestion-runs.md): a run announces its source, then its
+// chunks, planned by the chunking contract, are each written as one batch
+// through the record kernel (host/records) with the chunk's receipt and the
+// run's checkpoint, in one transaction. It knows nothing of HTTP; refusals
+// are problem.Error values.
+package ingest
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"net/http"
 	"regexp"
+	"slices"
 	"strconv"
 	"time"
 
@@ -15,6 +23,7 @@ import (
 
 	"github.com/registrum/registrum/host/access"
 	"github.com/registrum/registrum/host/problem"
+	"github.com/registrum/registrum/host/records"
 	"github.com/registrum/registrum/internal/canonjson"
 	"github.com/registrum/registrum/internal/chunking"
 	"github.com/registrum/registrum/internal/strictjson"
@@ -27,6 +36,28 @@ import (
 // source, then submits chunks planned by greedy-canonical-http-batch-v1 one
 // at a time; each chunk is a batch committed with its receipt and the
 // run's checkpoint in one transaction.
+
+// Options configure the ingestion runs.
+type Options struct {
+	// Records is the record kernel the chunks are written through.
+	// Required.
+	Records *records.Service
+}
+
+// Service serves the ingestion runs of one package.
+type Service struct {
+	records *records.Service
+	pkg     *model.Package
+	store   *store.Store
+}
+
+// New returns the ingestion runs over o.Records.
+func New(o Options) (*Service, error) {
+	if o.Records == nil {
+		return nil, errors.New("ingest: Options.Records is required")
+	}
+	return &Service{records: o.Records, pkg: o.Records.Package(), store: o.Records.Store()}, nil
+}
 
 // ChunkAlgorithmVersion is the only chunking contract a run accepts.
 const ChunkAlgorithmVersion = chunking.Version
@@ -127,7 +158,7 @@ func RunQueryOf(opts query.RawOptions) RunQuery {
 		case "inputDigest":
 			dst = &q.InputDigest
 		default:
-			q.refused = problem.New(problem.QueryInvalid, "%q is not a query option of a run list: limit, after, status and inputDigest are", shorten(name))
+			q.refused = problem.New(problem.QueryInvalid, "%q is not a query option of a run list: limit, after, status and inputDigest are", query.Shorten(name))
 			continue
 		}
 		if len(vs) != 1 {
@@ -164,17 +195,17 @@ func (s *Service) runDocument(r *store.Run) RunDocument {
 	return d
 }
 
-func (s *Service) runResult(status int, r *store.Run) (*Result, error) {
+func (s *Service) runResult(status int, r *store.Run) (*records.Result, error) {
 	b, err := json.Marshal(s.runDocument(r))
 	if err != nil {
-		return nil, fmt.Errorf("records: render run: %w", err)
+		return nil, fmt.Errorf("ingest: render run: %w", err)
 	}
-	return &Result{Status: status, Body: b}, nil
+	return &records.Result{Status: status, Body: b}, nil
 }
 
 // noIdempotencyKey refuses an Idempotency-Key: ingestion routes derive
 // their attempt key from the run, the chunk index and the chunk digest.
-func noIdempotencyKey(c Call) error {
+func noIdempotencyKey(c records.Call) error {
 	if c.IdempotencyKey != "" {
 		return problem.New(problem.RequestInvalid, "ingestion routes take no Idempotency-Key: a chunk is identified by its run, index and digest; resubmit the same chunk after a lost response")
 	}
@@ -182,7 +213,7 @@ func noIdempotencyKey(c Call) error {
 }
 
 // CreateRun opens an ingestion run on a batch entity.
-func (s *Service) CreateRun(ctx context.Context, c Call, e *model.Entity, body []byte) (*Result, error) {
+func (s *Service) CreateRun(ctx context.Context, c records.Call, e *model.Entity, body []byte) (*records.Result, error) {
 	if e.Batch == nil {
 		return nil, problem.NotFound()
 	}
@@ -194,14 +225,14 @@ func (s *Service) CreateRun(ctx context.Context, c Call, e *model.Entity, body [
 	if m, ok := doc.(map[string]any); ok && hint == "" {
 		hint, _ = m["profileId"].(string)
 	}
-	if _, err := s.decide(ctx, Call{Bearer: c.Bearer, UnusableCredential: c.UnusableCredential, Profile: hint}, model.OpBatch, e); err != nil {
+	if _, err := s.records.Decide(ctx, records.Call{Bearer: c.Bearer, UnusableCredential: c.UnusableCredential, Profile: hint}, model.OpBatch, e); err != nil {
 		return nil, err
 	}
 	if err := noIdempotencyKey(c); err != nil {
 		return nil, err
 	}
 	if decodeErr != nil {
-		return nil, bodyFault(decodeErr)
+		return nil, records.BodyFault(decodeErr)
 	}
 	m, err := objectOf(doc, "an ingestion run", "operation", "profileId", "packageRevision", "schemaFingerprint", "inputDigest", "inputLength", "itemCount", "chunkCount", "chunkAlgorithmVersion")
 	if err != nil {
@@ -260,14 +291,14 @@ func (s *Service) CreateRun(ctx context.Context, c Call, e *model.Entity, body [
 		return nil, problem.At(problem.RequestInvalid, "/profileId", "profileId must name the selected access profile %q", c.Profile)
 	}
 	// The run's authority is the batch operation under the profile it names.
-	grant, err := s.decide(ctx, Call{Bearer: c.Bearer, UnusableCredential: c.UnusableCredential, Profile: profile}, model.OpBatch, e)
+	grant, err := s.records.Decide(ctx, records.Call{Bearer: c.Bearer, UnusableCredential: c.UnusableCredential, Profile: profile}, model.OpBatch, e)
 	if err != nil {
 		return nil, err
 	}
 	if grant.PrincipalReference == "" {
 		return nil, problem.At(problem.RequestInvalid, "/profileId", "an ingestion run belongs to its caller: the profile must identify the caller")
 	}
-	if _, err := s.decide(ctx, Call{Bearer: c.Bearer, Profile: profile}, op, e); err != nil {
+	if _, err := s.records.Decide(ctx, records.Call{Bearer: c.Bearer, Profile: profile}, op, e); err != nil {
 		return nil, problem.At(problem.RequestInvalid, "/operation", "the profile does not grant %s on %s", op, e.ID)
 	}
 	if pkgRev != s.pkg.Revision {
@@ -301,7 +332,7 @@ func objectOf(doc any, what string, members ...string) (map[string]any, error) {
 	for _, k := range members {
 		known[k] = true
 	}
-	for _, k := range sortedKeys(m) {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		if !known[k] {
 			return nil, problem.At(problem.RequestInvalid, strictjson.Pointer(k), "unknown member %q of %s", k, what)
 		}
@@ -328,7 +359,7 @@ func count(m map[string]any, k string, min, max int64) (int64, error) {
 // ownRun returns a run of e that the caller created, under the authority
 // of the batch operation of the run's profile, rechecked on every call.
 // Another caller's run and an unknown run are the same concealed 404.
-func (s *Service) ownRun(ctx context.Context, c Call, e *model.Entity, runID string) (*store.Run, *access.Grant, error) {
+func (s *Service) ownRun(ctx context.Context, c records.Call, e *model.Entity, runID string) (*store.Run, *access.Grant, error) {
 	if e.Batch == nil {
 		return nil, nil, problem.NotFound()
 	}
@@ -342,7 +373,7 @@ func (s *Service) ownRun(ctx context.Context, c Call, e *model.Entity, runID str
 	if r != nil && profile == "" {
 		profile = r.ProfileID
 	}
-	grant, err := s.decide(ctx, Call{Bearer: c.Bearer, UnusableCredential: c.UnusableCredential, Profile: profile}, model.OpBatch, e)
+	grant, err := s.records.Decide(ctx, records.Call{Bearer: c.Bearer, UnusableCredential: c.UnusableCredential, Profile: profile}, model.OpBatch, e)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -356,7 +387,7 @@ func (s *Service) ownRun(ctx context.Context, c Call, e *model.Entity, runID str
 }
 
 // GetRun reads one of the caller's runs.
-func (s *Service) GetRun(ctx context.Context, c Call, e *model.Entity, runID string) (*Result, error) {
+func (s *Service) GetRun(ctx context.Context, c records.Call, e *model.Entity, runID string) (*records.Result, error) {
 	r, _, err := s.ownRun(ctx, c, e, runID)
 	if err != nil {
 		return nil, err
@@ -366,7 +397,7 @@ func (s *Service) GetRun(ctx context.Context, c Call, e *model.Entity, runID str
 
 // CancelRun cancels an open or blocked run; its committed chunks stay.
 // Cancelling a complete or cancelled run is refused with mutation.conflict.
-func (s *Service) CancelRun(ctx context.Context, c Call, e *model.Entity, runID string) (*Result, error) {
+func (s *Service) CancelRun(ctx context.Context, c records.Call, e *model.Entity, runID string) (*records.Result, error) {
 	if _, _, err := s.ownRun(ctx, c, e, runID); err != nil {
 		return nil, err
 	}
@@ -381,11 +412,11 @@ func (s *Service) CancelRun(ctx context.Context, c Call, e *model.Entity, runID 
 }
 
 // ListRuns lists the caller's runs of e in creation order.
-func (s *Service) ListRuns(ctx context.Context, c Call, e *model.Entity, q RunQuery) (*Result, error) {
+func (s *Service) ListRuns(ctx context.Context, c records.Call, e *model.Entity, q RunQuery) (*records.Result, error) {
 	if e.Batch == nil {
 		return nil, problem.NotFound()
 	}
-	grant, err := s.decide(ctx, c, model.OpBatch, e)
+	grant, err := s.records.Decide(ctx, c, model.OpBatch, e)
 	if err != nil {
 		return nil, err
 	}
@@ -446,12 +477,12 @@ func (s *Service) ListRuns(ctx context.Context, c Call, e *model.Entity, q RunQu
 	if err != nil {
 		return nil, err
 	}
-	return &Result{Status: http.StatusOK, Body: b}, nil
+	return &records.Result{Status: http.StatusOK, Body: b}, nil
 }
 
 // Receipt returns the stored batch response of a committed chunk, byte for
 // byte; 410 ingestion.receipt_erased after the history it covers was erased.
-func (s *Service) Receipt(ctx context.Context, c Call, e *model.Entity, runID, index string) (*Result, error) {
+func (s *Service) Receipt(ctx context.Context, c records.Call, e *model.Entity, runID, index string) (*records.Result, error) {
 	r, _, err := s.ownRun(ctx, c, e, runID)
 	if err != nil {
 		return nil, err
@@ -470,7 +501,7 @@ func (s *Service) Receipt(ctx context.Context, c Call, e *model.Entity, runID, i
 	if ch.Erased || ch.Receipt == nil {
 		return nil, problem.New(problem.IngestionReceiptErased, "the history this receipt describes was erased")
 	}
-	return &Result{Status: http.StatusOK, Body: ch.Receipt}, nil
+	return &records.Result{Status: http.StatusOK, Body: ch.Receipt}, nil
 }
 
 // ChunkBody is a parsed chunk submission.
@@ -490,7 +521,7 @@ type ChunkBody struct {
 func ParseChunk(body []byte) (*ChunkBody, error) {
 	doc, err := strictjson.Decode(body)
 	if err != nil {
-		return nil, bodyFault(err)
+		return nil, records.BodyFault(err)
 	}
 	m, err := objectOf(doc, "a chunk", "chunkIndex", "items", "digest", "prefixDigest")
 	if err != nil {
@@ -557,7 +588,7 @@ func refuse(outcome string, code problem.Code, at, format string, args ...any) *
 // batch response; the exact replay of a committed chunk answers its stored
 // receipt byte for byte and writes nothing; anything else is refused with
 // nothing written. Every attempt's outcome is the run's lastAttempt.
-func (s *Service) Chunk(ctx context.Context, c Call, e *model.Entity, runID string, body []byte) (*Result, error) {
+func (s *Service) Chunk(ctx context.Context, c records.Call, e *model.Entity, runID string, body []byte) (*records.Result, error) {
 	r, grant, err := s.ownRun(ctx, c, e, runID)
 	if err != nil {
 		return nil, err
@@ -573,7 +604,7 @@ func (s *Service) Chunk(ctx context.Context, c Call, e *model.Entity, runID stri
 		}
 		return nil, s.attempt(ctx, r, outcome, r.NextChunkIndex, err)
 	}
-	var items []batchItem
+	var items []records.BatchItem
 	var cc []byte
 	out, _, err := s.store.Write(ctx, nil, func(w *store.Writer) (*store.Outcome, error) {
 		run, done, err := w.LockRunWithChunk(ctx, e.ID, r.RunID, cb.Index)
@@ -624,11 +655,11 @@ func (s *Service) Chunk(ctx context.Context, c Call, e *model.Entity, runID stri
 		}
 		// The items are the decoded canonical body (ParseChunk); a chunk
 		// carries no changeContext.
-		items, err = s.parseItems(ctx, c, e, grant, cb.Items)
+		items, err = s.records.ParseBatchItems(ctx, c, e, grant, cb.Items)
 		if err != nil {
 			return nil, &chunkRefusal{OutcomeInvalidItem, err}
 		}
-		out, err := s.batchWrites(ctx, w, c, e, grant, items, cc)
+		out, err := s.records.WriteBatch(ctx, w, c, e, grant, items, cc)
 		if err != nil {
 			return nil, &chunkRefusal{OutcomeRefused, err}
 		}
@@ -645,76 +676,20 @@ func (s *Service) Chunk(ctx context.Context, c Call, e *model.Entity, runID stri
 		if err := s.store.RecordAttempt(ctx, r.RunID, OutcomeReplayed, cb.Index); err != nil {
 			return nil, err
 		}
-		return &Result{Status: http.StatusOK, Body: replay.receipt, Replayed: true}, nil
+		return &records.Result{Status: http.StatusOK, Body: replay.receipt, Replayed: true}, nil
 	case errors.As(err, &refusal):
-		return nil, s.attempt(ctx, r, refusal.outcome, cb.Index, chunkWriteError(e, s, s.nameItem(ctx, c, e, grant, items, cc, refusal.err)))
+		return nil, s.attempt(ctx, r, refusal.outcome, cb.Index, s.records.Refusal(e, s.records.NameViolatingItem(ctx, c, e, grant, items, cc, refusal.err)))
 	case err != nil && store.Unavailable(err):
 		return nil, s.attempt(ctx, r, OutcomeUnavailable, cb.Index, err)
 	case err != nil:
-		err = chunkWriteError(e, s, s.nameItem(ctx, c, e, grant, items, cc, err))
+		err = s.records.Refusal(e, s.records.NameViolatingItem(ctx, c, e, grant, items, cc, err))
 		var pe *problem.Error
 		if errors.As(err, &pe) {
 			return nil, s.attempt(ctx, r, OutcomeRefused, cb.Index, err)
 		}
 		return nil, err
 	}
-	return &Result{Status: out.Status, Body: out.Body}, nil
-}
-
-// nameItem turns a violated constraint of a chunk's writes into the
-// refusal of the item that violates it. Writes are pipelined and some
-// constraints are checked only at commit, so the failing statement does
-// not tell the item: locateViolation finds it.
-func (s *Service) nameItem(ctx context.Context, c Call, e *model.Entity, grant *access.Grant, items []batchItem, cc []byte, err error) error {
-	var ce *store.ConstraintError
-	if !errors.As(err, &ce) || items == nil {
-		return err
-	}
-	if i, ierr := s.locateViolation(ctx, c, e, grant, items, cc); i >= 0 {
-		return inItem(s.writeRefusal(e, ierr), i)
-	}
-	return err
-}
-
-// errDiagnosis unwinds the transaction of locateViolation.
-var errDiagnosis = errors.New("records: diagnosis only")
-
-// locateViolation finds the first item of a refused chunk whose write
-// violates a constraint that was only checked at commit: it writes the
-// items again with every constraint checked at each statement, in a
-// transaction it rolls back. It returns -1 when no item alone violates one.
-func (s *Service) locateViolation(ctx context.Context, c Call, e *model.Entity, grant *access.Grant, items []batchItem, cc []byte) (int, error) {
-	at, cause := -1, error(nil)
-	_, _, _ = s.store.Write(ctx, nil, func(w *store.Writer) (*store.Outcome, error) {
-		w.ConstraintsImmediately()
-		for i, it := range items {
-			_, err := s.batchItem(ctx, w, c, e, grant, it, cc)
-			if err == nil {
-				err = w.Flush(ctx)
-			}
-			if err != nil {
-				var ce *store.ConstraintError
-				if errors.As(err, &ce) {
-					at, cause = i, err
-				}
-				return nil, errDiagnosis
-			}
-		}
-		return nil, errDiagnosis
-	})
-	return at, cause
-}
-
-// chunkWriteError turns a store refusal of a chunk's writes into a problem,
-// as the batch route does.
-func chunkWriteError(e *model.Entity, s *Service, err error) error {
-	switch {
-	case errors.Is(err, store.ErrNotFound):
-		return problem.NotFound()
-	case errors.Is(err, store.ErrStale):
-		return problem.New(problem.PreconditionFailed, "a record changed since the ifMatch validator of its item was read")
-	}
-	return s.writeRefusal(e, err)
+	return &records.Result{Status: out.Status, Body: out.Body}, nil
 }
 
 // attempt records the outcome of an attempt that wrote nothing and returns
