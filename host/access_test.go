@@ -3,7 +3,6 @@ package host_test
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -12,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/registrum/registrum/host/auth/authtest"
+	"github.com/registrum/registrum/host/hosttest"
 	"github.com/registrum/registrum/issuer/issuertest"
 	"github.com/registrum/registrum/store/storetest"
 )
@@ -21,25 +21,10 @@ type caller struct {
 	token string
 }
 
+// do sends one request through hosttest.Caller and reads the whole answer.
 func (c caller) do(t *testing.T, method, path, ctype, body string, hdr ...string) (*http.Response, []byte) {
 	t.Helper()
-	req, _ := http.NewRequest(method, c.srv.URL+path, strings.NewReader(body))
-	if ctype != "" {
-		req.Header.Set("Content-Type", ctype)
-	}
-	if c.token != "" {
-		req.Header.Set("Authorization", "Bearer "+c.token)
-	}
-	for i := 0; i+1 < len(hdr); i += 2 {
-		req.Header.Set(hdr[i], hdr[i+1])
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp, b
+	return hosttest.Caller{URL: c.srv.URL, Token: c.token}.Do(t, method, path, ctype, body, hdr...)
 }
 
 // withoutTrace returns a problem document without its traceId.

@@ -22,6 +22,7 @@ import (
 	"github.com/registrum/registrum/hooks"
 	"github.com/registrum/registrum/host"
 	"github.com/registrum/registrum/host/config"
+	"github.com/registrum/registrum/host/hosttest"
 	"github.com/registrum/registrum/internal/canonjson"
 	"github.com/registrum/registrum/internal/testslack"
 	"github.com/registrum/registrum/project"
@@ -32,9 +33,9 @@ import (
 	"github.com/registrum/registrum/store/storetest"
 )
 
-// eventKey is the test destinations' signing key: 40 bytes ending in
-// whitespace, which must be used as they are.
-var eventKey = []byte("a webhook signing key, used as is:  \t \n")
+// eventKey is the test destinations' signing key (hosttest.EventKey): 40
+// bytes ending in whitespace, which must be used as they are.
+var eventKey = []byte(hosttest.EventKey)
 
 // receiver is a local webhook receiver that records what it gets and
 // answers the statuses it is given in turn (then 200).
@@ -95,32 +96,19 @@ func (r *receiver) count() int {
 // destination is the runtime configuration binding destination
 // "receiver" to url, with extra settings.
 func destination(url string, extra ...string) string {
-	return "instanceId: test-1\neventDestinations:\n  receiver:\n    url: " + url + "\n    hmacSha256KeyRef: secret:file/webhook-key\n" +
-		"    classificationCeiling: internal\n    network: loopback\n" + strings.Join(extra, "")
+	return hosttest.Destination(url, extra...)
 }
 
 // eventsDeployment compiles the events test project with its destination
 // bound to rcv, and writes the signing key.
 func eventsDeployment(t *testing.T, dsn, url string, extra ...string) *config.Config {
 	t.Helper()
-	cfg := deployment(t, "testdata/events", dsn, destination(url, extra...))
-	if err := os.WriteFile(filepath.Join(filepath.Dir(cfg.Path()), "secrets", "webhook-key"), eventKey, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return cfg
+	return hosttest.EventsDeployment(t, "testdata/events", dsn, url, extra...)
 }
 
 // runWorkers works the host's jobs until t ends.
 func runWorkers(t *testing.T, h *host.Host) {
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := h.RunWorkers(ctx); err != nil {
-			t.Error(err)
-		}
-	}()
-	t.Cleanup(func() { cancel(); <-done })
+	hosttest.RunWorkers(t, h)
 }
 
 func verifier(t *testing.T, h *host.Host) *webhook.Verifier {

@@ -19,10 +19,9 @@ import (
 	"github.com/registrum/registrum/host"
 	"github.com/registrum/registrum/host/auth/authtest"
 	"github.com/registrum/registrum/host/config"
+	"github.com/registrum/registrum/host/hosttest"
 	"github.com/registrum/registrum/issuer/issuertest"
-	"github.com/registrum/registrum/project"
 	"github.com/registrum/registrum/store"
-	"github.com/registrum/registrum/store/layout"
 	"github.com/registrum/registrum/store/storetest"
 )
 
@@ -31,50 +30,20 @@ func TestMain(m *testing.M) { os.Exit(storetest.Run(m)) }
 // tokenIssuer starts a real issuer whose standard demo client holds the
 // minimal project's scope, and returns it with the host's authentication block.
 func tokenIssuer(t *testing.T) (*authtest.Issuer, string) {
-	is := authtest.StartIssuer(t, issuertest.DevOptions{Scopes: []string{"parcels:write"}}, nil)
-	return is, is.HostAuthentication()
+	t.Helper()
+	return hosttest.TokenIssuer(t)
 }
 
 // serve opens the host of cfg and serves it over loopback HTTP until t ends.
 func serve(t *testing.T, cfg *config.Config) (*host.Host, *httptest.Server) {
 	t.Helper()
-	h, err := host.Open(context.Background(), cfg, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(h.Handler())
-	t.Cleanup(func() {
-		srv.Close()
-		h.Close()
-	})
-	return h, srv
+	return hosttest.Serve(t, cfg)
 }
 
 // deployment compiles a project and writes a runtime configuration for it.
 func deployment(t *testing.T, projectDir, dsn string, extra ...string) *config.Config {
 	t.Helper()
-	dir := t.TempDir()
-	res, err := project.Compile(projectDir, project.Options{Fingerprint: layout.Fingerprint})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := res.Write(filepath.Join(dir, "package")); err != nil {
-		t.Fatal(err)
-	}
-	os.MkdirAll(filepath.Join(dir, "secrets"), 0o700)
-	if err := os.WriteFile(filepath.Join(dir, "secrets", "host-key"), bytes.Repeat([]byte{7}, 32), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cfgPath := filepath.Join(dir, "registrum.yaml")
-	cfg := "version: 1\nlistener: {address: 127.0.0.1, port: 0}\ndatabase: {url: \"" + dsn + "\"}\npackage: package\nsecrets: {root: secrets}\nhostKeyRef: secret:file/host-key\n" + strings.Join(extra, "")
-	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	c, err := config.Load(cfgPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
+	return hosttest.Deployment(t, projectDir, dsn, extra...)
 }
 
 func get(t *testing.T, url string) (*http.Response, []byte) {

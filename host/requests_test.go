@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/registrum/registrum/host/auth/authtest"
+	"github.com/registrum/registrum/host/hosttest"
 	"github.com/registrum/registrum/issuer/issuertest"
 	"github.com/registrum/registrum/store/storetest"
 )
@@ -138,11 +139,7 @@ func (c caller) read(t *testing.T, path string) (envelope, string) {
 // create POSTs a record and returns its Location and ETag.
 func (c caller) create(t *testing.T, route, data string) (string, string) {
 	t.Helper()
-	resp, b := c.do(t, "POST", "/v1/records/"+route, "application/json", `{"data":`+data+`}`)
-	if resp.StatusCode != 201 {
-		t.Fatalf("create %s: %d %s", route, resp.StatusCode, b)
-	}
-	return resp.Header.Get("Location"), resp.Header.Get("ETag")
+	return hosttest.Caller{URL: c.srv.URL, Token: c.token}.Create(t, route, data)
 }
 
 // act calls an action href with If-Match and an Idempotency-Key.

@@ -233,9 +233,7 @@ func (w *Writer) LockRunWithChunk(ctx context.Context, entityID, runID string, i
 // the transaction that wrote the chunk's records; complete marks the run
 // complete. An audit entry records the commit.
 func (w *Writer) CommitChunk(ctx context.Context, r *Run, c Chunk, complete bool, principalReference, traceID string) error {
-	w.send(nil, func(err error) error { return fmt.Errorf("store: store ingestion chunk: %w", err) }, `INSERT INTO registrum.ingestion_run_chunks
-    (run_id, chunk_index, chunk_digest, prefix_digest, item_count, end_item, commit_id, receipt, created_at)
-    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+	w.send(nil, func(err error) error { return fmt.Errorf("store: store ingestion chunk: %w", err) }, SQLStoreChunk,
 		r.RunID, c.Index, c.Digest, c.PrefixDigest, c.ItemCount, c.EndItem, w.commitID, c.Receipt, w.now)
 	status := "open"
 	if complete {
@@ -246,10 +244,7 @@ func (w *Writer) CommitChunk(ctx context.Context, r *Run, c Chunk, complete bool
 			return fmt.Errorf("store: advance ingestion run %s: the checkpoint moved", r.RunID)
 		}
 		return nil
-	}, func(err error) error { return fmt.Errorf("store: advance ingestion run: %w", err) },
-		`UPDATE registrum.ingestion_runs SET next_chunk_index = $2 + 1, committed_items = $3,
-    committed_prefix_digest = $4, status = $5, last_attempt_outcome = 'committed', last_attempt_chunk_index = $2, updated_at = $6
-    WHERE run_id = $1 AND next_chunk_index = $2 AND status = 'open'`,
+	}, func(err error) error { return fmt.Errorf("store: advance ingestion run: %w", err) }, SQLAdvanceRun,
 		r.RunID, c.Index, c.EndItem, c.PrefixDigest, status, w.now)
 	w.send(nil, func(err error) error { return fmt.Errorf("store: append audit entry: %w", err) },
 		`INSERT INTO registrum.audit (operation, outcome, entity_id, record_reference, revision, principal_reference, trace_id)

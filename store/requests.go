@@ -11,7 +11,6 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/registrum/registrum/model"
-	"github.com/registrum/registrum/store/layout"
 )
 
 // Change request states (engineState).
@@ -250,9 +249,7 @@ func (w *Writer) CreateRequest(ctx context.Context, e *model.Entity, id, owner s
 // SubmitRequest freezes p as the request's current proposal and moves the
 // request to submitted.
 func (w *Writer) SubmitRequest(ctx context.Context, e *model.Entity, id string, p *Proposal) error {
-	w.send(nil, func(err error) error { return fmt.Errorf("store: freeze proposal: %w", err) }, `INSERT INTO registrum.request_proposals
-    (entity_id, record_id, proposal_version, record_revision, planner, module_digest, effect_digest, plan, submitter_reference, submitter_actor, submitted_at, attachments)
-    VALUES ($1, $2, $3, $4, $5, nullif($6, ''), $7, $8, $9, $10, $11, $12)`,
+	w.send(nil, func(err error) error { return fmt.Errorf("store: freeze proposal: %w", err) }, SQLFreezeProposal,
 		e.ID, id, p.Version, p.RecordRevision, p.Planner, p.ModuleDigest, p.EffectDigest, string(p.Plan), p.SubmitterReference, p.SubmitterActor, w.now, nullableJSON(p.Attachments))
 	p.SubmittedAt = w.now
 	return w.SetRequestState(ctx, e, id, RequestSubmitted, p.Version)
@@ -265,8 +262,7 @@ func (w *Writer) SetRequestState(ctx context.Context, e *model.Entity, id, state
 			return ErrNotFound
 		}
 		return nil
-	}, func(err error) error { return fmt.Errorf("store: set request state: %w", err) },
-		`UPDATE registrum.requests SET state = $3, proposal_version = $4, updated_at = $5 WHERE entity_id = $1 AND record_id = $2`,
+	}, func(err error) error { return fmt.Errorf("store: set request state: %w", err) }, SQLSetRequestState,
 		e.ID, id, state, proposalVersion, w.now)
 	return nil
 }
@@ -275,9 +271,7 @@ func (w *Writer) SetRequestState(ctx context.Context, e *model.Entity, id, state
 // applied. It must run in the transaction that wrote the effects.
 func (w *Writer) ApplyRequest(ctx context.Context, e *model.Entity, id string, a *Application) error {
 	a.AppliedAt = w.now
-	w.send(nil, func(err error) error { return fmt.Errorf("store: write application receipt: %w", err) }, `INSERT INTO registrum.request_applications
-    (application_id, entity_id, record_id, proposal_version, effect_digest, applier_reference, applier_actor, reason, reason_present, results, applied_at)
-    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+	w.send(nil, func(err error) error { return fmt.Errorf("store: write application receipt: %w", err) }, SQLStoreApplication,
 		a.ID, e.ID, id, a.ProposalVersion, a.EffectDigest, a.ApplierReference, a.ApplierActor, a.Reason, a.ReasonPresent, string(a.Results), w.now)
 	return w.SetRequestState(ctx, e, id, RequestApplied, a.ProposalVersion)
 }
@@ -286,16 +280,13 @@ func (w *Writer) ApplyRequest(ctx context.Context, e *model.Entity, id string, a
 // operation (a request action), so that its validator moves on. expected
 // is the revision the caller read; anything else is ErrStale.
 func (w *Writer) Touch(ctx context.Context, e *model.Entity, rec *Record, expected int64, operation string, j Journal) (*Record, error) {
-	q := "UPDATE " + layout.Table(e) + " SET " + layout.ColRevision + " = " + layout.ColRevision + " + 1, " +
-		layout.ColUpdatedAt + " = $3, " + layout.ColPackageRevision + " = $4 WHERE " + layout.ColRecordID + " = $1 AND " +
-		layout.ColRevision + " = $2 AND " + layout.ColLifecycle + " = '" + layout.LifecycleActive + "'"
 	next := *rec
 	w.send(func(tag pgconn.CommandTag) error {
 		if tag.RowsAffected() != 1 {
 			return ErrStale
 		}
 		return nil
-	}, func(err error) error { return w.s.writeError(e, err) }, q, rec.ID, expected, w.now, w.s.pkg.Revision)
+	}, func(err error) error { return w.s.writeError(e, err) }, SQLTouchRecord(e), rec.ID, expected, w.now, w.s.pkg.Revision)
 	next.Revision = expected + 1
 	next.UpdatedAt = w.now
 	if err := w.journal(ctx, operation, &next, j); err != nil {

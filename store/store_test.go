@@ -22,46 +22,8 @@ func TestMain(m *testing.M) { os.Exit(storetest.Run(m)) }
 
 func intp(v int) *int { return &v }
 
-func testPackage(t *testing.T) *model.Package {
-	p := &model.Package{
-		Format:   model.Format,
-		Registry: model.Registry{ID: "test"},
-		Entities: []*model.Entity{
-			{ID: "household", Route: "households", MutationMode: model.Mutable, Fields: []*model.Field{
-				{ID: "name", APIName: "name", Type: model.TypeString, Required: true, MaxLength: intp(10)},
-			}},
-			{ID: "child", Route: "children", MutationMode: model.Mutable, Fields: []*model.Field{
-				{ID: "national-id", APIName: "nationalId", Type: model.TypeString, Required: true, MaxLength: intp(20)},
-				{ID: "household", APIName: "household", Type: model.TypeReference, Target: "household"},
-				{ID: "age", APIName: "age", Type: model.TypeInteger},
-				{ID: "amount", APIName: "amount", Type: model.TypeDecimal, Precision: intp(10), Scale: intp(2)},
-				{ID: "born", APIName: "born", Type: model.TypeDate},
-				{ID: "seen", APIName: "seen", Type: model.TypeTimestamp},
-				{ID: "active", APIName: "active", Type: model.TypeBoolean},
-				{ID: "where", APIName: "where", Type: model.TypeCRS84Point},
-			}, Constraints: []*model.Constraint{{ID: "unique-nid", Kind: model.ConstraintUnique, Fields: []string{"national-id"}}},
-				GeoJSON: &model.GeoJSON{GeometryField: "where"}},
-			{ID: "placement", Route: "placements", MutationMode: model.Mutable,
-				Temporal: &model.Temporal{StartField: "from", EndField: "to", Type: model.TypeDate},
-				Fields: []*model.Field{
-					{ID: "child", APIName: "child", Type: model.TypeString, Required: true},
-					{ID: "from", APIName: "from", Type: model.TypeDate, Required: true},
-					{ID: "to", APIName: "to", Type: model.TypeDate},
-				},
-				Constraints: []*model.Constraint{{ID: "no-overlap", Kind: model.ConstraintTemporalNonOverlap, ScopeFields: []string{"child"}}}},
-		},
-	}
-	fp, err := layout.Fingerprint(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.SchemaFingerprint = fp
-	p.Revision, err = model.ComputeRevision(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
+// testPackage is the package of the store's tests (storetest.SamplePackage).
+func testPackage(t *testing.T) *model.Package { return storetest.SamplePackage(t) }
 
 func journal() store.Journal {
 	return store.Journal{OperationID: uuid.NewString(), CommitID: uuid.NewString(), TraceID: "0123456789abcdef0123456789abcdef", RecordReference: "hmac-sha256:x", Data: []byte(`{}`)}

@@ -115,8 +115,7 @@ func (s *Store) write(ctx context.Context, idem *Idempotency, fn func(w *Writer)
 		// The commit id rides with the key, so that storing the outcome
 		// changes no indexed column: PostgreSQL then updates the row in
 		// place (a heap-only tuple) without touching either index.
-		w.send(nil, w.keyTaken, `INSERT INTO registrum.idempotency (key_reference, request_digest, commit_id) VALUES ($1, $2, $3)`,
-			idem.KeyReference, idem.RequestDigest, w.commitID)
+		w.send(nil, w.keyTaken, SQLTakeKey, idem.KeyReference, idem.RequestDigest, w.commitID)
 	}
 	o, err := fn(w)
 	if err == nil {
@@ -125,7 +124,7 @@ func (s *Store) write(ctx context.Context, idem *Idempotency, fn func(w *Writer)
 	if err == nil && idem != nil {
 		var b []byte
 		if b, err = json.Marshal(o); err == nil {
-			w.send(nil, nil, `UPDATE registrum.idempotency SET outcome = $2 WHERE key_reference = $1`, idem.KeyReference, b)
+			w.send(nil, nil, SQLStoreOutcome, idem.KeyReference, b)
 		}
 	}
 	if err == nil {
@@ -156,20 +155,17 @@ func (s *Store) replay(ctx context.Context, idem *Idempotency) (*Outcome, error)
 
 // Create inserts a new record at revision 1.
 func (w *Writer) Create(ctx context.Context, e *model.Entity, id string, values map[string]any, j Journal) (*Record, error) {
-	cols := []string{layout.ColRecordID, layout.ColRevision, layout.ColLifecycle, layout.ColCreatedAt, layout.ColUpdatedAt, layout.ColPackageRevision}
-	ph := []string{"$1", "1", "'" + layout.LifecycleActive + "'", "$2", "$2", "$3"}
 	args := []any{id, w.now, w.s.pkg.Revision}
+	set := make([]*model.Field, 0, len(e.Fields))
 	for _, f := range e.Fields {
 		v, ok := values[f.ID]
 		if !ok || v == nil {
 			continue
 		}
-		cols = append(cols, layout.Column(f))
+		set = append(set, f)
 		args = append(args, storageArg(v))
-		ph = append(ph, "$"+strconv.Itoa(len(args)))
 	}
-	insert := "INSERT INTO " + layout.Table(e) + " (" + strings.Join(cols, ", ") + ") VALUES (" + strings.Join(ph, ", ") + ")"
-	w.send(nil, func(err error) error { return w.s.writeError(e, err) }, insert, args...)
+	w.send(nil, func(err error) error { return w.s.writeError(e, err) }, SQLCreateRecord(e, set), args...)
 	rec := &Record{Entity: e, ID: id, Revision: 1, Lifecycle: layout.LifecycleActive, CreatedAt: w.now, UpdatedAt: w.now, Values: values}
 	if err := w.journal(ctx, "create", rec, j); err != nil {
 		return nil, err
@@ -261,13 +257,9 @@ func (w *Writer) journal(ctx context.Context, operation string, rec *Record, j J
 	if w.snapshot != nil {
 		return errors.New("store: a revision appended after the write's snapshot was taken")
 	}
-	w.send(nil, func(err error) error { return fmt.Errorf("store: append revision: %w", err) }, `INSERT INTO registrum.revisions
-    (entity_id, record_id, revision, lifecycle, data, package_revision, operation_id, commit_id, created_at, change_context)
-    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+	w.send(nil, func(err error) error { return fmt.Errorf("store: append revision: %w", err) }, SQLAppendRevision,
 		rec.Entity.ID, rec.ID, rec.Revision, rec.Lifecycle, string(j.Data), w.s.pkg.Revision, j.OperationID, w.commitID, w.now, nullableJSON(j.ChangeContext))
-	w.send(nil, func(err error) error { return fmt.Errorf("store: append audit entry: %w", err) }, `INSERT INTO registrum.audit
-    (operation, outcome, entity_id, record_reference, revision, principal_reference, trace_id)
-    VALUES ($1, 'succeeded', $2, $3, $4, nullif($5, ''), $6)`,
+	w.send(nil, func(err error) error { return fmt.Errorf("store: append audit entry: %w", err) }, SQLAppendAudit,
 		operation, rec.Entity.ID, j.RecordReference, rec.Revision, j.PrincipalReference, j.TraceID)
 	return nil
 }

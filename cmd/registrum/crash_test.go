@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -23,6 +22,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/registrum/registrum/host/auth/authtest"
+	"github.com/registrum/registrum/internal/binarytest"
 	"github.com/registrum/registrum/internal/canonjson"
 	"github.com/registrum/registrum/issuer/issuertest"
 	"github.com/registrum/registrum/store/storetest"
@@ -126,38 +126,11 @@ func (g *gate) rearm() {
 	g.held, g.release = make(chan struct{}), make(chan struct{})
 }
 
-// startHost starts `registrum serve` and returns its process and base URL.
+// startHost starts `registrum serve` from the binary built for the tests
+// and returns its process and base URL.
 func startHost(t *testing.T, cfgText string, dir string) (*exec.Cmd, string) {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
-	cfg := filepath.Join(dir, fmt.Sprintf("host-%d.yaml", port))
-	if err := os.WriteFile(cfg, []byte(fmt.Sprintf("listener: {address: 127.0.0.1, port: %d}\n%s", port, cfgText)), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(binary, "serve", "--config", cfg)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	base := fmt.Sprintf("http://127.0.0.1:%d", port)
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		if resp, err := http.Get(base + "/ready"); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				return cmd, base
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("registrum serve not ready:\n%s", stderr.String())
-		}
-	}
+	return binarytest.Serve(t, binary, cfgText, dir)
 }
 
 func kill9(t *testing.T, cmd *exec.Cmd) {

@@ -21,6 +21,47 @@ func Package(t testing.TB, entities ...*model.Entity) *model.Package {
 	return Complete(t, &model.Package{Format: model.Format, Registry: model.Registry{ID: "test"}, Entities: entities})
 }
 
+// SamplePackage is the package of the store's own tests, which the snapshot
+// report (bench/) loads too: households (a required name of at most 10
+// characters); children with a unique national id, a reference to their
+// household, fields of the other storage types and a GeoJSON point; and
+// placements whose date periods must not overlap per child.
+func SamplePackage(t testing.TB) *model.Package {
+	t.Helper()
+	p := &model.Package{
+		Format:   model.Format,
+		Registry: model.Registry{ID: "test"},
+		Entities: []*model.Entity{
+			{ID: "household", Route: "households", MutationMode: model.Mutable, Fields: []*model.Field{
+				{ID: "name", APIName: "name", Type: model.TypeString, Required: true, MaxLength: sampleInt(10)},
+			}},
+			{ID: "child", Route: "children", MutationMode: model.Mutable, Fields: []*model.Field{
+				{ID: "national-id", APIName: "nationalId", Type: model.TypeString, Required: true, MaxLength: sampleInt(20)},
+				{ID: "household", APIName: "household", Type: model.TypeReference, Target: "household"},
+				{ID: "age", APIName: "age", Type: model.TypeInteger},
+				{ID: "amount", APIName: "amount", Type: model.TypeDecimal, Precision: sampleInt(10), Scale: sampleInt(2)},
+				{ID: "born", APIName: "born", Type: model.TypeDate},
+				{ID: "seen", APIName: "seen", Type: model.TypeTimestamp},
+				{ID: "active", APIName: "active", Type: model.TypeBoolean},
+				{ID: "where", APIName: "where", Type: model.TypeCRS84Point},
+			}, Constraints: []*model.Constraint{{ID: "unique-nid", Kind: model.ConstraintUnique, Fields: []string{"national-id"}}},
+				GeoJSON: &model.GeoJSON{GeometryField: "where"}},
+			{ID: "placement", Route: "placements", MutationMode: model.Mutable,
+				Temporal: &model.Temporal{StartField: "from", EndField: "to", Type: model.TypeDate},
+				Fields: []*model.Field{
+					{ID: "child", APIName: "child", Type: model.TypeString, Required: true},
+					{ID: "from", APIName: "from", Type: model.TypeDate, Required: true},
+					{ID: "to", APIName: "to", Type: model.TypeDate},
+				},
+				Constraints: []*model.Constraint{{ID: "no-overlap", Kind: model.ConstraintTemporalNonOverlap, ScopeFields: []string{"child"}}}},
+		},
+	}
+	return Complete(t, p)
+}
+
+// sampleInt returns a pointer to v.
+func sampleInt(v int) *int { return &v }
+
 // Complete computes p's schema fingerprint and revision, as the compiler
 // would, and returns p.
 func Complete(t testing.TB, p *model.Package) *model.Package {

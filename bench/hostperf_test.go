@@ -1,4 +1,4 @@
-package host_test
+package bench
 
 import (
 	"context"
@@ -20,6 +20,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/registrum/registrum/host/hosttest"
 	"github.com/registrum/registrum/issuer/issuertest"
 	"github.com/registrum/registrum/store/storetest"
 )
@@ -72,8 +73,7 @@ func measure(workers int, d time.Duration, fn func(worker, i int) error) measure
 // REGISTRUM_HOST_BENCH=1 (see docs/performance.md).
 func TestPerformanceReport(t *testing.T) {
 	if os.Getenv("REGISTRUM_HOST_BENCH") != "1" {
-		t.Log("set REGISTRUM_HOST_BENCH=1 to run the record host performance report")
-		return
+		t.Skip("set REGISTRUM_HOST_BENCH=1 to run the record host performance report")
 	}
 	const clients = 32
 	phase := 5 * time.Second
@@ -82,10 +82,10 @@ func TestPerformanceReport(t *testing.T) {
 		fmt.Sscan(v, &rows)
 	}
 	ctx := context.Background()
-	is, auth := tokenIssuer(t)
-	dsn := storetestDatabase(t)
-	cfg := deployment(t, "testdata/perf", dsn, auth)
-	h, srv := serve(t, cfg)
+	is, auth := hosttest.TokenIssuer(t)
+	dsn := storetest.NewDatabase(t)
+	cfg := hosttest.Deployment(t, "testdata/perf", dsn, auth)
+	h, srv := hosttest.Serve(t, cfg)
 	token := "Bearer " + is.Token(t, issuertest.StandardClientID)
 	pool, err := pgxpool.New(ctx, dsn)
 	if err != nil {
@@ -204,5 +204,3 @@ func TestPerformanceReport(t *testing.T) {
 		t.Errorf("some requests failed")
 	}
 }
-
-func storetestDatabase(t *testing.T) string { return storetest.NewDatabase(t) }

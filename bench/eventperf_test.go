@@ -1,4 +1,4 @@
-package host_test
+package bench
 
 import (
 	"context"
@@ -18,9 +18,14 @@ import (
 	"github.com/google/uuid"
 	"github.com/riverqueue/river"
 
+	"github.com/registrum/registrum/host/hosttest"
 	"github.com/registrum/registrum/store"
 	"github.com/registrum/registrum/store/storetest"
 )
+
+// eventsProject is the record host's events test project (one url hook on
+// create), shared with the host's event tests.
+const eventsProject = "../host/testdata/events"
 
 type noopArgs struct{}
 
@@ -75,8 +80,8 @@ func TestEventDeliveryReport(t *testing.T) {
 	// River alone: n no-op jobs, inserted in the same transactions shape.
 	{
 		dsn := storetest.NewDatabase(t)
-		cfg := eventsDeployment(t, dsn, "http://127.0.0.1:9/hooks/registry")
-		h, _ := serve(t, cfg)
+		cfg := hosttest.EventsDeployment(t, eventsProject, dsn, "http://127.0.0.1:9/hooks/registry")
+		h, _ := hosttest.Serve(t, cfg)
 		var done atomic.Int64
 		workers := river.NewWorkers()
 		river.AddWorker(workers, &noopWorker{done: &done})
@@ -128,9 +133,9 @@ func eventPhase(t *testing.T, name string, n, batch int, pace time.Duration) {
 		w.WriteHeader(http.StatusNoContent)
 	}))
 	defer rcv.Close()
-	cfg := eventsDeployment(t, storetest.NewDatabase(t), rcv.URL+"/hooks/registry")
-	h, _ := serve(t, cfg)
-	runWorkers(t, h)
+	cfg := hosttest.EventsDeployment(t, eventsProject, storetest.NewDatabase(t), rcv.URL+"/hooks/registry")
+	h, _ := hosttest.Serve(t, cfg)
+	hosttest.RunWorkers(t, h)
 	start := time.Now()
 	if pace == 0 {
 		writeInBatches(t, h.Store(), 0, n, batch, nil)

@@ -1,4 +1,4 @@
-package host_test
+package bench
 
 import (
 	"fmt"

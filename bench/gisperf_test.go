@@ -1,4 +1,4 @@
-package host_test
+package bench
 
 import (
 	"context"
@@ -11,10 +11,12 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/registrum/registrum/host/hosttest"
 	"github.com/registrum/registrum/issuer/issuertest"
 	"github.com/registrum/registrum/model/query"
 	"github.com/registrum/registrum/store"
 	"github.com/registrum/registrum/store/querysql"
+	"github.com/registrum/registrum/store/storetest"
 )
 
 // TestSpatialAdapterReport measures bbox pages of 1,000 features over
@@ -25,8 +27,7 @@ import (
 // sets another number of points.
 func TestSpatialAdapterReport(t *testing.T) {
 	if os.Getenv("REGISTRUM_GIS_BENCH") != "1" {
-		t.Log("set REGISTRUM_GIS_BENCH=1 to run the spatial adapter performance report")
-		return
+		t.Skip("set REGISTRUM_GIS_BENCH=1 to run the spatial adapter performance report")
 	}
 	const (
 		clients = 32
@@ -39,9 +40,9 @@ func TestSpatialAdapterReport(t *testing.T) {
 		fmt.Sscan(v, &rows)
 	}
 	ctx := context.Background()
-	is, auth := tokenIssuer(t)
-	dsn := storetestDatabase(t)
-	h, srv := serve(t, deployment(t, "testdata/gisperf", dsn, auth))
+	is, auth := hosttest.TokenIssuer(t)
+	dsn := storetest.NewDatabase(t)
+	h, srv := hosttest.Serve(t, hosttest.Deployment(t, "testdata/gisperf", dsn, auth))
 	token := "Bearer " + is.Token(t, issuertest.StandardClientID)
 	pool, err := pgxpool.New(ctx, dsn)
 	if err != nil {

@@ -1,4 +1,4 @@
-package host_test
+package bench
 
 import (
 	"context"
@@ -39,10 +39,11 @@ import (
 //     the stored outcome's UPDATE (store.Writer.Create, ApplyRequest,
 //     Touch, Store.Write).
 //
-// The statements are the store's own, word for word; the plan is frozen by
-// planners.Plan.Freeze as the host freezes it, and the stored outcomes are
-// the host's own (read from one request the host phases wrote) with this
-// request's ids put in. Each draft is used by one request only, so no
+// The statements are the store's own, by the names it gives them
+// (store.SQLTakeKey, SQLAppendRevision, …, SQLCreateRecord,
+// SQLTouchRecord); the plan is frozen by planners.Plan.Freeze as the host
+// freezes it, and the stored outcomes are the host's own (read from one
+// request the host phases wrote) with this request's ids put in. Each draft is used by one request only, so no
 // statement waits for another: the floor bounds any host from above. The
 // host checks the row counts of its UPDATEs before COMMIT; a batch that
 // carries its COMMIT cannot, so the floor checks them after and counts a
@@ -108,25 +109,6 @@ type floorStatement struct {
 	rows int64
 }
 
-// The store's statements (store/write.go, store/requests.go), word for word.
-const (
-	floorIdempotencyInsert = `INSERT INTO registrum.idempotency (key_reference, request_digest, commit_id) VALUES ($1, $2, $3)`
-	floorOutcomeUpdate     = `UPDATE registrum.idempotency SET outcome = $2 WHERE key_reference = $1`
-	floorRevisionInsert    = `INSERT INTO registrum.revisions
-    (entity_id, record_id, revision, lifecycle, data, package_revision, operation_id, commit_id, created_at, change_context)
-    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`
-	floorAuditInsert = `INSERT INTO registrum.audit
-    (operation, outcome, entity_id, record_reference, revision, principal_reference, trace_id)
-    VALUES ($1, 'succeeded', $2, $3, $4, nullif($5, ''), $6)`
-	floorProposalInsert = `INSERT INTO registrum.request_proposals
-    (entity_id, record_id, proposal_version, record_revision, planner, module_digest, effect_digest, plan, submitter_reference, submitter_actor, submitted_at, attachments)
-    VALUES ($1, $2, $3, $4, $5, nullif($6, ''), $7, $8, $9, $10, $11, $12)`
-	floorStateUpdate       = `UPDATE registrum.requests SET state = $3, proposal_version = $4, updated_at = $5 WHERE entity_id = $1 AND record_id = $2`
-	floorApplicationInsert = `INSERT INTO registrum.request_applications
-    (application_id, entity_id, record_id, proposal_version, effect_digest, applier_reference, applier_actor, reason, reason_present, results, applied_at)
-    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`
-)
-
 // newRequestFloor opens the floor's connections on dsn and reads the
 // host's sample: a request of entity item_request the host applied, and
 // the create under idempotency key createID.
@@ -151,16 +133,8 @@ func newRequestFloor(ctx context.Context, t *testing.T, dsn, pkgPath string, cli
 		f.conns = append(f.conns, c)
 	}
 	// Touch and Create, as the store builds them (every field is set).
-	f.touch = "UPDATE " + layout.Table(f.req) + " SET " + layout.ColRevision + " = " + layout.ColRevision + " + 1, " +
-		layout.ColUpdatedAt + " = $3, " + layout.ColPackageRevision + " = $4 WHERE " + layout.ColRecordID + " = $1 AND " +
-		layout.ColRevision + " = $2 AND " + layout.ColLifecycle + " = '" + layout.LifecycleActive + "'"
-	cols := []string{layout.ColRecordID, layout.ColRevision, layout.ColLifecycle, layout.ColCreatedAt, layout.ColUpdatedAt, layout.ColPackageRevision}
-	ph := []string{"$1", "1", "'" + layout.LifecycleActive + "'", "$2", "$2", "$3"}
-	for i, fd := range f.item.Fields {
-		cols = append(cols, layout.Column(fd))
-		ph = append(ph, fmt.Sprintf("$%d", 4+i))
-	}
-	f.itemInsert = "INSERT INTO " + layout.Table(f.item) + " (" + strings.Join(cols, ", ") + ") VALUES (" + strings.Join(ph, ", ") + ")"
+	f.touch = store.SQLTouchRecord(f.req)
+	f.itemInsert = store.SQLCreateRecord(f.item, f.item.Fields)
 
 	h := &f.host
 	var plan, results string
@@ -380,8 +354,8 @@ func floorTx(ctx context.Context, conn *pgx.Conn, stmts []floorStatement) error 
 // journal is the revision and audit entry of one write (store.Writer.journal).
 func (f *requestFloor) journal(e *model.Entity, id string, revision int64, data, operation, ref, commitID, trace string, now time.Time) []floorStatement {
 	return []floorStatement{
-		{floorRevisionInsert, []any{e.ID, id, revision, layout.LifecycleActive, data, f.pkg.Revision, uuid.NewString(), commitID, now, nil}, 1},
-		{floorAuditInsert, []any{operation, e.ID, ref, revision, f.principal, trace}, 1},
+		{store.SQLAppendRevision, []any{e.ID, id, revision, layout.LifecycleActive, data, f.pkg.Revision, uuid.NewString(), commitID, now, nil}, 1},
+		{store.SQLAppendAudit, []any{operation, e.ID, ref, revision, f.principal, trace}, 1},
 	}
 }
 
@@ -416,13 +390,13 @@ func (f *requestFloor) nextDraft() (*floorDraft, error) {
 func (f *requestFloor) submit(ctx context.Context, conn *pgx.Conn, d *floorDraft) error {
 	now, commitID, trace, key := floorNow(), uuid.NewString(), floorHex(16), floorHex(32)
 	stmts := []floorStatement{
-		{floorIdempotencyInsert, []any{key, "sha256:" + floorHex(32), commitID}, 1},
-		{floorProposalInsert, []any{f.req.ID, d.id, int64(1), int64(1), "tengo", "", d.effectDigest, d.plan, f.principal, "bench", now, nil}, 1},
-		{floorStateUpdate, []any{f.req.ID, d.id, store.RequestSubmitted, int64(1), now}, 1},
+		{store.SQLTakeKey, []any{key, "sha256:" + floorHex(32), commitID}, 1},
+		{store.SQLFreezeProposal, []any{f.req.ID, d.id, int64(1), int64(1), "tengo", "", d.effectDigest, d.plan, f.principal, "bench", now, nil}, 1},
+		{store.SQLSetRequestState, []any{f.req.ID, d.id, store.RequestSubmitted, int64(1), now}, 1},
 		{f.touch, []any{d.id, int64(1), now, f.pkg.Revision}, 1},
 	}
 	stmts = append(stmts, f.journal(f.req, d.id, 2, d.data, model.OpSubmitRequest, d.recordRef, commitID, trace, now)...)
-	stmts = append(stmts, floorStatement{floorOutcomeUpdate, []any{key, d.submitOutcome}, 1})
+	stmts = append(stmts, floorStatement{store.SQLStoreOutcome, []any{key, d.submitOutcome}, 1})
 	if err := floorTx(ctx, conn, stmts); err != nil {
 		return fmt.Errorf("submit: %w", err)
 	}
@@ -433,16 +407,16 @@ func (f *requestFloor) submit(ctx context.Context, conn *pgx.Conn, d *floorDraft
 func (f *requestFloor) apply(ctx context.Context, conn *pgx.Conn, d *floorDraft) error {
 	now, commitID, trace, key := floorNow(), uuid.NewString(), floorHex(16), floorHex(32)
 	stmts := []floorStatement{
-		{floorIdempotencyInsert, []any{key, "sha256:" + floorHex(32), commitID}, 1},
+		{store.SQLTakeKey, []any{key, "sha256:" + floorHex(32), commitID}, 1},
 		{f.itemInsert, append([]any{d.itemID, now, f.pkg.Revision}, fieldArgs(f.item, d.code, d.amount)...), 1},
 	}
 	stmts = append(stmts, f.journal(f.item, d.itemID, 1, d.data, "create", d.itemRef, commitID, trace, now)...)
 	stmts = append(stmts,
-		floorStatement{floorApplicationInsert, []any{d.applicationID, f.req.ID, d.id, int64(1), d.effectDigest, f.principal, "bench", nil, false, d.results, now}, 1},
-		floorStatement{floorStateUpdate, []any{f.req.ID, d.id, store.RequestApplied, int64(1), now}, 1},
+		floorStatement{store.SQLStoreApplication, []any{d.applicationID, f.req.ID, d.id, int64(1), d.effectDigest, f.principal, "bench", nil, false, d.results, now}, 1},
+		floorStatement{store.SQLSetRequestState, []any{f.req.ID, d.id, store.RequestApplied, int64(1), now}, 1},
 		floorStatement{f.touch, []any{d.id, int64(2), now, f.pkg.Revision}, 1})
 	stmts = append(stmts, f.journal(f.req, d.id, 3, d.data, model.OpApplyRequest, d.recordRef, commitID, trace, now)...)
-	stmts = append(stmts, floorStatement{floorOutcomeUpdate, []any{key, d.applyOutcome}, 1})
+	stmts = append(stmts, floorStatement{store.SQLStoreOutcome, []any{key, d.applyOutcome}, 1})
 	if err := floorTx(ctx, conn, stmts); err != nil {
 		return fmt.Errorf("apply: %w", err)
 	}
@@ -456,7 +430,7 @@ func (f *requestFloor) create(ctx context.Context, conn *pgx.Conn, keyed bool) e
 	now, commitID, trace, key := floorNow(), uuid.NewString(), floorHex(16), floorHex(32)
 	var stmts []floorStatement
 	if keyed {
-		stmts = append(stmts, floorStatement{floorIdempotencyInsert, []any{key, "sha256:" + floorHex(32), commitID}, 1})
+		stmts = append(stmts, floorStatement{store.SQLTakeKey, []any{key, "sha256:" + floorHex(32), commitID}, 1})
 	}
 	stmts = append(stmts, floorStatement{f.itemInsert, append([]any{id, now, f.pkg.Revision}, fieldArgs(f.item, code, n)...), 1})
 	stmts = append(stmts, f.journal(f.item, id, 1, fmt.Sprintf(`{"amount":%d,"code":%q}`, n, code), "create", floorRecordRef(id), commitID, trace, now)...)
@@ -465,7 +439,7 @@ func (f *requestFloor) create(ctx context.Context, conn *pgx.Conn, keyed bool) e
 		if err != nil {
 			return err
 		}
-		stmts = append(stmts, floorStatement{floorOutcomeUpdate, []any{key, out}, 1})
+		stmts = append(stmts, floorStatement{store.SQLStoreOutcome, []any{key, out}, 1})
 	}
 	if err := floorTx(ctx, conn, stmts); err != nil {
 		return err

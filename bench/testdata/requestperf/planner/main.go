@@ -2,7 +2,7 @@
 // built to WebAssembly with the guest SDK's fast API: one item created from
 // the request's code and amount, as ../scripts/planner.tengo does.
 //
-//	GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -o planner.wasm ./host/testdata/requestperf/planner
+//	GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -o planner.wasm ./bench/testdata/requestperf/planner
 package main
 
 import "github.com/registrum/registrum/sdk/guest"

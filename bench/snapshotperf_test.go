@@ -1,4 +1,4 @@
-package store_test
+package bench
 
 import (
 	"context"
@@ -6,6 +6,8 @@ import (
 	"os"
 	"testing"
 	"time"
+
+	"github.com/registrum/registrum/store/storetest"
 )
 
 // TestSnapshotReadReport times pages of a snapshot read over many records
@@ -22,7 +24,8 @@ func TestSnapshotReadReport(t *testing.T) {
 		fmt.Sscan(v, &rows)
 	}
 	ctx := context.Background()
-	s, pool := openStore(t)
+	pool := storetest.NewPool(t)
+	s := storetest.Open(t, pool, storetest.SamplePackage(t))
 	hh := s.Package().EntityByID("household")
 	rev := s.Package().Revision
 	t0 := time.Now()

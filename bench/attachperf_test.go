@@ -1,4 +1,4 @@
-package host_test
+package bench
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/registrum/registrum/host/auth/authtest"
+	"github.com/registrum/registrum/host/hosttest"
 	"github.com/registrum/registrum/issuer/issuertest"
 	"github.com/registrum/registrum/store/storetest"
 )
@@ -55,16 +56,16 @@ func TestAttachmentReport(t *testing.T) {
 	}
 	is := authtest.StartIssuer(t, issuertest.DevOptions{Scopes: []string{"perf:write"}}, nil)
 	dsn := storetest.NewDatabase(t)
-	cfg := deployment(t, "testdata/attachperf", dsn, is.HostAuthentication())
-	_, srv := serve(t, cfg)
-	c := caller{srv: srv, token: is.Token(t, issuertest.StandardClientID)}
+	cfg := hosttest.Deployment(t, "testdata/attachperf", dsn, is.HostAuthentication())
+	_, srv := hosttest.Serve(t, cfg)
+	c := hosttest.Caller{URL: srv.URL, Token: is.Token(t, issuertest.StandardClientID)}
 
 	upload := func(slot string, n int64, seed byte) (string, time.Duration) {
-		loc, etag := c.create(t, "filings", `{"text":"report"}`)
+		loc, etag := c.Create(t, "filings", `{"text":"report"}`)
 		req, _ := http.NewRequest("PATCH", srv.URL+loc+"/attachments/"+slot, &patternReader{n: n, seed: seed})
 		req.ContentLength = n
 		req.Header.Set("Content-Type", "application/octet-stream")
-		req.Header.Set("Authorization", "Bearer "+c.token)
+		req.Header.Set("Authorization", "Bearer "+c.Token)
 		req.Header.Set("If-Match", etag)
 		req.Header.Set("Idempotency-Key", fmt.Sprintf("up-%s-%d", slot, seed))
 		t0 := time.Now()
@@ -82,7 +83,7 @@ func TestAttachmentReport(t *testing.T) {
 	}
 	download := func(loc, slot string, n int64) time.Duration {
 		req, _ := http.NewRequest("GET", srv.URL+loc+"/attachments/"+slot+"?proposalVersion=1", nil)
-		req.Header.Set("Authorization", "Bearer "+c.token)
+		req.Header.Set("Authorization", "Bearer "+c.Token)
 		t0 := time.Now()
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {

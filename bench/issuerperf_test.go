@@ -1,10 +1,11 @@
-package issuer
+package bench
 
 import (
 	"context"
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -17,7 +18,9 @@ import (
 
 	"github.com/go-jose/go-jose/v4"
 
+	"github.com/registrum/registrum/issuer/issuertest"
 	"github.com/registrum/registrum/issuer/signer"
+	"github.com/registrum/registrum/sdk/tokensource"
 )
 
 // TestThroughputReport measures the issuer over loopback HTTP with durable
@@ -25,30 +28,54 @@ import (
 // only with REGISTRUM_ISSUER_BENCH=1; figures go to docs/performance/issuer.md.
 func TestThroughputReport(t *testing.T) {
 	if os.Getenv("REGISTRUM_ISSUER_BENCH") != "1" {
-		t.Log("set REGISTRUM_ISSUER_BENCH=1 to run the throughput report")
-		return
+		t.Skip("set REGISTRUM_ISSUER_BENCH=1 to run the throughput report")
 	}
-	d := startDeployment(t, func(dir string) {
+	is := issuertest.Start(t, issuertest.Options{Edit: func(dir string) {
 		p := filepath.Join(dir, "issuer.yaml")
 		raw, _ := os.ReadFile(p)
 		os.WriteFile(p, []byte(strings.Replace(string(raw), "clientAssertion:\n", "clientAssertion:\n  replayCacheEntries: 1000000\n", 1)), 0o644)
-	})
-	key := d.keys[DevStandardClientID]
+	}})
+	// The standard demo client's assertions, signed as the SDK's token
+	// source signs them; the requests' are valid for 4 minutes, since they
+	// are all signed before their level starts.
+	client := is.Source(t, issuertest.StandardClientID, func(c *tokensource.Config) { c.AssertionLifetime = 4 * time.Minute })
+	assertion := func() string {
+		a, err := client.Assertion()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a
+	}
+	var key *jose.JSONWebKey
+	for _, c := range is.Setup.Clients {
+		if c.ID == issuertest.StandardClientID {
+			k, err := tokensource.LoadKeyFile(c.KeyFile)
+			if err != nil {
+				t.Fatal(err)
+			}
+			key = k
+		}
+	}
+	if key == nil {
+		t.Fatalf("the dev issuer has no client %s", issuertest.StandardClientID)
+	}
 
 	// Baseline: the cryptography of one request (verify an ES256 assertion,
 	// sign an ES256 token) in a loop on every core.
-	sample := d.assertion(DevStandardClientID, key, nil)
+	sample := assertion()
 	pubKey := key.Public()
-	priv, err := os.ReadFile(filepath.Join(d.dir, "secrets", "signing-key.jwk"))
+	priv, err := os.ReadFile(filepath.Join(filepath.Dir(is.Setup.ConfigPath), "secrets", "signing-key.jwk"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	local, err := signer.NewLocalJWK(priv, d.cfg.Signing.Active)
+	local, err := signer.NewLocalJWK(priv, is.Config.Signing.Active)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, _ := d.srv.Registry().Client(DevStandardClientID)
-	input, _ := signingInput(d.cfg.Signing.Active.KeyID, tokenClaims(d.cfg, &mintRequest{client: c, now: time.Now(), jti: newTokenID(), kid: d.cfg.Signing.Active.KeyID}))
+	// The signing input of a token the issuer issued to the client: its
+	// header and claims, base64url, as the issuer signs them.
+	token := strings.Split(is.Token(t, issuertest.StandardClientID), ".")
+	input := []byte(token[0] + "." + token[1])
 	cryptoOnce := func() {
 		jws, err := jose.ParseSigned(sample, []jose.SignatureAlgorithm{jose.ES256})
 		if err != nil {
@@ -81,9 +108,9 @@ func TestThroughputReport(t *testing.T) {
 	}
 
 	transport := &http.Transport{MaxIdleConnsPerHost: 128, MaxConnsPerHost: 128}
-	client := &http.Client{Transport: transport}
+	httpClient := &http.Client{Transport: transport}
 	defer transport.CloseIdleConnections()
-	auditBefore := len(d.auditLines())
+	auditBefore := len(auditLines(t, is.Config.Audit.Path))
 	total := 0
 	var rows []string
 	// runLevel sends n pre-signed requests from conc clients and returns the
@@ -93,7 +120,7 @@ func TestThroughputReport(t *testing.T) {
 		// signing would otherwise compete for the same cores.
 		bodies := make([]string, n)
 		for i := range bodies {
-			bodies[i] = formBody(d.assertion(DevStandardClientID, key, map[string]any{"exp": time.Now().Add(4 * time.Minute).Unix()}))
+			bodies[i] = tokenRequest(assertion())
 		}
 		lat := make([]time.Duration, n)
 		var next, failures atomic.Int64
@@ -107,7 +134,7 @@ func TestThroughputReport(t *testing.T) {
 						return
 					}
 					t0 := time.Now()
-					resp, err := client.Post(d.baseURL+"/token", "application/x-www-form-urlencoded", strings.NewReader(bodies[i]))
+					resp, err := httpClient.Post(is.BaseURL+"/token", "application/x-www-form-urlencoded", strings.NewReader(bodies[i]))
 					if err != nil {
 						failures.Add(1)
 						continue
@@ -156,7 +183,30 @@ func TestThroughputReport(t *testing.T) {
 	fmt.Fprintf(os.Stderr, "\n%d cores (GOMAXPROCS), durable audit (fsync per group commit), loopback HTTP/1.1 keep-alive\n\n", workers)
 	fmt.Fprintf(os.Stderr, "| concurrent clients | requests | tokens/s (median round) | p50 | p99 | crypto-only ceiling (req/s, median) | ratio: median (min–max) |\n| --- | --- | --- | --- | --- | --- | --- |\n%s\n", strings.Join(rows, "\n"))
 	// Every token has its durable audit record.
-	if got := len(d.auditLines()) - auditBefore; got != total {
+	if got := len(auditLines(t, is.Config.Audit.Path)) - auditBefore; got != total {
 		t.Fatalf("%d audit records for %d tokens", got, total)
 	}
+}
+
+// tokenRequest is the form body of a client_credentials token request
+// authenticated by the client assertion.
+func tokenRequest(assertion string) string {
+	return url.Values{
+		"grant_type":            {"client_credentials"},
+		"client_assertion_type": {"urn:ietf:params:oauth:client-assertion-type:jwt-bearer"},
+		"client_assertion":      {assertion},
+	}.Encode()
+}
+
+// auditLines returns the lines of the issuer's active audit segment at path.
+func auditLines(t *testing.T, path string) []string {
+	t.Helper()
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(raw) == 0 {
+		return nil
+	}
+	return strings.Split(strings.TrimSuffix(string(raw), "\n"), "\n")
 }

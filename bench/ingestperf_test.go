@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"bufio"
@@ -21,8 +21,10 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/registrum/registrum/host/auth/authtest"
+	"github.com/registrum/registrum/internal/binarytest"
 	"github.com/registrum/registrum/issuer/issuertest"
 	"github.com/registrum/registrum/model"
+	"github.com/registrum/registrum/store"
 	"github.com/registrum/registrum/store/layout"
 	"github.com/registrum/registrum/store/storetest"
 )
@@ -63,8 +65,13 @@ func TestIngestReport(t *testing.T) {
 		rows, _ = strconv.Atoi(v)
 	}
 	dir := t.TempDir()
+	// The real binary, built as cmd/registrum's process tests build it.
+	binary, err := binarytest.Build(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
 	pkg := filepath.Join(dir, "package")
-	if out, err := exec.Command(binary, "compile", "../../examples/childsupport", "--out", pkg).CombinedOutput(); err != nil {
+	if out, err := exec.Command(binary, "compile", "../examples/childsupport", "--out", pkg).CombinedOutput(); err != nil {
 		t.Fatalf("compile: %v\n%s", err, out)
 	}
 	p, err := model.Load(pkg)
@@ -83,7 +90,7 @@ func TestIngestReport(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, "secrets", "eicar-scanner-token"), []byte("unused"), 0o600)
 	cfg := fmt.Sprintf("version: 1\ndatabase: {url: %q}\npackage: %s\nsecrets: {root: secrets}\nhostKeyRef: secret:file/host-key\n%s",
 		dsn, pkg, is.HostAuthentication())
-	host, base := startHost(t, cfg, dir)
+	host, base := binarytest.Serve(t, binary, cfg, dir)
 
 	file := filepath.Join(dir, "cases.jsonl")
 	f, err := os.Create(file)
@@ -239,18 +246,16 @@ var (
 // floorInputDigest is the run's input digest, the final chunk's prefix digest.
 const floorInputDigest = "f1002f1002f1002f1002f1002f1002f1002f1002f1002f1002f1002f1002f100"
 
-// floorCheckpoint advances the run as CommitChunk does and fails the
-// statement, and so the transaction, when the checkpoint moved (a failed
-// cast that names it): a transaction sent whole with its COMMIT cannot
-// look at the row count before committing.
-const floorCheckpoint = `WITH u AS (UPDATE registrum.ingestion_runs SET next_chunk_index = $2 + 1, committed_items = $3,
-    committed_prefix_digest = $4, status = $5, last_attempt_outcome = 'committed', last_attempt_chunk_index = $2, updated_at = $6
-    WHERE run_id = $1 AND next_chunk_index = $2 AND status = 'open' RETURNING 1)
+// floorCheckpoint advances the run with CommitChunk's statement
+// (store.SQLAdvanceRun) and fails the statement, and so the transaction,
+// when the checkpoint moved (a failed cast that names it): a transaction
+// sent whole with its COMMIT cannot look at the row count before
+// committing.
+const floorCheckpoint = `WITH u AS (` + store.SQLAdvanceRun + ` RETURNING 1)
 SELECT CASE count(*) WHEN 1 THEN 1 ELSE ('the checkpoint moved: ' || count(*) || ' runs advanced')::int END FROM u`
 
-const floorReceipt = `INSERT INTO registrum.ingestion_run_chunks
-    (run_id, chunk_index, chunk_digest, prefix_digest, item_count, end_item, commit_id, receipt, created_at)
-    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`
+// floorReceipt stores the chunk's receipt as CommitChunk does.
+const floorReceipt = store.SQLStoreChunk
 
 // settle vacuums the tables the floor and the import write and
 // checkpoints, so that a phase does not pay for the dead rows and dirty
