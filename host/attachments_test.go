@@ -82,6 +82,26 @@ type attachEnv struct {
 
 func startAttachments(t *testing.T, workers bool) attachEnv {
 	t.Helper()
+	return startAttachmentsWithPool(t, workers, 0)
+}
+
+// withPoolMaxConns returns dsn with pgx's pool_max_conns set to n, in the
+// form dsn is written in (URL or keyword/value).
+func withPoolMaxConns(dsn string, n int) string {
+	setting := fmt.Sprintf("pool_max_conns=%d", n)
+	switch {
+	case !strings.Contains(dsn, "://"):
+		return dsn + " " + setting
+	case strings.Contains(dsn, "?"):
+		return dsn + "&" + setting
+	}
+	return dsn + "?" + setting
+}
+
+// startAttachmentsWithPool starts the attachment deployment with a host
+// pool of at most poolMax connections (pgx's default when 0).
+func startAttachmentsWithPool(t *testing.T, workers bool, poolMax int) attachEnv {
+	t.Helper()
 	sc := &scanner{}
 	scanSrv := httptest.NewServer(sc)
 	t.Cleanup(scanSrv.Close)
@@ -97,7 +117,11 @@ func startAttachments(t *testing.T, workers bool) attachEnv {
 	is.Setup.Clients = append(is.Setup.Clients, issuertest.DevClient{ID: "colleague", Profile: "standard",
 		KeyFile: filepath.Join(filepath.Dir(is.Setup.ConfigPath), "client-keys", "colleague.jwk"), Audience: is.Setup.TokenURL})
 	dsn := storetest.NewDatabase(t)
-	cfg := deployment(t, dir, dsn, is.HostAuthentication(), "jobs: {timeoutSeconds: 5, rescueAfterSeconds: 10}\n")
+	hostDSN := dsn
+	if poolMax > 0 {
+		hostDSN = withPoolMaxConns(dsn, poolMax)
+	}
+	cfg := deployment(t, dir, hostDSN, is.HostAuthentication(), "jobs: {timeoutSeconds: 5, rescueAfterSeconds: 10}\n")
 	if err := os.WriteFile(filepath.Join(cfg.Secrets.Root, "scanner-token"), []byte("scanner-secret-token-0123456789\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -324,6 +348,70 @@ func TestAttachmentUploadDownloadAndSubmit(t *testing.T) {
 	// Content is kept once per hash.
 	if n := countRows(t, env.dsn, `SELECT count(*) FROM registrum.attachment_blobs WHERE sha256 = '`+hex.EncodeToString(sum[:])+`'`); n != 1 {
 		t.Fatalf("%d copies of one content", n)
+	}
+}
+
+// TestConcurrentSlotWritesOnTheSmallestPool uploads into the slots of
+// several drafts at once on a host whose pool holds two connections: no
+// write may hold its connection while it asks the pool for another (the
+// request's history is read in the write's own transaction), or the
+// uploads wait on each other until they time out.
+func TestConcurrentSlotWritesOnTheSmallestPool(t *testing.T) {
+	const drafts = 6
+	env := startAttachmentsWithPool(t, false, 2)
+	type draft struct{ loc, etag string }
+	ds := make([]draft, drafts)
+	for i := range ds {
+		ds[i].loc, ds[i].etag = env.owner.create(t, "claims", fmt.Sprintf(`{"text":"claim %d"}`, i))
+	}
+	client := &http.Client{Timeout: 60 * time.Second}
+	var wg sync.WaitGroup
+	errs := make(chan error, 2*drafts)
+	for i, d := range ds {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			req, _ := http.NewRequest("PATCH", env.owner.srv.URL+d.loc+"/attachments/evidence", strings.NewReader(fmt.Sprintf("evidence %d", i)))
+			req.Header.Set("Content-Type", "text/plain")
+			req.Header.Set("Authorization", "Bearer "+env.owner.token)
+			req.Header.Set("If-Match", d.etag)
+			req.Header.Set("Idempotency-Key", fmt.Sprintf("upload-%d", i))
+			resp, err := client.Do(req)
+			if err != nil {
+				errs <- fmt.Errorf("upload %d: %w", i, err)
+				return
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != 200 {
+				errs <- fmt.Errorf("upload %d: %d %s", i, resp.StatusCode, b)
+				return
+			}
+			// A patch of the same draft reads its history in its own
+			// transaction too.
+			req, _ = http.NewRequest("PATCH", env.owner.srv.URL+d.loc, strings.NewReader(`[{"op":"replace","path":"/data/text","value":"changed"}]`))
+			req.Header.Set("Content-Type", "application/json-patch+json")
+			req.Header.Set("Authorization", "Bearer "+env.owner.token)
+			req.Header.Set("If-Match", resp.Header.Get("ETag"))
+			resp, err = client.Do(req)
+			if err != nil {
+				errs <- fmt.Errorf("patch %d: %w", i, err)
+				return
+			}
+			b, _ = io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != 200 {
+				errs <- fmt.Errorf("patch %d: %d %s", i, resp.StatusCode, b)
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if n := countRows(t, env.dsn, `SELECT count(*) FROM registrum.request_attachments`); n != drafts {
+		t.Fatalf("%d slot rows, want %d", n, drafts)
 	}
 }
 

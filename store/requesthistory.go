@@ -77,6 +77,24 @@ func (s *Store) RequestHistory(ctx context.Context, e *model.Entity, id string, 
 		return nil, fmt.Errorf("store: read request history: %w", err)
 	}
 	defer tx.Rollback(ctx)
+	return requestHistory(ctx, tx, e, id, after)
+}
+
+// RequestHistory reads the page of the history of request id of e, as
+// Store.RequestHistory does, in w's own transaction (after the statements
+// queued so far): a write that renders a request never asks the pool for a
+// second connection while it holds one. The request's workflow row is
+// locked by the write, so its proposals cannot change between the two reads.
+func (w *Writer) RequestHistory(ctx context.Context, e *model.Entity, id string, after int64) (*RequestHistory, error) {
+	tx, err := w.direct(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return requestHistory(ctx, tx, e, id, after)
+}
+
+// requestHistory reads a page of a request's history through tx.
+func requestHistory(ctx context.Context, tx pgx.Tx, e *model.Entity, id string, after int64) (*RequestHistory, error) {
 	rows, err := tx.Query(ctx, `SELECT p.proposal_version, p.effect_digest, p.planner, coalesce(p.module_digest, ''), p.submitted_at,
     p.detail_erased_at IS NOT NULL, coalesce(octet_length((p.plan->'writes')::text), 0), coalesce(`+proposalOutcome(e)+`, '')
 FROM registrum.request_proposals p

@@ -297,7 +297,7 @@ func (s *Service) get(ctx context.Context, c Call, e *model.Entity, id string, o
 		if v, ok := opts[query.OptRequestHistoryAfter]; ok && len(v) == 1 {
 			after = &v[0]
 		}
-		if err := s.LoadHistory(ctx, e, req, after); err != nil {
+		if err := s.LoadHistory(ctx, s.store, e, req, after); err != nil {
 			return nil, err
 		}
 	}
@@ -335,7 +335,7 @@ func (s *Service) Patch(ctx context.Context, c Call, e *model.Entity, id, ifMatc
 			if req, err = s.LockDraft(ctx, w, e, grant, id); err != nil {
 				return nil, err
 			}
-			if err := s.LoadHistory(ctx, e, req, nil); err != nil {
+			if err := s.LoadHistory(ctx, w, e, req, nil); err != nil {
 				return nil, err
 			}
 		}

@@ -32,15 +32,23 @@ func historyAfter(raw *string, req *store.Request) (int64, error) {
 	return n, nil
 }
 
-// LoadHistory reads into req the page of its history that the read asked
-// for: the first, or the one after requestHistoryAfterProposalVersion
-// (afterRaw as the read gave it, nil when it did not).
-func (s *Service) LoadHistory(ctx context.Context, e *model.Entity, req *store.Request, afterRaw *string) error {
+// HistoryReader reads a page of a request's history: the store for a read
+// (a snapshot of its own), a write's *store.Writer inside the write (its
+// own transaction, never a second pooled connection).
+type HistoryReader interface {
+	RequestHistory(ctx context.Context, e *model.Entity, id string, after int64) (*store.RequestHistory, error)
+}
+
+// LoadHistory reads into req, through from, the page of its history that
+// the read asked for: the first, or the one after
+// requestHistoryAfterProposalVersion (afterRaw as the read gave it, nil
+// when it did not).
+func (s *Service) LoadHistory(ctx context.Context, from HistoryReader, e *model.Entity, req *store.Request, afterRaw *string) error {
 	after, err := historyAfter(afterRaw, req)
 	if err != nil {
 		return err
 	}
-	h, err := s.store.RequestHistory(ctx, e, req.RecordID, after)
+	h, err := from.RequestHistory(ctx, e, req.RecordID, after)
 	if err != nil {
 		return err
 	}

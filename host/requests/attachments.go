@@ -235,7 +235,7 @@ func (s *Service) slotWrite(ctx context.Context, c records.Call, e *model.Entity
 		if req.Attachments, err = w.Attachments(ctx, e, id, req.ProposalVersion); err != nil {
 			return nil, err
 		}
-		if err := s.records.LoadHistory(ctx, e, req, nil); err != nil {
+		if err := s.records.LoadHistory(ctx, w, e, req, nil); err != nil {
 			return nil, err
 		}
 		j, err := s.records.Journal(c, grant, e, id, cur.Values)
