@@ -464,3 +464,48 @@ func TestErasedProposalDetail(t *testing.T) {
 		t.Fatalf("apply of an erased proposal: %d %s", st, b)
 	}
 }
+
+// TestActionsOnAHiddenRequestAreConcealed checks requestVisibility owner
+// holds on actions as on reads: a request the caller may not see answers
+// every action with the concealed 404 of an unknown path (byte for byte but
+// its traceId), never a 412 that would confirm it exists; its owner still
+// acts on it.
+func TestActionsOnAHiddenRequestAreConcealed(t *testing.T) {
+	env := startHistory(t)
+	childLoc, _ := env.owner.create(t, "children", `{"name":"Ada"}`)
+	theirs, etag := env.colleague.create(t, "note-changes", `{"childId":"`+filepath.Base(childLoc)+`","note":"n"}`)
+	withoutTrace := func(b []byte) string {
+		var doc map[string]any
+		if err := json.Unmarshal(b, &doc); err != nil {
+			t.Fatalf("not a problem document: %s", b)
+		}
+		delete(doc, "traceId")
+		out, _ := json.Marshal(doc)
+		return string(out)
+	}
+	resp, unknown := env.owner.do(t, "GET", "/v1/records/no-such-route/"+filepath.Base(theirs)+"?accessProfile=own-actor", "", "")
+	if resp.StatusCode != 404 {
+		t.Fatalf("unknown path: %d %s", resp.StatusCode, unknown)
+	}
+	concealed := withoutTrace(unknown)
+	if resp, b := env.owner.do(t, "GET", theirs+"?accessProfile=own-actor", "", ""); resp.StatusCode != 404 || withoutTrace(b) != concealed {
+		t.Fatalf("read of a hidden request: %d %s", resp.StatusCode, b)
+	}
+	bodies := map[string]string{
+		"submit": `{"actorReference":"me"}`,
+		"revise": `{"actorReference":"me","rebase":false}`,
+		"cancel": `{"actorReference":"me"}`,
+		"apply":  `{"actorReference":"me","proposalVersion":1,"effectDigest":"sha256:` + strings.Repeat("0", 64) + `"}`,
+	}
+	for action, body := range bodies {
+		code, b := env.owner.act(t, theirs+"/actions/"+action+"?accessProfile=own-actor", etag, "hidden-"+action, body)
+		if code != 404 || withoutTrace(b) != concealed {
+			t.Errorf("%s of a hidden request: %d %s, want the concealed 404 %s", action, code, b, concealed)
+		}
+	}
+	// Nothing moved, and the owner still cancels it under the same profile.
+	code, b := env.colleague.act(t, theirs+"/actions/cancel?accessProfile=own-actor", etag, "own-cancel", `{"actorReference":"me"}`)
+	if code != 200 {
+		t.Fatalf("owner's cancel: %d %s", code, b)
+	}
+}

@@ -193,6 +193,11 @@ func (s *Service) Act(ctx context.Context, c records.Call, e *model.Entity, id, 
 		if err != nil {
 			return nil, err
 		}
+		if !records.RequestVisible(grant, req) {
+			// A request the caller may not see is concealed, as on a
+			// read: never a 412 that would confirm it exists.
+			return nil, problem.NotFound()
+		}
 		if err := s.records.CheckLocked(cur, grant, ifMatch); err != nil {
 			return nil, err
 		}
@@ -542,6 +547,9 @@ func (s *Service) beforeAction(ctx context.Context, c records.Call, e *model.Ent
 		return nil, nil, err
 	case stored != nil:
 		return &records.Result{Status: stored.Status, ETag: stored.ETag, Body: stored.Body, Replayed: true}, nil, nil
+	case !records.RequestVisible(grant, req):
+		// A request the caller may not see is concealed, as on a read.
+		return nil, nil, problem.NotFound()
 	}
 	if action == records.ActionSubmit {
 		plan, err := s.plan(ctx, grant, e, rec, req, ifMatch)
