@@ -241,6 +241,10 @@ func TestSpatialAdapterOverHTTP(t *testing.T) {
 		if resp.StatusCode != 200 || strings.Contains(string(b), `"id":"sites"`) {
 			t.Errorf("blind collections: %d %s", resp.StatusCode, b)
 		}
+		// A profile the package does not declare is concealed, as on every
+		// other route, not an empty list.
+		clerk.refused(t, "/v1/gis/collections?accessProfile=no-such-profile", 404, "resource.not_found")
+		anon.refused(t, "/v1/gis/collections?accessProfile=no-such-profile", 404, "resource.not_found")
 		clerk.refused(t, "/v1/gis/collections/sites?accessProfile=blind", 404, "resource.not_found")
 		clerk.refused(t, "/v1/gis/collections/sites/items?accessProfile=blind", 404, "resource.not_found")
 		// Without a token: the anonymous profile, by name.

@@ -177,6 +177,12 @@ func (s *Service) Collections(ctx context.Context, c records.Call) ([]byte, erro
 		}
 		out.Collections = append(out.Collections, s.gisCollection(e, c.Profile))
 	}
+	if c.Profile != "" && s.pkg.ProfileByID(c.Profile) == nil {
+		// An unknown profile is concealed like on every other route (after
+		// the token was checked above, as Decide orders it), not an empty
+		// list.
+		return nil, problem.NotFound()
+	}
 	return json.Marshal(out)
 }
 
