@@ -252,7 +252,7 @@ func closeVerifiers(vs map[string]verifier.VerifyCloser) {
 // authorities' submissions and results, and automatic application.
 func jobRunner(cfg *config.Config, st *store.Store, svc *records.Service, workflow *requests.Service, auths *requests.Authorities, verifiers map[string]verifier.VerifyCloser, ev *hooks.Events, log *slog.Logger) (*river.Client[pgx.Tx], error) {
 	workers := river.NewWorkers()
-	if _, err := requests.RegisterReviewWorkers(workers, cfg, st, svc, workflow, auths, log); err != nil {
+	if _, err := requests.RegisterReviewWorkers(workers, cfg, st, workflow, auths, log); err != nil {
 		return nil, err
 	}
 	timeout, rescue := cfg.JobTimeouts()

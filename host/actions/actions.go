@@ -97,16 +97,9 @@ func (s *Service) admitAction(ctx context.Context, c records.Call, actionID stri
 	if err != nil {
 		return nil, err
 	}
-	if len(body) > records.MaxActionBodyBytes {
-		return nil, problem.At(problem.RequestInvalid, "", "the body is larger than %d bytes", records.MaxActionBodyBytes)
-	}
-	doc, err := strictjson.Decode(body)
+	top, err := records.ActionBodyObject(body, "the body must be a JSON object with an input member")
 	if err != nil {
-		return nil, records.BodyFault(err)
-	}
-	top, ok := doc.(map[string]any)
-	if !ok {
-		return nil, problem.At(problem.RequestInvalid, "", "the body must be a JSON object with an input member")
+		return nil, err
 	}
 	for _, k := range slices.Sorted(maps.Keys(top)) {
 		if k != "input" && (!invoke || k != "preconditions") {

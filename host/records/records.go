@@ -579,6 +579,25 @@ func createData(body []byte) (map[string]any, error) {
 	return data, nil
 }
 
+// ActionBodyObject reads the body of an action (a change request's or an
+// immediate action's): at most MaxActionBodyBytes of strict JSON holding
+// one object, its members returned. notObject is the detail of the refusal
+// of a body that is not an object.
+func ActionBodyObject(body []byte, notObject string) (map[string]any, error) {
+	if len(body) > MaxActionBodyBytes {
+		return nil, problem.At(problem.RequestInvalid, "", "the body is larger than %d bytes", MaxActionBodyBytes)
+	}
+	doc, err := strictjson.Decode(body)
+	if err != nil {
+		return nil, BodyFault(err)
+	}
+	top, ok := doc.(map[string]any)
+	if !ok {
+		return nil, problem.At(problem.RequestInvalid, "", "%s", notObject)
+	}
+	return top, nil
+}
+
 // BodyFault turns a strict-decoding error into a refusal naming the member.
 func BodyFault(err error) error {
 	var se *strictjson.SyntaxError

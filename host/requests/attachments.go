@@ -80,19 +80,9 @@ func (s *Service) admitSlotChange(ctx context.Context, c records.Call, e *model.
 	if len(c.IdempotencyKey) > records.MaxIdempotencyKeyBytes {
 		return nil, problem.New(problem.RequestInvalid, "the Idempotency-Key is longer than %d bytes", records.MaxIdempotencyKeyBytes)
 	}
-	rec, err := s.store.Get(ctx, e, id)
-	if errors.Is(err, store.ErrNotFound) || (err == nil && (rec.Lifecycle != layout.LifecycleActive || !grant.Admits(rec.Values))) {
-		return nil, problem.NotFound()
-	}
+	rec, req, err := s.visibleRequest(ctx, e, grant, id)
 	if err != nil {
 		return nil, err
-	}
-	req, err := s.store.Request(ctx, e, id)
-	if err != nil {
-		return nil, err
-	}
-	if !records.RequestVisible(grant, req) {
-		return nil, problem.NotFound()
 	}
 	if req.OwnerReference != grant.PrincipalReference {
 		return nil, problem.New(problem.PreconditionFailed, "only the principal that owns the request may change its attachments")
@@ -303,18 +293,11 @@ func (s *Service) DownloadAttachment(ctx context.Context, c records.Call, e *mod
 	if version == 0 {
 		return nil, problem.New(problem.QueryInvalid, "proposalVersion is required: the proposal version whose attachment to download")
 	}
-	rec, err := s.store.Get(ctx, e, id)
-	if errors.Is(err, store.ErrNotFound) || (err == nil && (rec.Lifecycle != layout.LifecycleActive || !grant.Admits(rec.Values))) {
-		return nil, problem.NotFound()
-	}
+	_, req, err := s.visibleRequest(ctx, e, grant, id)
 	if err != nil {
 		return nil, err
 	}
-	req, err := s.store.Request(ctx, e, id)
-	if err != nil {
-		return nil, err
-	}
-	if !records.RequestVisible(grant, req) || version > req.ProposalVersion {
+	if version > req.ProposalVersion {
 		return nil, problem.NotFound()
 	}
 	atts := req.Attachments
@@ -372,4 +355,25 @@ func attachmentManifest(e *model.Entity, req *store.Request) ([]byte, error) {
 		slots = append(slots, entry)
 	}
 	return canonjson.Marshal(map[string]any{"slots": slots})
+}
+
+// visibleRequest reads request record id of e with its workflow state, or
+// the concealed not-found when it is not live, lies outside the grant's row
+// boundaries or is another principal's under requestVisibility owner.
+func (s *Service) visibleRequest(ctx context.Context, e *model.Entity, grant *access.Grant, id string) (*store.Record, *store.Request, error) {
+	rec, err := s.store.Get(ctx, e, id)
+	if errors.Is(err, store.ErrNotFound) || (err == nil && (rec.Lifecycle != layout.LifecycleActive || !grant.Admits(rec.Values))) {
+		return nil, nil, problem.NotFound()
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	req, err := s.store.Request(ctx, e, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	if !records.RequestVisible(grant, req) {
+		return nil, nil, problem.NotFound()
+	}
+	return rec, req, nil
 }

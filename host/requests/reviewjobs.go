@@ -47,8 +47,8 @@ type executor struct {
 }
 
 // RegisterReviewWorkers returns the change-request workers and registers them in w.
-func RegisterReviewWorkers(w *river.Workers, cfg *config.Config, st *store.Store, svc *records.Service, reqs *Service, a *Authorities, log *slog.Logger) (*Workers, error) {
-	ws := &Workers{store: st, svc: svc, requests: reqs, authorities: a, executors: map[string]*executor{}, log: log}
+func RegisterReviewWorkers(w *river.Workers, cfg *config.Config, st *store.Store, reqs *Service, a *Authorities, log *slog.Logger) (*Workers, error) {
+	ws := &Workers{store: st, svc: reqs.records, requests: reqs, authorities: a, executors: map[string]*executor{}, log: log}
 	for id, x := range cfg.Executors {
 		ts, err := tokenSource(cfg, x.Client)
 		if err != nil {

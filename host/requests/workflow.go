@@ -56,16 +56,9 @@ type actionBody struct {
 // parseActionBody reads an action body: a JSON object whose members are
 // those of the action, actorReference always required.
 func parseActionBody(action string, body []byte) (*actionBody, error) {
-	if len(body) > records.MaxActionBodyBytes {
-		return nil, problem.At(problem.RequestInvalid, "", "the body is larger than %d bytes", records.MaxActionBodyBytes)
-	}
-	doc, err := strictjson.Decode(body)
+	top, err := records.ActionBodyObject(body, "the body must be a JSON object")
 	if err != nil {
-		return nil, records.BodyFault(err)
-	}
-	top, ok := doc.(map[string]any)
-	if !ok {
-		return nil, problem.At(problem.RequestInvalid, "", "the body must be a JSON object")
+		return nil, err
 	}
 	allowed := map[string]bool{"actorReference": true}
 	switch action {
