@@ -5,11 +5,14 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -120,7 +123,8 @@ func TestIssuerProcess(t *testing.T) {
 	dir := filepath.Dir(setup.ConfigPath)
 	base := fmt.Sprintf("http://127.0.0.1:%d", port)
 
-	serve := exec.Command(bin, "issuer", "serve", "--config", setup.ConfigPath)
+	metricsAddr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	serve := exec.Command(bin, "issuer", "serve", "--config", setup.ConfigPath, "--metrics-address", metricsAddr)
 	logs := &syncBuffer{}
 	serve.Stderr = logs
 	if err := serve.Start(); err != nil {
@@ -199,6 +203,31 @@ func TestIssuerProcess(t *testing.T) {
 		t.Fatalf("log does not say which file: %s", logs.String())
 	}
 
+	// The metrics listener counts what happened: the tokens released above
+	// and the refusals by their OAuth code.
+	resp, err := http.Get("http://" + metricsAddr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	exposition, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	// Four tokens were released (two by URL, the reloaded client twice); at
+	// least two requests were refused as invalid_client (the token URL as
+	// audience, the unknown client; the reload wait may add more).
+	for _, line := range []string{"registrum_issuer_tokens_issued_total 4\n", `registrum_issuer_token_requests_refused_total{error="unsupported_grant_type"} 0`, "registrum_issuer_signer_ready 1", "registrum_issuer_audit_commit_entries_bucket", "go_goroutines"} {
+		if !bytes.Contains(exposition, []byte(line)) {
+			t.Errorf("/metrics lacks %q:\n%s", line, exposition)
+		}
+	}
+	if m := regexp.MustCompile(`registrum_issuer_token_requests_refused_total\{error="invalid_client"\} (\d+)`).FindSubmatch(exposition); m == nil || atoi(string(m[1])) < 2 {
+		t.Errorf("invalid_client refusals not counted: %q", m)
+	}
+	if r, err := http.Get(base + "/metrics"); err != nil || r.StatusCode == http.StatusOK {
+		t.Errorf("the public listener serves /metrics: %v", err)
+	} else {
+		r.Body.Close()
+	}
+
 	// Audit verification beside the running writer.
 	out, stderr, code = run(t, "issuer", "audit", "verify", "--config", setup.ConfigPath)
 	if code != 0 || !strings.Contains(out, "active-segment: not verified") {
@@ -270,4 +299,12 @@ func jwtClaims(t *testing.T, tok string) map[string]any {
 	var m map[string]any
 	json.Unmarshal(raw, &m)
 	return m
+}
+
+func atoi(s string) int {
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		return -1
+	}
+	return n
 }

@@ -21,6 +21,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 	"github.com/go-jose/go-jose/v4"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/registrum/registrum/internal/canonjson"
 	"github.com/registrum/registrum/internal/secrets"
@@ -47,6 +48,7 @@ type options struct {
 	now              func() time.Time
 	signer           signer.Signer
 	wrapSigner       func(signer.Signer) signer.Signer // tests: observe or break the signer
+	metrics          prometheus.Registerer
 }
 
 // WithSelfTestInterval sets how often the signer self-test runs (default
@@ -79,6 +81,7 @@ type Server struct {
 	reloadMu sync.Mutex
 
 	signerReady atomic.Bool
+	metrics     *metrics // nil without WithMetrics
 	probing     atomic.Bool
 
 	jwks     []byte
@@ -141,7 +144,14 @@ func New(cfg *Config, logger *slog.Logger, opt ...Option) (*Server, error) {
 	if s.metadata, err = metadataDocument(cfg); err != nil {
 		return fail(err)
 	}
-	if s.audit, err = audit.Open(cfg.Audit); err != nil {
+	auditCfg := cfg.Audit
+	if s.opts.metrics != nil {
+		if s.metrics, err = newMetrics(s.opts.metrics, s.signerReady.Load); err != nil {
+			return fail(fmt.Errorf("issuer: register metrics: %w", err))
+		}
+		auditCfg.OnCommit = s.metrics.auditCommit
+	}
+	if s.audit, err = audit.Open(auditCfg); err != nil {
 		return fail(fmt.Errorf("issuer: %s: audit.path: %w", cfg.File, err))
 	}
 	s.handler = s.routes()
@@ -413,6 +423,8 @@ func (s *Server) handleToken(w http.ResponseWriter, r *http.Request) {
 	opID := audit.NewOperationID()
 	d := s.decide(r)
 	d.entry.OperationID = opID
+	var appendTook time.Duration
+	defer func() { s.metrics.tokenRequest(d.code, appendTook) }()
 	if d.code != "" {
 		d.entry.Outcome = audit.OutcomeDenied
 		d.entry.Category = d.code
@@ -421,7 +433,11 @@ func (s *Server) handleToken(w http.ResponseWriter, r *http.Request) {
 	}
 	// The record must be durable before anything is released, even if the
 	// client has gone away meanwhile.
-	if err := s.audit.Append(context.WithoutCancel(r.Context()), d.entry); err != nil {
+	start := time.Now()
+	err := s.audit.Append(context.WithoutCancel(r.Context()), d.entry)
+	appendTook = time.Since(start)
+	if err != nil {
+		d.code = ErrorServerError
 		s.log.Error("audit append failed; no token released", "operation", opID, "error", err.Error())
 		writeError(w, ErrorServerError)
 		return

@@ -1,12 +1,20 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
 
 	"github.com/registrum/registrum/issuer"
@@ -25,7 +33,7 @@ func newIssuerCmd() *cobra.Command {
 }
 
 func newIssuerServeCmd() *cobra.Command {
-	var configPath string
+	var configPath, metricsAddr string
 	cmd := &cobra.Command{
 		Use:   "serve --config FILE",
 		Short: "Serve the token endpoint, key set, metadata, health and readiness (SIGHUP reloads client registrations)",
@@ -42,11 +50,25 @@ func newIssuerServeCmd() *cobra.Command {
 				return withExitCode(2, err)
 			}
 			defer ln.Close()
-			srv, err := issuer.New(cfg, logger)
+			var opts []issuer.Option
+			var metricsLn net.Listener
+			reg := prometheus.NewRegistry()
+			if metricsAddr != "" {
+				if metricsLn, err = net.Listen("tcp", metricsAddr); err != nil {
+					return withExitCode(2, fmt.Errorf("issuer serve: --metrics-address: %w", err))
+				}
+				defer metricsLn.Close()
+				reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+				opts = append(opts, issuer.WithMetrics(reg))
+			}
+			srv, err := issuer.New(cfg, logger, opts...)
 			if err != nil {
 				return withExitCode(2, err)
 			}
 			defer srv.Close()
+			if metricsLn != nil {
+				go serveMetrics(cmd.Context(), metricsLn, reg, logger)
+			}
 			hup := make(chan os.Signal, 1)
 			signal.Notify(hup, syscall.SIGHUP)
 			defer signal.Stop(hup)
@@ -54,8 +76,26 @@ func newIssuerServeCmd() *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&configPath, "config", "", "issuer configuration file (required)")
+	cmd.Flags().StringVar(&metricsAddr, "metrics-address", "", "serve Prometheus metrics at GET /metrics on this host:port (off when empty; keep it off the public network)")
 	_ = cmd.MarkFlagRequired("config")
 	return cmd
+}
+
+// serveMetrics answers GET /metrics from reg on ln until ctx ends. The
+// issuer's configuration document has no metrics listener (the seed rejects
+// unknown fields), so the address comes from the command line.
+func serveMetrics(ctx context.Context, ln net.Listener, reg *prometheus.Registry, logger *slog.Logger) {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, WriteTimeout: 10 * time.Second}
+	go func() {
+		<-ctx.Done()
+		hs.Close()
+	}()
+	logger.Info("issuer metrics listening", "address", ln.Addr().String())
+	if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		logger.Error("issuer metrics listener stopped", "error", err.Error())
+	}
 }
 
 func newIssuerAuditCmd() *cobra.Command {

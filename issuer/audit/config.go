@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"time"
 )
 
 // MinimumHashKeyBytes is the shortest hash key [Open] and [Verify] accept.
@@ -27,6 +28,11 @@ type Config struct {
 	// HashKeyVersion labels pseudonyms so the key generation is identifiable.
 	// It must be nonzero.
 	HashKeyVersion uint32
+	// OnCommit, when set, is called by the commit goroutine after each group
+	// commit with the number of entries made durable by its fsync and the
+	// time the commit took (write, fsyncs and any rotation). It must return
+	// quickly: appends wait while it runs. Metrics use it.
+	OnCommit func(entries int, took time.Duration)
 }
 
 // Key-derivation labels. Changing either makes every existing chain unverifiable.

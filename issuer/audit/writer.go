@@ -53,6 +53,8 @@ type Writer struct {
 	seq  uint32
 	line uint64
 	head [32]byte
+	// lastGroup is the number of entries the last commit made durable.
+	lastGroup int
 
 	// beforeWrite, when set by tests, runs before each write to the active segment.
 	beforeWrite func(f *os.File)
@@ -325,8 +327,14 @@ func (w *Writer) run() {
 	}
 }
 
-// commit writes a batch, rotating as needed, fsyncs once and releases the waiters.
+// commit writes a batch, rotating as needed, fsyncs once and releases the
+// waiters, then reports the group to Config.OnCommit.
 func (w *Writer) commit(batch []*request) {
+	if w.cfg.OnCommit != nil {
+		start := time.Now()
+		defer func() { w.cfg.OnCommit(w.lastGroup, time.Since(start)) }()
+	}
+	w.lastGroup = 0
 	if err := w.Err(); err != nil {
 		finish(batch, err)
 		return
@@ -379,6 +387,7 @@ func (w *Writer) commit(batch []*request) {
 		}
 		w.dirSyncs.Add(1)
 	}
+	w.lastGroup = len(accepted)
 	finish(accepted, nil)
 }
 
