@@ -6,6 +6,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
+// latencyBuckets span a fast local fsync (0.5 ms) to a stalled disk (1 s).
+var latencyBuckets = []float64{.0005, .001, .002, .005, .01, .02, .05, .1, .25, .5, 1}
+
 // metrics are the issuer's Prometheus instruments. The zero value (nil
 // pointer) records nothing, so a server built without WithMetrics pays
 // nothing for them.
@@ -41,7 +44,7 @@ func newMetrics(reg prometheus.Registerer, ready func() bool) (*metrics, error) 
 		appendTime: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "registrum_issuer_audit_append_duration_seconds",
 			Help:    "Time a token request waited for its audit record to be durable (group commit included).",
-			Buckets: []float64{.0005, .001, .002, .005, .01, .02, .05, .1, .25, .5, 1},
+			Buckets: latencyBuckets,
 		}),
 		commitSize: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "registrum_issuer_audit_commit_entries",
@@ -51,7 +54,7 @@ func newMetrics(reg prometheus.Registerer, ready func() bool) (*metrics, error) 
 		commitTime: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "registrum_issuer_audit_commit_duration_seconds",
 			Help:    "Time one audit group commit took: write, fsyncs and any segment rotation.",
-			Buckets: []float64{.0005, .001, .002, .005, .01, .02, .05, .1, .25, .5, 1},
+			Buckets: latencyBuckets,
 		}),
 		signerReady: prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "registrum_issuer_signer_ready",
