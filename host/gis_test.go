@@ -61,6 +61,11 @@ func (c caller) features(t *testing.T, path string) featureCollection {
 		t.Fatalf("GET %s: Content-Type %q", path, ct)
 	}
 	geojsonCheck(t, b)
+	// Links are written as they are: a client comparing hrefs must not
+	// meet HTML escapes (\u0026 for '&').
+	if bytes.Contains(b, []byte(`\u0026`)) || bytes.Contains(b, []byte(`\u003c`)) {
+		t.Fatalf("GET %s: HTML-escaped JSON: %s", path, b)
+	}
 	var fc featureCollection
 	if err := json.Unmarshal(b, &fc); err != nil {
 		t.Fatalf("GET %s: %v %s", path, err, b)

@@ -19,6 +19,7 @@ import (
 	"github.com/registrum/registrum/host/cursor"
 	"github.com/registrum/registrum/host/problem"
 	"github.com/registrum/registrum/host/records"
+	"github.com/registrum/registrum/internal/canonjson"
 	"github.com/registrum/registrum/model"
 	"github.com/registrum/registrum/model/query"
 	"github.com/registrum/registrum/model/values"
@@ -81,7 +82,7 @@ type gisLink struct {
 // Landing is GET /v1/gis: the adapter's links. It is public, like the
 // OpenAPI document it points at.
 func (s *Service) Landing() ([]byte, error) {
-	return json.Marshal(struct {
+	return marshalDocument(struct {
 		Title       string    `json:"title"`
 		Description string    `json:"description"`
 		Links       []gisLink `json:"links"`
@@ -183,7 +184,7 @@ func (s *Service) Collections(ctx context.Context, c records.Call) ([]byte, erro
 		// list.
 		return nil, problem.NotFound()
 	}
-	return json.Marshal(out)
+	return marshalDocument(out)
 }
 
 // CollectionDocument is GET /v1/gis/collections/{collection}.
@@ -191,7 +192,7 @@ func (s *Service) CollectionDocument(ctx context.Context, c records.Call, e *mod
 	if _, err := s.gisGrant(ctx, c, e); err != nil {
 		return nil, err
 	}
-	return json.Marshal(s.gisCollection(e, c.Profile))
+	return marshalDocument(s.gisCollection(e, c.Profile))
 }
 
 // gisQuery turns the options of an items read (bbox, limit, cursor; the
@@ -332,7 +333,20 @@ func appendLink(b []byte, rel, href string) []byte {
 	b = append(b, `{"rel":`...)
 	b = records.AppendJSONString(b, rel)
 	b = append(b, `,"href":`...)
-	b = records.AppendJSONString(b, href)
+	b = canonjson.AppendString(b, href) // a URL's '&' stays as it is, never \u0026
 	b = append(b, `,"type":"`+MediaType+`"}`...)
 	return b
+}
+
+// marshalDocument writes one of the adapter's JSON documents. Links keep
+// their '&', '<' and '>' as they are: the documents are served as
+// application/json, never embedded in HTML, and clients compare hrefs.
+func marshalDocument(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, fmt.Errorf("gis: render document: %w", err)
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
