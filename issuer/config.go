@@ -13,6 +13,7 @@ import (
 
 	"github.com/go-jose/go-jose/v4"
 
+	"github.com/registrum/registrum/internal/envconfig"
 	"github.com/registrum/registrum/internal/secrets"
 	"github.com/registrum/registrum/internal/strictyaml"
 	"github.com/registrum/registrum/issuer/audit"
@@ -290,6 +291,12 @@ var (
 	writtenClaims = map[string]bool{"iss": true, "aud": true, "exp": true, "iat": true, "nbf": true, "jti": true, "client_id": true, "scope": true}
 )
 
+// EnvPrefix starts the environment variables that override keys of the
+// issuer's configuration document: listener.port is
+// REGISTRUM_ISSUER_CONFIG_LISTENER_PORT (package internal/envconfig has the
+// naming rule). An override is validated like the file's value.
+const EnvPrefix = "REGISTRUM_ISSUER_CONFIG_"
+
 // LoadConfig reads, validates and resolves the configuration document at
 // path. It loads the public JWK files and resolves the audit hash key and the
 // local signing key from the file-secret root. A refusal is a
@@ -304,6 +311,13 @@ func LoadConfig(path string) (*Config, error) {
 	doc, err := decodeStrict(abs, maximumConfigBytes, &fc)
 	if err != nil {
 		return nil, fmt.Errorf("issuer: %w", err)
+	}
+	overrides, err := envconfig.Apply(&fc, EnvPrefix, os.Environ())
+	if err != nil {
+		return nil, fmt.Errorf("issuer: %s: %w", abs, err)
+	}
+	for _, o := range overrides {
+		doc.SetOrigin(o.Path, "environment variable "+o.Variable)
 	}
 	cfg, err := validateConfig(doc, &fc)
 	if err != nil {

@@ -315,3 +315,32 @@ func FuzzConfig(f *testing.F) {
 		}
 	})
 }
+
+// TestEnvironmentOverridesTheDocument: every key of the document can be set
+// from REGISTRUM_ISSUER_CONFIG_*; the value is validated like the file's and
+// a refusal names the variable; a misspelled variable is refused.
+func TestEnvironmentOverridesTheDocument(t *testing.T) {
+	setup, _ := newSetup(t)
+	t.Setenv(EnvPrefix+"LISTENER_REQUEST_TIMEOUT_MILLISECONDS", "1234")
+	t.Setenv(EnvPrefix+"ACCESS_TOKENS_LIFETIME_SECONDS", "120")
+	cfg, err := LoadConfig(setup.ConfigPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Listener.RequestTimeout != 1234*time.Millisecond || cfg.AccessTokens.Lifetime != 2*time.Minute {
+		t.Fatalf("overrides not applied: timeout %v, lifetime %v", cfg.Listener.RequestTimeout, cfg.AccessTokens.Lifetime)
+	}
+
+	t.Setenv(EnvPrefix+"LISTENER_MAXIMUM_REQUEST_BYTES", "10")
+	_, err = LoadConfig(setup.ConfigPath)
+	want := "environment variable " + EnvPrefix + "LISTENER_MAXIMUM_REQUEST_BYTES: listener.maximumRequestBytes: must be between 1024 and 1048576"
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("out-of-range override: %v\nwant it to contain %q", err, want)
+	}
+	os.Unsetenv(EnvPrefix + "LISTENER_MAXIMUM_REQUEST_BYTES")
+
+	t.Setenv(EnvPrefix+"LISTENER_PROT", "8443")
+	if _, err = LoadConfig(setup.ConfigPath); err == nil || !strings.Contains(err.Error(), EnvPrefix+"LISTENER_PROT names no configuration key") {
+		t.Fatalf("misspelled variable: %v", err)
+	}
+}

@@ -157,6 +157,20 @@ type Document struct {
 	// anchors holds the node of every anchor, by name, to check an alias's
 	// value against its key's type.
 	anchors map[string]ast.Node
+	// origins names where a key path's value came from when it was not the
+	// document (an environment variable), by key path.
+	origins map[string]string
+}
+
+// SetOrigin records that the value at the key path came from origin (such
+// as "environment variable REGISTRUM_CONFIG_LISTENER_PORT") rather than from
+// the document: a later refusal of that path names origin instead of a line
+// of the file.
+func (d *Document) SetOrigin(path, origin string) {
+	if d.origins == nil {
+		d.origins = map[string]string{}
+	}
+	d.origins[path] = origin
 }
 
 // ReadFile reads and parses the regular file at path, refusing one larger
@@ -283,6 +297,10 @@ func (d *Document) Has(path string) bool {
 // written.
 func (d *Document) Fail(path, message string, err error) *Error {
 	e := &Error{File: d.file, Path: path, Message: message, Err: err}
+	if origin, ok := d.origins[path]; ok {
+		e.File = origin
+		return e
+	}
 	if path != "" {
 		e.Pos = d.Locate(path)
 	}
