@@ -3,11 +3,11 @@ package main
 import (
 	"log/slog"
 	"os"
-	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/registrum/registrum/cmd/registrum/internal/dev"
+	"github.com/registrum/registrum/cmd/registrum/internal/invocation"
 )
 
 func init() { register(newDevCmd) }
@@ -22,9 +22,10 @@ func newDevCmd() *cobra.Command {
 binaries (no server needs to be installed or running), compiles the example
 registry, serves it with the record host on loopback, starts a token issuer
 with local keys and demo clients, runs the review desk of examples/reviewdesk
-as the review authority of the project's reviewed requests, and prints what
-to try next. Everything is
-kept in the data folder; Ctrl-C or SIGTERM stops it all, PostgreSQL included.`,
+as the review authority of the project's reviewed requests, and prints a
+summary: what runs where, the token command, and the command of the guided
+tour (registrum tour, docs/tour.md). Everything is kept in the data folder;
+Ctrl-C or SIGTERM stops it all, PostgreSQL included.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.Out = cmd.OutOrStdout()
@@ -33,10 +34,7 @@ kept in the data folder; Ctrl-C or SIGTERM stops it all, PostgreSQL included.`,
 				level = slog.LevelInfo
 			}
 			o.Log = slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
-			o.Command = "registrum"
-			if strings.Contains(os.Args[0], "go-build") {
-				o.Command = "go run ./cmd/registrum"
-			}
+			o.Command = invocation.Command()
 			return dev.Run(cmd.Context(), o)
 		},
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/registrum/registrum/cmd/registrum/internal/invocation"
 	"github.com/registrum/registrum/internal/chunking"
 	"github.com/registrum/registrum/sdk/ingest"
 	"github.com/registrum/registrum/sdk/tokensource"
@@ -28,6 +29,9 @@ type ingestFlags struct {
 	tokenFile, clientID, keyFile, tokenURL string
 	issuerURL                              string
 	retryFor                               time.Duration
+	// invoked is how the user invoked registrum (invocation.Command), for
+	// the printed resume and successor commands; empty prints "registrum".
+	invoked string
 }
 
 func newIngestCmd() *cobra.Command {
@@ -56,6 +60,7 @@ environment variable, else it is obtained with the client's private key
 on the command line.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			f.invoked = invocation.Command()
 			return runIngest(cmd.Context(), cmd.OutOrStdout(), f, args[0])
 		},
 	}
@@ -163,9 +168,10 @@ func checkHostURL(s string) error {
 }
 
 // command is the command line that runs this import again (no secret: a
-// token is never on it), with extra flags.
+// token is never on it), with extra flags, naming the binary as the user
+// invoked it.
 func (f ingestFlags) command(file string, extra ...string) string {
-	parts := []string{"registrum", "ingest", "--url", f.url, "--route", f.route, "--profile", f.profile}
+	parts := []string{"ingest", "--url", f.url, "--route", f.route, "--profile", f.profile}
 	if f.operation != ingest.Create {
 		parts = append(parts, "--operation", f.operation)
 	}
@@ -180,23 +186,13 @@ func (f ingestFlags) command(file string, extra ...string) string {
 	}
 	parts = append(parts, file)
 	for i, p := range parts {
-		parts[i] = shellQuote(p)
+		parts[i] = invocation.ShellQuote(p)
 	}
-	return strings.Join(parts, " ")
-}
-
-// shellQuote quotes s for a POSIX shell (and an interactive bash): s as is
-// when every byte is plainly safe, else in single quotes.
-func shellQuote(s string) string {
-	safe := s != ""
-	for i := 0; safe && i < len(s); i++ {
-		c := s[i]
-		safe = c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("@%_+=:,./-", c) >= 0
+	invoked := f.invoked
+	if invoked == "" {
+		invoked = "registrum"
 	}
-	if safe {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+	return invoked + " " + strings.Join(parts, " ")
 }
 
 func runIngest(ctx context.Context, out io.Writer, f ingestFlags, file string) error {
@@ -309,7 +305,7 @@ func refusedMessage(f ingestFlags, file string, r *ingest.Refusal) error {
 		fmt.Fprintf(&b, "%s over the whole file:\n  %s", what, f.command(file))
 	} else {
 		rest := strings.TrimSuffix(file, ".jsonl") + ".rest.jsonl"
-		fmt.Fprintf(&b, "%s over the rest of the file, from line %d:\n  tail -n +%d %s > %s\n  %s", what, r.Committed+1, r.Committed+1, shellQuote(file), shellQuote(rest), f.command(rest))
+		fmt.Fprintf(&b, "%s over the rest of the file, from line %d:\n  tail -n +%d %s > %s\n  %s", what, r.Committed+1, r.Committed+1, invocation.ShellQuote(file), invocation.ShellQuote(rest), f.command(rest))
 	}
 	return errors.New(b.String())
 }

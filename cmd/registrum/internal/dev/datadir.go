@@ -38,12 +38,14 @@ var ownedNames = map[string]bool{
 	"reviewdesk":     true,
 	receiverLogName:  true,
 	receiverAddrName: true,
+	runningName:      true,
 }
 
 // owned reports whether dev wrote the data folder entry name (including the
-// staging folder left by an interrupted package write).
+// staging folder left by an interrupted package write, and the running
+// state's temporary file).
 func owned(name string) bool {
-	return ownedNames[name] || strings.HasPrefix(name, ".package.tmp-")
+	return ownedNames[name] || strings.HasPrefix(name, ".package.tmp-") || name == runningName+".tmp"
 }
 
 // marker is the content of registrum-dev.json: what dev created.

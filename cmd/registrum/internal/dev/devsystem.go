@@ -21,6 +21,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/registrum/registrum/cmd/registrum/internal/invocation"
 	"github.com/registrum/registrum/examples/reviewdesk/desk"
 	"github.com/registrum/registrum/host"
 	"github.com/registrum/registrum/host/config"
@@ -144,7 +145,7 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	}
 	defer events.close()
-	h, err := openHost(ctx, dd, cluster, lns.host, auth+events.config, o.Log, o.Out)
+	h, err := openHost(ctx, dd, cluster, lns.host, auth+events.config, o)
 	if err != nil {
 		svc.stop()
 		return err
@@ -152,7 +153,27 @@ func Run(ctx context.Context, o Options) error {
 	defer h.Close()
 	svc.start(func() error { return h.Serve(ctx, lns.host, nil) })
 
-	printNextSteps(nextSteps{
+	var standard issuer.DevClient
+	for _, c := range setup.Clients {
+		if c.ID == issuer.DevStandardClientID {
+			standard = c
+		}
+	}
+	st := runningState{PID: os.Getpid(), Host: "http://" + lns.host.Addr().String(), TokenURL: setup.TokenURL,
+		ClientID: standard.ID, KeyFile: standard.KeyFile, ReceiverLog: events.logPath}
+	if st.ProjectDir, err = filepath.Abs(o.ProjectDir); err != nil {
+		svc.stop()
+		return fmt.Errorf("dev: %w", err)
+	}
+	if rd != nil {
+		st.Desk, st.PasswordFile = rd.Config.PublicURL, rd.PasswordFile
+	}
+	if err := writeRunning(data, st); err != nil {
+		svc.stop()
+		return err
+	}
+	defer os.Remove(filepath.Join(data, runningName))
+	printSummary(summary{
 		Command:  o.Command,
 		Out:      o.Out,
 		DataDir:  dd,
@@ -161,13 +182,9 @@ func Run(ctx context.Context, o Options) error {
 		Clients:  demo,
 		Desk:     rd,
 		Scanner:  sc,
-		Walk:     walk,
-		Journey:  journey,
-		GIS:      gis,
-		Bulk:     bulk,
-		Reviewed: reviewed,
+		Events:   events,
+		Tour:     walk != nil || journey != nil || gis != nil || bulk != nil || reviewed != nil,
 	})
-	events.print(o.Out, o.Command, data, res.Package, "http://"+lns.host.Addr().String(), `-H "Authorization: Bearer $TOKEN"`)
 	fmt.Fprintln(o.Out, "Press Ctrl-C to stop; the data folder keeps everything for the next start.")
 	return svc.wait(cluster)
 }
@@ -458,8 +475,8 @@ func authBlock(icfg *issuer.Config, issuerAddr, purposeClaim string) string {
 
 // openHost writes the record host's configuration, migrates the database
 // and opens the host.
-func openHost(ctx context.Context, dd *dataDir, cluster *pglocal.Cluster, ln net.Listener, auth string, log *slog.Logger, out io.Writer) (*host.Host, error) {
-	data := dd.path
+func openHost(ctx context.Context, dd *dataDir, cluster *pglocal.Cluster, ln net.Listener, auth string, o Options) (*host.Host, error) {
+	data, log, out := dd.path, o.Log, o.Out
 	cfgPath, err := writeHostConfig(data, cluster.DSN(databaseName), ln.Addr().(*net.TCPAddr).Port, auth)
 	if err != nil {
 		return nil, err
@@ -489,7 +506,7 @@ func openHost(ctx context.Context, dd *dataDir, cluster *pglocal.Cluster, ln net
 		if dd.marker.ClusterDir != "" {
 			remove += " and " + dd.marker.ClusterDir
 		}
-		return nil, fmt.Errorf("dev: the project changed since the data folder was last used: %w\nRemove %s to start afresh, pass --data with a new folder, or apply them with `registrum activate --config %s --confirm-destructive %s`", err, remove, cfgPath, cfg.Package)
+		return nil, fmt.Errorf("dev: the project changed since the data folder was last used: %w\nRemove %s to start afresh, pass --data with a new folder, or apply them with `%s activate --config %s --confirm-destructive %s`", err, remove, o.Command, cfgPath, cfg.Package)
 	}
 	if err != nil {
 		return nil, err
@@ -548,14 +565,13 @@ hostKeyRef: secret:file/host-key
 	return path, nil
 }
 
-// nextSteps is what printNextSteps tells the user once every service is
-// up: where each service listens, how to get a token, and the commands of
-// the walkthroughs the project supports. A nil service or walkthrough is
-// left out.
-type nextSteps struct {
+// summary is what printSummary tells the user once every service is up:
+// where each service listens, how to get a token, and how to take the
+// tour. A nil service is left out.
+type summary struct {
 	// Command is how the user invokes registrum (Options.Command).
 	Command string
-	// Out receives the steps (Options.Out).
+	// Out receives the summary (Options.Out).
 	Out io.Writer
 	// DataDir is the data folder, and where its PostgreSQL cluster lives
 	// when that is outside it.
@@ -571,24 +587,16 @@ type nextSteps struct {
 	Desk *reviewDesk
 	// Scanner is the attachment scanner, nil when none runs.
 	Scanner *scanner
-	// Walk is the create, patch and list walkthrough, nil when no entity
-	// and profile allow one.
-	Walk *Walkthrough
-	// Journey is the change-request journey, nil when no request entity
-	// qualifies.
-	Journey *RequestJourney
-	// GIS is the spatial adapter step, nil when no entity qualifies.
-	GIS *GISStep
-	// Bulk is the bulk import step, nil when no ingest file qualifies.
-	Bulk *IngestStep
-	// Reviewed is the journey through the review desk, nil when no request
-	// entity qualifies; it is printed only when Desk is set.
-	Reviewed *ReviewedJourney
+	// Events are the event destinations: the example receiver's log when
+	// dev runs it.
+	Events *devEvents
+	// Tour is set when the project supports a step of the tour.
+	Tour bool
 }
 
-// printNextSteps prints s: the services and their addresses, the demo
-// clients' token commands, then each walkthrough.
-func printNextSteps(s nextSteps) {
+// printSummary prints s: the services and their addresses, the demo
+// clients' token commands, and the tour's command.
+func printSummary(s summary) {
 	base := "http://" + s.HostAddr
 	w := s.Out
 	dd, setup := s.DataDir, s.Setup
@@ -603,50 +611,29 @@ func printNextSteps(s nextSteps) {
 		fmt.Fprintf(w, "  review desk   %s  (authority %s; the reviewer's password is in %s)\n", rd.Config.PublicURL, strings.Join(rd.Authorities, ", "), rd.PasswordFile)
 	}
 	if sc := s.Scanner; sc != nil {
-		fmt.Fprintf(w, "  scanner       http://%s  (the EICAR scanner of examples/plugins/eicar-verifier as http verifier %s; its bearer credential is in %s)\n", sc.Addr(), strings.Join(sc.IDs, ", "), filepath.Join(dd.path, "secrets"))
+		fmt.Fprintf(w, "  scanner       http://%s  (the EICAR scanner of examples/plugins/eicar-verifier as http verifier %s)\n", sc.Addr(), strings.Join(sc.IDs, ", "))
 	}
-	fmt.Fprintln(w)
-	var standard issuer.DevClient
-	fmt.Fprintln(w, "Access tokens for the demo clients:")
-	for _, c := range setup.Clients {
-		if c.ID == issuer.DevStandardClientID {
-			standard = c
-		}
-		fmt.Fprintf(w, "  %s token --token-url %s --client-id %s --key %s\n", s.Command, setup.TokenURL, c.ID, c.KeyFile)
+	if ev := s.Events; ev != nil && ev.ln != nil {
+		fmt.Fprintf(w, "  webhooks      http://%s%s  (examples/webhookreceiver; its log is %s)\n", ev.ln.Addr(), receiverPath, ev.logPath)
+	} else if ev != nil && ev.own != "" {
+		fmt.Fprintf(w, "  webhooks      the destinations of %s\n", ev.own)
 	}
 	fmt.Fprintln(w)
 	s.Clients.print(w, setup)
-	auth := `-H "Authorization: Bearer $TOKEN"`
-	if s.Walk != nil || s.Journey != nil || s.GIS != nil || s.Bulk != nil || s.Reviewed != nil {
-		fmt.Fprintf(w, "Every command below uses a token of the standard demo client:\n")
-		fmt.Fprintf(w, "  export TOKEN=$(%s token --token-url %s --client-id %s --key %s)\n\n", s.Command, setup.TokenURL, standard.ID, standard.KeyFile)
-	}
-	if walk := s.Walk; walk != nil {
-		e, q := walk.Entity, walk.query()
-		fmt.Fprintf(w, "Try the %s records (profile %s):\n\n", e.ID, walk.Profile)
-		fmt.Fprintf(w, "Create a record (twice, so that the list below has a second page); note its Location and ETag:\n")
-		fmt.Fprintf(w, "  curl -sS -i -X POST '%s/v1/records/%s%s' %s -H 'Content-Type: application/json' -d '%s'\n\n", base, e.Route, q, auth, walk.Create[0])
-		fmt.Fprintf(w, "Patch it under its ETag:\n")
-		fmt.Fprintf(w, "  curl -sS -i -X PATCH '%s<Location>%s' %s -H 'If-Match: <ETag>' -H 'Content-Type: application/json-patch+json' -d '%s'\n\n", base, q, auth, walk.Patch)
-		fmt.Fprintf(w, "List with a filter, one record a page:\n")
-		fmt.Fprintf(w, "  curl -sS -G '%s/v1/records/%s%s' %s --data-urlencode \"\\$filter=%s\" --data-urlencode '$top=1'\n\n", base, e.Route, q, auth, walk.Filter)
-		fmt.Fprintf(w, "Follow the page's nextCursor:\n")
-		fmt.Fprintf(w, "  curl -sS -G '%s/v1/records/%s%s' %s --data-urlencode '$skiptoken=<nextCursor>'\n\n", base, e.Route, q, auth)
-		if walk.Snapshot {
-			fmt.Fprintf(w, "Read the collection as recorded just after the patch (its data.snapshot token; later writes do not show):\n")
-			fmt.Fprintf(w, "  curl -sS -G '%s/v1/records/%s:snapshot%s' %s --data-urlencode 'snapshot=<data.snapshot>'\n\n", base, e.Route, q, auth)
+	q := invocation.ShellQuote
+	fmt.Fprintln(w, "A token of a demo client (short-lived: run it again when it expires; the standard client first):")
+	for _, c := range setup.Clients {
+		line := fmt.Sprintf("%s token --token-url %s --client-id %s --key %s", s.Command, q(setup.TokenURL), q(c.ID), q(c.KeyFile))
+		if c.ID == issuer.DevStandardClientID {
+			line = "export TOKEN=$(" + line + ")"
 		}
+		fmt.Fprintf(w, "  %s\n", line)
 	}
-	if s.Journey != nil {
-		s.Journey.print(w, base, auth)
-	}
-	if s.GIS != nil {
-		s.GIS.print(w, base, auth)
-	}
-	if s.Bulk != nil {
-		s.Bulk.print(w, s.Command, base)
-	}
-	if s.Reviewed != nil && s.Desk != nil {
-		s.Reviewed.print(w, base, auth, s.Desk)
+	fmt.Fprintln(w)
+	if s.Tour {
+		tour := tourCommand(s.Command, dd.path)
+		fmt.Fprintf(w, "Take the guided tour in another terminal: each request with every value filled in, its answer, and what to notice:\n  %s\n", tour)
+		fmt.Fprintln(w, "The same walk-through, explained: docs/tour.md.")
+		fmt.Fprintln(w)
 	}
 }

@@ -3,10 +3,8 @@ package dev
 import (
 	"context"
 	"crypto/rand"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -136,80 +134,4 @@ func (ev *devEvents) close() {
 	if ev.logFile != nil {
 		ev.logFile.Close()
 	}
-}
-
-// firePatch returns a patch command that fires a url hook on a patched
-// trigger whose when.changed names a field some profile may write, or "".
-func firePatch(p *model.Package, e *model.Entity, h *model.Hook, base, auth string) string {
-	if h.Trigger != model.TriggerPatched || h.When == nil || len(h.When.Changed) == 0 {
-		return ""
-	}
-	f := e.Field(h.When.Changed[0])
-	v, ok := sampleValue(f, 1)
-	if !ok {
-		return ""
-	}
-	val, _ := json.Marshal(v)
-	for _, pr := range p.Profiles {
-		for _, g := range pr.Grants {
-			if g.Entity == e.ID && g.Allows(model.OpPatch) && g.CanWrite(f.ID) {
-				return fmt.Sprintf("  curl -sS -i -X PATCH '%s/v1/records/%s/<%s id>%s' %s -H 'If-Match: <its ETag>' -H 'Content-Type: application/json-patch+json' -d '[{\"op\":\"replace\",\"path\":\"/data/%s\",\"value\":%s}]'",
-					base, e.Route, e.ID, profileQuery(pr.ID, pr.Default), auth, f.APIName, val)
-			}
-		}
-	}
-	return ""
-}
-
-// print is the events step of the walkthrough.
-func (ev *devEvents) print(w io.Writer, command, data string, p *model.Package, base, auth string) {
-	var hooks, fire []string
-	for _, e := range p.Entities {
-		for _, h := range e.Hooks {
-			if h.Handler == nil {
-				continue
-			}
-			to := "destination " + h.Handler.DestinationID
-			if h.Handler.Kind != model.HandlerURL {
-				to = "local " + h.Handler.Kind + " handler (its output is in the host's log with --verbose)"
-			}
-			cond := ""
-			if h.When != nil {
-				switch {
-				case len(h.When.Changed) > 0:
-					cond = " when " + strings.Join(h.When.Changed, ", ") + " changes"
-				case len(h.When.ToStates) > 0:
-					cond = " entering " + strings.Join(h.When.ToStates, ", ")
-				case len(h.When.Transitions) > 0:
-					cond = " on " + strings.Join(h.When.Transitions, ", ")
-				}
-			}
-			hooks = append(hooks, fmt.Sprintf("  %s: %s %s%s -> %s", h.EventType, e.ID, h.Trigger, cond, to))
-			if h.Handler.Kind == model.HandlerURL {
-				if cmd := firePatch(p, e, h, base, auth); cmd != "" {
-					fire = append(fire, fmt.Sprintf("Fire %s: patch a %s record (the one created above; read it for its ETag) so that %s changes:\n%s", h.EventType, e.ID, h.When.Changed[0], cmd))
-				}
-			}
-		}
-	}
-	if len(hooks) == 0 {
-		return
-	}
-	cfg := filepath.Join(data, "registrum.yaml")
-	fmt.Fprintf(w, "Events: the registry's hooks, delivered after commit as signed CloudEvents:\n%s\n\n", strings.Join(hooks, "\n"))
-	switch {
-	case ev.own != "":
-		fmt.Fprintf(w, "Url hooks deliver to the destinations of %s (keys under %s).\n\n", ev.own, filepath.Join(data, "secrets"))
-	case ev.logPath != "":
-		fmt.Fprintf(w, "They go to the example receiver (examples/webhookreceiver), which verifies each delivery with sdk/webhook; watch its log:\n")
-		fmt.Fprintf(w, "  tail -f %s\n\n", ev.logPath)
-	}
-	for _, f := range fire {
-		fmt.Fprintf(w, "%s\n\n", f)
-	}
-	fmt.Fprintf(w, "List the deliveries (states, never values) and replay a dead letter, on the database directly:\n")
-	fmt.Fprintf(w, "  %s deliveries list --config %s\n", command, cfg)
-	fmt.Fprintf(w, "  %s deliveries replay --config %s --event-id <eventId> --delivery-id <deliveryId> --expected-generation <generation>\n\n", command, cfg)
-	fmt.Fprintf(w, "To send them to your own receiver instead: %s dev --event-destinations FILE, FILE holding an eventDestinations\n", command)
-	fmt.Fprintf(w, "block (url, hmacSha256KeyRef, classificationCeiling, network: loopback) with its key file in %s.\n\n", filepath.Join(data, "secrets"))
 }

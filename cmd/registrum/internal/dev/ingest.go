@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -101,16 +100,4 @@ func itemsWithin(file string, e *model.Entity, g *model.Grant, claims map[string
 		n++
 	}
 	return n, sc.Err() == nil && n > 0
-}
-
-// print writes the import command; the token comes from $TOKEN through
-// REGISTRUM_TOKEN, never on the command line.
-func (s *IngestStep) print(w io.Writer, command, base string) {
-	fmt.Fprintf(w, "Import %d %s records in bulk from %s through a resumable ingestion run (profile %s): the file is cut into chunks of at most %d items that commit one by one; after Ctrl-C or a crash, the command it prints with --run goes on where it stopped:\n",
-		s.Items, s.Entity.ID, s.File, s.Profile, s.Entity.Batch.MaximumItems)
-	fmt.Fprintf(w, "  REGISTRUM_TOKEN=$TOKEN %s ingest --url %s --route %s --profile %s %s\n", command, base, s.Entity.Route, s.Profile, s.File)
-	if len(s.Unique) > 0 {
-		fmt.Fprintf(w, "  (%s is unique: a second import of the file is refused at its first line, which the message names)\n", strings.Join(s.Unique, ", "))
-	}
-	fmt.Fprintln(w)
 }

@@ -2,7 +2,6 @@ package dev
 
 import (
 	"fmt"
-	"io"
 	"slices"
 	"strings"
 
@@ -215,50 +214,4 @@ func apiName(e *model.Entity, field string) string {
 		return f.APIName
 	}
 	return ""
-}
-
-// print writes the reviewed journey's commands and the desk step between
-// submit and apply. Placeholders in angle brackets come from earlier answers.
-func (j *ReviewedJourney) print(w io.Writer, base, auth string, rd *reviewDesk) {
-	e, q, aq := j.Entity, profileQuery(j.Profile, j.Default), profileQuery(j.ApplyProfile, j.ApplyDefault)
-	cr := e.ChangeRequest
-	id := "<" + e.ID + " id>"
-	fmt.Fprintf(w, "Change records through a reviewed request: %s (profile %s), reviewed in the review desk (authority %s, policy %s), applied by you (profile %s).\n",
-		e.ID, j.Profile, cr.Review.Authority, cr.Review.PolicyID, j.ApplyProfile)
-	if len(j.Setup) > 0 {
-		fmt.Fprintf(w, "First create the records it refers to; each answer's data.recordIdentifier is the <… id> of the commands after it:\n")
-		for _, rec := range j.Setup {
-			fmt.Fprintf(w, "  curl -sS -X POST '%s/v1/records/%s%s' %s -H 'Content-Type: application/json' -d '%s'\n", base, rec.Entity.Route, profileQuery(rec.Profile, rec.Default), auth, rec.Body)
-		}
-		fmt.Fprintln(w)
-	}
-	fmt.Fprintf(w, "Draft the request; its data.recordIdentifier is the %s below:\n", id)
-	fmt.Fprintf(w, "  curl -sS -X POST '%s/v1/records/%s%s' %s -H 'Content-Type: application/json' -d '%s'\n", base, e.Route, q, auth, j.Draft)
-	if len(j.Unique) > 0 && j.Find != nil {
-		fmt.Fprintf(w, "  (%s becomes unique in the %s it creates: change it to run the journey again)\n", strings.Join(j.Unique, ", "), j.Find.Entity.ID)
-	}
-	fmt.Fprintln(w)
-	fmt.Fprintf(w, "Read it for its submit_request action (href and ifMatch):\n")
-	fmt.Fprintf(w, "  curl -sS '%s/v1/records/%s/%s%s' %s\n\n", base, e.Route, id, q, auth)
-	if s := j.Slot; s != nil {
-		fmt.Fprintf(w, "Attach the required %s (%s, at most %d bytes) under the draft's ETag (the submit_request ifMatch), then read the draft again for the new ifMatch:\n", s.ID, j.SlotType, s.MaximumBytes)
-		fmt.Fprintf(w, "  curl -sS -X PATCH '%s/v1/records/%s/%s/attachments/%s%s' %s -H 'If-Match: <submit_request ifMatch>' -H 'Idempotency-Key: attach-%s' -H 'Content-Type: %s' --data-binary '%s'\n",
-			base, e.Route, id, s.ID, q, auth, id, j.SlotType, reviewedAttachment)
-		fmt.Fprintf(w, "  curl -sS '%s/v1/records/%s/%s%s' %s\n\n", base, e.Route, id, q, auth)
-	}
-	fmt.Fprintf(w, "Submit it; the record host sends the frozen proposal (with its attachments' manifest) to the review desk:\n")
-	fmt.Fprintf(w, "  curl -sS -X POST '%s<submit_request href>' %s -H 'If-Match: <submit_request ifMatch>' -H 'Idempotency-Key: submit-%s' -H 'Content-Type: application/json' -d '{\"actorReference\":%q}'\n\n", base, auth, id, journeyActor)
-	fmt.Fprintf(w, "Approve it in the review desk: open %s in a browser, sign in with the password in %s, open the %s request of record %s, and press Approve.\n\n", rd.Config.PublicURL, rd.PasswordFile, e.ID, id)
-	fmt.Fprintf(w, "Read it as its applier until data.request.review.result.state is approved (the host asks the desk every %d seconds); apply_request is then offered:\n", reviewPollSeconds)
-	fmt.Fprintf(w, "  curl -sS '%s/v1/records/%s/%s%s' %s\n\n", base, e.Route, id, aq, auth)
-	fmt.Fprintf(w, "Apply it through the apply_request action (the host asks the desk again that the approval holds):\n")
-	fmt.Fprintf(w, "  curl -sS -X POST '%s<apply_request href>' %s -H 'If-Match: <apply_request ifMatch>' -H 'Idempotency-Key: apply-%s' -H 'Content-Type: application/json' -d '{\"actorReference\":%q,\"proposalVersion\":<apply_request proposalVersion>,\"effectDigest\":\"<apply_request effectDigest>\"}'\n\n", base, auth, id, journeyActor)
-	if rec := j.Changed; rec != nil {
-		fmt.Fprintf(w, "Read the %s it changes (before the apply, data.requestPresence names the pending request):\n", rec.Entity.ID)
-		fmt.Fprintf(w, "  curl -sS '%s/v1/records/%s/%s%s' %s\n\n", base, rec.Entity.Route, rec.Placeholder, profileQuery(rec.Profile, rec.Default), auth)
-	}
-	if f := j.Find; f != nil {
-		fmt.Fprintf(w, "Find the %s it created:\n", f.Entity.ID)
-		fmt.Fprintf(w, "  curl -sS -G '%s/v1/records/%s%s' %s --data-urlencode \"\\$filter=%s\"\n\n", base, f.Entity.Route, profileQuery(f.Profile, f.Default), auth, f.Filter)
-	}
 }

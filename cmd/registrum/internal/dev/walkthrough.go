@@ -1,15 +1,12 @@
 package dev
 
 import (
-	"cmp"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/url"
 	"slices"
 	"strings"
 
-	"github.com/registrum/registrum/examples/plugins/eicar-verifier/eicar"
 	"github.com/registrum/registrum/model"
 )
 
@@ -223,17 +220,6 @@ func planAction(p *model.Package, usable []string, made map[string]*SetupRecord)
 		}
 	}
 	return nil
-}
-
-// print writes the action step's two commands.
-func (st *ActionStep) print(w io.Writer, base, auth string) {
-	a, q := st.Action, profileQuery(st.Profile, st.Default)
-	in := placeholderJSON(map[string]any{"input": st.Input})
-	fmt.Fprintf(w, "Run the immediate action %s (profile %s) in one call. First ask which records it would touch and the ifMatch of each:\n", a.ID, st.Profile)
-	fmt.Fprintf(w, "  curl -sS -X POST '%s/v1/actions/%s/target-conditions%s' %s -H 'Content-Type: application/json' -d '%s'\n\n", base, a.ID, q, auth, in)
-	fmt.Fprintf(w, "Invoke it naming that ifMatch for effect %s (<%s ifMatch JSON> is preconditions.%s.ifMatch of the answer, copied as the JSON string it is, quotes escaped); a record changed meanwhile answers 412 and nothing is written:\n", st.Effect, st.Effect, st.Effect)
-	body := strings.TrimSuffix(in, "}") + fmt.Sprintf(`,"preconditions":{%q:{"ifMatch":<%s ifMatch JSON>}}}`, st.Effect, st.Effect)
-	fmt.Fprintf(w, "  curl -sS -X POST '%s/v1/actions/%s%s' %s -H 'Idempotency-Key: %s-1' -H 'Content-Type: application/json' -d '%s'\n\n", base, a.ID, q, auth, a.ID, body)
 }
 
 // placeholderJSON encodes v with placeholders' angle brackets as written.
@@ -465,71 +451,6 @@ func profileQuery(profile string, isDefault bool) string {
 	return "?" + url.Values{"accessProfile": {profile}}.Encode()
 }
 
-// journeyActor is the actorReference the printed actions send.
-const journeyActor = "dev-walkthrough"
-
-// print writes the journey's commands: the setup creates, the draft, a
-// read of its actions, submit and apply through the offered actions, and a
-// read of the changed record. Placeholders in angle brackets come from
-// earlier answers.
-func (j *RequestJourney) print(w io.Writer, base, auth string) {
-	e, q := j.Entity, profileQuery(j.Profile, j.Default)
-	cr := e.ChangeRequest
-	planner := "its declared effects"
-	if cr.Planner != nil {
-		planner = "the " + cr.Planner.Engine + " planner " + cmp.Or(j.PlannerPath, cr.Planner.Module)
-	}
-	fmt.Fprintf(w, "Change records through a change request: %s (profile %s), planned by %s, reviewed by no one, applied by you.\n", e.ID, j.Profile, planner)
-	if len(j.Setup) > 0 {
-		fmt.Fprintf(w, "First create the records it refers to; each answer's data.recordIdentifier is the <… id> of the commands after it:\n")
-		for _, rec := range j.Setup {
-			fmt.Fprintf(w, "  curl -sS -X POST '%s/v1/records/%s%s' %s -H 'Content-Type: application/json' -d '%s'\n", base, rec.Entity.Route, profileQuery(rec.Profile, rec.Default), auth, rec.Body)
-			if len(rec.Unique) > 0 {
-				fmt.Fprintf(w, "  (%s is unique: change it to run this again)\n", strings.Join(rec.Unique, ", "))
-			}
-		}
-		fmt.Fprintln(w)
-	}
-	fmt.Fprintf(w, "Draft the request; its data.recordIdentifier is the <request id> below:\n")
-	fmt.Fprintf(w, "  curl -sS -X POST '%s/v1/records/%s%s' %s -H 'Content-Type: application/json' -d '%s'\n\n", base, e.Route, q, auth, j.Draft)
-	fmt.Fprintf(w, "Read it: data.request.actions lists what you may do now, each with its href and ifMatch (read it again after every step):\n")
-	fmt.Fprintf(w, "  curl -sS '%s/v1/records/%s/<request id>%s' %s\n\n", base, e.Route, q, auth)
-	if j.Slot != nil {
-		slotURL := fmt.Sprintf("%s/v1/records/%s/<request id>/attachments/%s", base, e.Route, j.Slot.ID)
-		readLine := fmt.Sprintf("  curl -sS '%s/v1/records/%s/<request id>%s' %s\n", base, e.Route, q, auth)
-		if v := j.Slot.Verification; v != nil {
-			fmt.Fprintf(w, "Slot %s is scanned before anyone may download it or submit the request: dev runs the EICAR scanner (examples/plugins/eicar-verifier) as http verifier %s, policy %s.\n", j.Slot.ID, v.Verifier, v.PolicyID)
-			fmt.Fprintf(w, "Optionally, first see a rejection: attach the EICAR anti-virus test string under the draft's ETag (the submit_request ifMatch); the slot's verificationStatus in domainData is pending:\n")
-			fmt.Fprintf(w, "  curl -sS -X PATCH '%s%s' %s -H 'If-Match: <submit_request ifMatch>' -H 'Idempotency-Key: attach-eicar-<request id>' -H 'Content-Type: %s' --data-binary '%s'\n", slotURL, q, auth, j.SlotType, eicar.Signature())
-			fmt.Fprintf(w, "Read the request again until domainData.%s.verificationStatus is rejected (a few seconds); note the new submit_request ifMatch:\n", j.Slot.ID)
-			fmt.Fprint(w, readLine)
-			fmt.Fprintf(w, "Submitting now is refused with 412 (precondition.failed): the slot holds rejected content:\n")
-			fmt.Fprintf(w, "  curl -sS -X POST '%s<submit_request href>' %s -H 'If-Match: <submit_request ifMatch>' -H 'Idempotency-Key: submit-eicar-<request id>' -H 'Content-Type: application/json' -d '{\"actorReference\":%q}'\n\n", base, auth, journeyActor)
-		}
-		fmt.Fprintf(w, "Attach a document to slot %s (raw bytes, at most %d, as %s) under the draft's ETag (the submit_request ifMatch); the answer is the request with the slot's size, SHA-256 and status in domainData, at a new revision (read it again before submitting):\n",
-			j.Slot.ID, j.Slot.MaximumBytes, strings.Join(j.Slot.ContentTypes, " or "))
-		fmt.Fprintf(w, "  curl -sS -X PATCH '%s%s' %s -H 'If-Match: <submit_request ifMatch>' -H 'Idempotency-Key: attach-<request id>' -H 'Content-Type: %s' --data-binary '%s'\n\n", slotURL, q, auth, j.SlotType, journeyAttachment)
-		if j.Slot.Verification != nil {
-			fmt.Fprintf(w, "Read the request until domainData.%s.verificationStatus is approved (pending until the scanner answers, a second or two); only then can it be downloaded and the request submitted:\n", j.Slot.ID)
-			fmt.Fprint(w, readLine)
-			fmt.Fprintln(w)
-		}
-		fmt.Fprintf(w, "Download it back (the verified bytes, as an attachment) from proposal version 1:\n")
-		fmt.Fprintf(w, "  curl -sS '%s%s' %s\n\n", slotURL, withQuery(q, "proposalVersion=1"), auth)
-	}
-	fmt.Fprintf(w, "Submit it through the submit_request action: the planner runs once and its plan is frozen with the attachments' manifest (the same Idempotency-Key replays the answer):\n")
-	fmt.Fprintf(w, "  curl -sS -X POST '%s<submit_request href>' %s -H 'If-Match: <submit_request ifMatch>' -H 'Idempotency-Key: submit-<request id>' -H 'Content-Type: application/json' -d '{\"actorReference\":%q}'\n\n", base, auth, journeyActor)
-	fmt.Fprintf(w, "Apply the frozen plan through the apply_request action of a new read, naming its proposalVersion and effectDigest:\n")
-	fmt.Fprintf(w, "  curl -sS -X POST '%s<apply_request href>' %s -H 'If-Match: <apply_request ifMatch>' -H 'Idempotency-Key: apply-<request id>' -H 'Content-Type: application/json' -d '{\"actorReference\":%q,\"proposalVersion\":<apply_request proposalVersion>,\"effectDigest\":\"<apply_request effectDigest>\"}'\n\n", base, auth, journeyActor)
-	if rec := j.Changed; rec != nil {
-		fmt.Fprintf(w, "Read the %s the request changes (between submit and apply, data.requestPresence names the pending request):\n", rec.Entity.ID)
-		fmt.Fprintf(w, "  curl -sS '%s/v1/records/%s/%s%s' %s\n\n", base, rec.Entity.Route, rec.Placeholder, profileQuery(rec.Profile, rec.Default), auth)
-	}
-	if j.Action != nil {
-		j.Action.print(w, base, auth)
-	}
-}
-
 // GISStep is the spatial adapter part of the walkthrough: a record with a
 // point, created through a profile the standard demo client satisfies, then
 // read back as GeoJSON inside a bounding box around the point, through an
@@ -609,28 +530,6 @@ func onlyDefault(p *model.Package, entity, id string) bool {
 		}
 	}
 	return true
-}
-
-// print writes the spatial adapter commands: the create, the collections
-// the reader may list, and the features inside the bounding box.
-func (s *GISStep) print(w io.Writer, base, auth string) {
-	e, rec := s.Entity, s.Create
-	readAuth := auth
-	who := "with the token"
-	if s.Anonymous {
-		readAuth, who = "", "without a token"
-	}
-	q := profileQuery(s.Reader, s.ReaderDefault)
-	fmt.Fprintf(w, "See %s records on a map: the spatial adapter (/v1/gis) serves them as GeoJSON (profile %s, %s).\n", e.ID, s.Reader, who)
-	fmt.Fprintf(w, "Create one with a point (%s is a GeoJSON Point, longitude then latitude):\n", e.Field(e.GeoJSON.GeometryField).APIName)
-	fmt.Fprintf(w, "  curl -sS -X POST '%s/v1/records/%s%s' %s -H 'Content-Type: application/json' -d '%s'\n", base, e.Route, profileQuery(rec.Profile, rec.Default), auth, rec.Body)
-	if len(rec.Unique) > 0 {
-		fmt.Fprintf(w, "  (%s is unique: change it to run this again)\n", strings.Join(rec.Unique, ", "))
-	}
-	fmt.Fprintf(w, "\nList the spatial collections the profile may read:\n")
-	fmt.Fprintf(w, "  %s\n\n", strings.TrimRight(fmt.Sprintf("curl -sS '%s/v1/gis/collections%s' %s", base, q, readAuth), " "))
-	fmt.Fprintf(w, "Read the features inside a bounding box (west,south,east,north in CRS84 degrees; west above east crosses the antimeridian), as application/geo+json; follow the next link for more:\n")
-	fmt.Fprintf(w, "  %s\n\n", strings.TrimRight(fmt.Sprintf("curl -sS -G '%s/v1/gis/collections/%s/items%s' --data-urlencode 'bbox=%s' --data-urlencode 'limit=100' %s", base, e.Route, q, s.BBox, readAuth), " "))
 }
 
 // withQuery adds a query parameter to a query string that may be empty.
