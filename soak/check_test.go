@@ -1,0 +1,163 @@
+package soak
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// goodState is a small run that breaks nothing: two creates and a patch
+// acknowledged, a refused patch, a create whose answer was lost in a host's
+// crash (landed), every revision audited, three events received once (one
+// of them again inside the crash window), one 503 inside the database's
+// restart window, jobs finished.
+func goodState() *State {
+	t0 := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
+	ok := func(host, s, status int) Attempt {
+		return Attempt{Host: host, At: at(s), Latency: 5 * time.Millisecond, Status: status}
+	}
+	return &State{
+		Ops: []*Op{
+			{Kind: "create", Write: true, TraceID: "t1", Key: "k1", Items: 1, Attempts: []Attempt{ok(0, 1, 201)},
+				Written: []Written{{Entity: "parcel", Record: "r1", Revision: 1}}},
+			{Kind: "create", Write: true, TraceID: "t2", Key: "k2", Items: 1,
+				Attempts: []Attempt{{Host: 1, At: at(10), Err: "connection reset"}, ok(0, 11, 201)},
+				Written:  []Written{{Entity: "parcel", Record: "r2", Revision: 1}}},
+			{Kind: "patch", Write: true, TraceID: "t3", Key: "k3", Items: 1,
+				Attempts: []Attempt{{Host: 0, At: at(20), Status: 503, Code: "source.unavailable"}, ok(1, 21, 200)},
+				Written:  []Written{{Entity: "parcel", Record: "r1", Revision: 2}}},
+			{Kind: "patch", Write: true, TraceID: "t4", Key: "k4", Items: 1, Attempts: []Attempt{{Host: 1, At: at(30), Status: 412, Code: "precondition.failed"}}},
+			{Kind: "list", TraceID: "t5", Attempts: []Attempt{ok(0, 31, 200)}},
+		},
+		DB: DB{
+			Revisions: []Revision{
+				{Entity: "parcel", Record: "r1", Revision: 1, Lifecycle: "active", Data: map[string]any{"code": "a", "area": 1.0}},
+				{Entity: "parcel", Record: "r1", Revision: 2, Lifecycle: "active", Data: map[string]any{"code": "a", "area": 2.0}},
+				{Entity: "parcel", Record: "r2", Revision: 1, Lifecycle: "active", Data: map[string]any{"code": "b"}},
+			},
+			Current: map[RecordKey]Current{
+				{"parcel", "r1"}: {Revision: 2, Lifecycle: "active"},
+				{"parcel", "r2"}: {Revision: 1, Lifecycle: "active"},
+			},
+			Audit: []AuditRow{
+				{Operation: "create", Outcome: "succeeded", Entity: "parcel", Revision: 1, TraceID: "t1"},
+				{Operation: "create", Outcome: "succeeded", Entity: "parcel", Revision: 1, TraceID: "t2"},
+				{Operation: "patch", Outcome: "succeeded", Entity: "parcel", Revision: 2, TraceID: "t3"},
+			},
+			Deliveries: []EventDelivery{
+				{EventID: "e1", Hook: "parcel-created", Handler: "url", State: "delivered", Generation: 1, Attempt: 1},
+				{EventID: "e2", Hook: "parcel-created", Handler: "url", State: "delivered", Generation: 1, Attempt: 2},
+				{EventID: "e3", Hook: "parcel-area-changed", Handler: "url", State: "delivered", Generation: 1, Attempt: 1},
+			},
+			Jobs: []Job{{ID: 1, Kind: "registrum.event.deliver", State: "completed"}, {ID: 2, Kind: kindReap, State: "scheduled"}},
+			Requests: []Request{
+				{Entity: "boundary_change", Record: "q1", State: "applied", Submission: "accepted", Delivery: "received"},
+				{Entity: "boundary_change", Record: "q2", State: "draft"},
+				{Entity: "address_change", Record: "q3", State: "submitted"},
+			},
+		},
+		Received: []Received{
+			{ID: "e1", Generation: 1, Type: "parcel-created-v1", Record: "r1", Revision: 1, At: at(2), Status: 204},
+			{ID: "e2", Generation: 1, Type: "parcel-created-v1", Record: "r2", Revision: 1, At: at(11), Status: 204},
+			{ID: "e2", Generation: 1, Type: "parcel-created-v1", Record: "r2", Revision: 1, At: at(13), Status: 204},
+			{ID: "e3", Generation: 1, Type: "parcel-area-changed-v1", Record: "r1", Revision: 2, At: at(40), Status: 503},
+			{ID: "e3", Generation: 1, Type: "parcel-area-changed-v1", Record: "r1", Revision: 2, At: at(41), Status: 204},
+		},
+		Windows: []Window{
+			{Fault: "kill-host", Host: 1, Start: at(9), End: at(12)},
+			{Fault: "postgres-restart", Host: AllHosts, Start: at(19), End: at(20)},
+			{Fault: "receiver-503", Host: NoHost, Start: at(39), End: at(41)},
+		},
+		Grace:             time.Second,
+		ExpectedEvents:    expectedEvents,
+		WriteOperations:   []string{"create", "patch", "tombstone"},
+		PeriodicJobs:      []string{kindReap},
+		AutomaticRequests: []string{"boundary_change"},
+	}
+}
+
+// TestCheckerReportsBrokenState holds the invariant checker to account:
+// the good state passes, and each way of breaking it is reported under the
+// invariant it breaks.
+func TestCheckerReportsBrokenState(t *testing.T) {
+	if f := Check(goodState()); len(f.Violations) != 0 || f.Redelivered != 1 {
+		t.Fatalf("the good state: %v, %d redelivered (want none, 1)", f.Violations, f.Redelivered)
+	}
+	t0 := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name   string
+		break_ func(s *State)
+		want   []string
+	}{
+		{"an acknowledged write whose revision is deleted", func(s *State) {
+			s.DB.Revisions = slices.DeleteFunc(s.DB.Revisions, func(r Revision) bool { return r.Record == "r1" && r.Revision == 2 })
+		}, []string{InvAckedPresent, InvAuditPresent, InvJournal}},
+		{"an acknowledged write whose current row is gone", func(s *State) {
+			delete(s.DB.Current, RecordKey{"parcel", "r2"})
+		}, []string{InvJournal}},
+		{"an audit row missing", func(s *State) {
+			s.DB.Audit = s.DB.Audit[1:]
+		}, []string{InvAuditPresent}},
+		{"a refused write that wrote", func(s *State) {
+			s.DB.Audit = append(s.DB.Audit, AuditRow{Operation: "patch", Outcome: "succeeded", Entity: "parcel", Revision: 3, TraceID: "t4"})
+		}, []string{InvAuditPresent, InvRefusedNothing}},
+		{"a create applied twice", func(s *State) {
+			s.DB.Revisions = append(s.DB.Revisions, Revision{Entity: "parcel", Record: "r9", Revision: 1, Lifecycle: "active", Data: map[string]any{"code": "b"}})
+			s.DB.Current[RecordKey{"parcel", "r9"}] = Current{Revision: 1, Lifecycle: "active"}
+			s.DB.Audit = append(s.DB.Audit, AuditRow{Operation: "create", Outcome: "succeeded", Entity: "parcel", Revision: 1, TraceID: "t2"})
+			s.Received = append(s.Received, Received{ID: "e9", Generation: 1, Type: "parcel-created-v1", Record: "r9", Revision: 1, At: t0.Add(50 * time.Second), Status: 204})
+			s.DB.Deliveries = append(s.DB.Deliveries, EventDelivery{EventID: "e9", Handler: "url", State: "delivered", Generation: 1})
+		}, []string{InvOnce}},
+		{"a duplicated delivery at the receiver", func(s *State) {
+			s.Received = append(s.Received, Received{ID: "e1", Generation: 1, Type: "parcel-created-v1", Record: "r1", Revision: 1, At: t0.Add(50 * time.Second), Status: 204})
+		}, []string{InvEventOnce}},
+		{"an event never received", func(s *State) {
+			s.Received = s.Received[1:]
+		}, []string{InvEventCaptured, InvEventReceived}},
+		{"an event dead-lettered", func(s *State) {
+			s.DB.Deliveries[0].State = "dead_lettered"
+		}, []string{InvEventSettled}},
+		{"an event received that was never captured", func(s *State) {
+			s.DB.Deliveries = s.DB.Deliveries[1:]
+		}, []string{InvEventPhantom}},
+		{"a 500 outside a fault window", func(s *State) {
+			s.Ops[4].Attempts[0].Status, s.Ops[4].Attempts[0].Code = 500, "internal"
+		}, []string{InvNo5xx}},
+		{"a 500 inside a fault window", func(s *State) {
+			s.Ops[2].Attempts[0].Status = 500
+		}, []string{InvOnly503}},
+		{"no answer from a host outside its window", func(s *State) {
+			s.Ops[1].Attempts[0].Host = 0
+		}, []string{InvAnswered}},
+		{"a job stuck", func(s *State) {
+			s.DB.Jobs[0].State = "retryable"
+		}, []string{InvJobsSettled}},
+		{"a reviewed request left unapplied", func(s *State) {
+			s.DB.Requests[0].State, s.DB.Requests[0].Delivery = "submitted", "polling"
+		}, []string{InvReviewSettled}},
+		{"a reviewed request waiting for an operator", func(s *State) {
+			s.DB.Requests[0].Attention = "apply_refused"
+		}, []string{InvReviewSettled}},
+		{"a job discarded", func(s *State) {
+			s.DB.Jobs[0].State = "discarded"
+		}, []string{InvJobsSettled}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := goodState()
+			tc.break_(s)
+			var got []string
+			for _, v := range Check(s).Violations {
+				if !slices.Contains(got, v.Invariant) {
+					got = append(got, v.Invariant)
+				}
+			}
+			slices.Sort(got)
+			slices.Sort(tc.want)
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("reported %s, want %s", strings.Join(got, ", "), strings.Join(tc.want, ", "))
+			}
+		})
+	}
+}

@@ -1,0 +1,18 @@
+// Package soak is the soak-and-fault harness of the record host (issue #28):
+// an opt-in test that runs a private PostgreSQL, an issuer, two `registrum
+// serve` hosts, one `registrum worker` and a webhook receiver as real
+// processes over loopback, drives mixed traffic from many clients while it
+// kills hosts, the worker and the database and takes the receiver down, and
+// then checks, from the database and the receiver rather than from what the
+// clients saw, that nothing acknowledged was lost, nothing was applied
+// twice, every event arrived once per generation and nothing is stuck.
+//
+//	REGISTRUM_SOAK=60s go test -count=1 -run TestSoak -v -timeout 15m ./soak/
+//
+// Without REGISTRUM_SOAK the soak is skipped; the invariant checker's own
+// test (TestCheckerReportsBrokenState) always runs. See docs/reliability.md.
+//
+// The package's non-test files hold what the soak decides with, so that it
+// can be tested apart from a run: the invariant checker (Check, over a
+// State) and the webhook receiver (Receiver).
+package soak

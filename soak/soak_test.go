@@ -1,0 +1,667 @@
+package soak
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	mrand "math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"text/tabwriter"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/registrum/registrum/host/auth/authtest"
+	"github.com/registrum/registrum/internal/binarytest"
+	"github.com/registrum/registrum/issuer/issuertest"
+	"github.com/registrum/registrum/sdk/tokensource"
+	"github.com/registrum/registrum/sdk/webhook"
+	"github.com/registrum/registrum/store/pglocal"
+)
+
+// Environment of the soak.
+const (
+	// EnvDuration turns the soak on and sets how long traffic runs
+	// (a Go duration: 60s, 10m).
+	EnvDuration = "REGISTRUM_SOAK"
+	// EnvClients sets the number of concurrent clients (default 16).
+	EnvClients = "REGISTRUM_SOAK_CLIENTS"
+	// EnvRate sets the target rate in client steps per second across every
+	// client (default 40); a step is one operation, or the few of a change
+	// request or a paged read.
+	EnvRate = "REGISTRUM_SOAK_RATE"
+	// EnvReceiverDown overrides how long the receiver answers 503
+	// (default receiverDownFor); longer than the retry schedule survives,
+	// it shows what a receiver's longer outage does.
+	EnvReceiverDown = "REGISTRUM_SOAK_RECEIVER_DOWN"
+)
+
+// kindReap is the periodic River job that reaps expired delivery leases
+// (hooks.KindReap): it stays scheduled by design.
+const kindReap = "registrum.event.reap"
+
+// instanceID names the soak deployment in every event's source.
+const instanceID = "soak"
+
+// receiverDownFor is the shortest time the receiver answers 503 (a tenth
+// of the run, at most two minutes): within what the compiled retry
+// schedule survives, so every event captured before or during the window
+// is still delivered. (The schedule of packages compiled before #28's
+// day-long one, 5 attempts 1+2+4+8 s apart, survives about 15 s.)
+const receiverDownFor = 6 * time.Second
+
+// harness runs the processes and holds what the run recorded.
+type harness struct {
+	t       *testing.T
+	dir     string
+	binary  string
+	pgDir   string
+	dsn     string
+	hosts   []*proc
+	worker  *proc
+	rcv     *Receiver
+	auth    *Authority
+	tokens  *tokensource.Source
+	http    *http.Client
+	stopped atomic.Bool
+	steps   atomic.Int64
+	down    time.Duration // how long the receiver answers 503
+
+	clusterMu sync.Mutex
+	cluster   *pglocal.Cluster
+
+	mu      sync.Mutex
+	ops     []*Op
+	windows []Window
+	tag     string // the history tag, as last read
+}
+
+func (h *harness) record(op *Op) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.ops = append(h.ops, op)
+}
+
+// written records what an acknowledging answer reported.
+func (h *harness) written(op *Op, ws ...Written) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	op.Written = append(op.Written, ws...)
+}
+
+func (h *harness) stopping() bool { return h.stopped.Load() }
+
+func (h *harness) window(w Window) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.windows = append(h.windows, w)
+	h.t.Logf("fault %-16s host %2d  %s → %s (%v)", w.Fault, w.Host, stamp(w.Start), stamp(w.End), w.End.Sub(w.Start).Round(time.Millisecond))
+	h.checkTag("after " + w.Fault)
+}
+
+// checkTag reads the history tag: no fault of the soak (a crash, a clean
+// database restart) may change it, since every host holds it from its
+// start and refuses snapshot tokens of another tag (h.mu held).
+func (h *harness) checkTag(when string) {
+	tag, err := historyTag(context.Background(), h.dsn)
+	if err != nil {
+		h.t.Errorf("%s: %v", when, err)
+		return
+	}
+	if h.tag != "" && tag != h.tag {
+		h.t.Errorf("the history tag changed %s: %s, was %s (snapshot tokens of one host are refused by the others)", when, tag, h.tag)
+	}
+	h.tag = tag
+}
+
+// soakSettings reads the environment; ok is false when the soak is off.
+func soakSettings(t *testing.T) (d time.Duration, clients int, rate float64, ok bool) {
+	v := os.Getenv(EnvDuration)
+	if v == "" {
+		return 0, 0, 0, false
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 10*time.Second {
+		t.Fatalf("%s=%q: want a duration of at least 10s (60s, 10m)", EnvDuration, v)
+	}
+	clients, rate = 16, 40
+	if v := os.Getenv(EnvClients); v != "" {
+		if clients, err = strconv.Atoi(v); err != nil || clients < 1 {
+			t.Fatalf("%s=%q: want a positive integer", EnvClients, v)
+		}
+	}
+	if v := os.Getenv(EnvRate); v != "" {
+		if rate, err = strconv.ParseFloat(v, 64); err != nil || rate <= 0 {
+			t.Fatalf("%s=%q: want a positive number", EnvRate, v)
+		}
+	}
+	return d, clients, rate, true
+}
+
+// TestSoak runs the soak (see the package documentation).
+func TestSoak(t *testing.T) {
+	duration, clients, rate, ok := soakSettings(t)
+	if !ok {
+		t.Skipf("set %s=60s (or 10m) to run the soak", EnvDuration)
+	}
+	h := setUp(t)
+	h.down = min(max(duration/10, receiverDownFor), 2*time.Minute)
+	if v := os.Getenv(EnvReceiverDown); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			t.Fatalf("%s=%q: want a duration", EnvReceiverDown, v)
+		}
+		h.down = d
+	}
+	t.Logf("soak: %v of traffic, %d clients, target %.0f steps/s, receiver down for %v; logs in %s", duration, clients, rate, h.down, h.dir)
+
+	// Traffic.
+	start := time.Now()
+	var wg sync.WaitGroup
+	for i := range clients {
+		c := &client{h: h, id: i, rng: mrand.New(mrand.NewPCG(uint64(i), uint64(start.UnixNano())))}
+		wg.Go(func() {
+			every := time.Duration(float64(clients) / rate * float64(time.Second))
+			next := time.Now().Add(time.Duration(c.rng.Int64N(int64(every))))
+			for !h.stopping() {
+				if d := time.Until(next); d > 0 {
+					time.Sleep(d)
+				}
+				next = next.Add(every)
+				c.step()
+				h.steps.Add(1)
+			}
+		})
+	}
+	faultsDone := make(chan struct{})
+	go func() { defer close(faultsDone); h.injectFaults(start, duration) }()
+	time.Sleep(duration)
+	h.stopped.Store(true)
+	wg.Wait()
+	<-faultsDone
+	trafficEnd := time.Now()
+	for _, p := range append(slices.Clone(h.hosts), h.worker) {
+		p.endSample()
+	}
+
+	// Drain: every delivery ended and every job finished, or the limit.
+	drainStart := time.Now()
+	var leftDeliveries, leftJobs int
+	for deadline := time.Now().Add(90*time.Second + 2*h.down); time.Now().Before(deadline); time.Sleep(500 * time.Millisecond) {
+		var err error
+		if leftDeliveries, leftJobs, err = unsettled(context.Background(), h.dsn); err == nil && leftDeliveries == 0 && leftJobs == 0 {
+			break
+		}
+	}
+	drained := time.Since(drainStart)
+	time.Sleep(time.Second) // answers in flight to the receiver land
+
+	db, err := readDB(context.Background(), h.dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.mu.Lock()
+	state := h.state(db)
+	h.mu.Unlock()
+	f := Check(state)
+	h.summary(t, state, f, trafficEnd.Sub(start), rate, clients, drained, leftDeliveries, leftJobs)
+	for _, v := range f.Violations {
+		t.Errorf("%s", v)
+	}
+	// Host logs: a panic is a finding even if every invariant held.
+	for _, p := range append(slices.Clone(h.hosts), h.worker) {
+		b, _ := os.ReadFile(p.logPath)
+		if n := bytes.Count(b, []byte("panic")); n > 0 {
+			t.Errorf("%s: %d lines mention a panic (log %s)", p.name, n, p.logPath)
+		}
+	}
+	if t.Failed() {
+		return
+	}
+	h.closingSelfCheck(t, state)
+}
+
+// setUp starts everything: PostgreSQL, the issuer, the receiver, two hosts
+// and a worker.
+func setUp(t *testing.T) *harness {
+	t.Helper()
+	h := &harness{t: t, http: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}}
+	var err error
+	// The run's folder (configurations, process logs, summary.txt) is kept
+	// when the soak fails.
+	if h.dir, err = os.MkdirTemp("", "soak"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("the run's logs are kept in %s", h.dir)
+			return
+		}
+		os.RemoveAll(h.dir)
+	})
+	if h.binary, err = binarytest.Build(h.dir); err != nil {
+		t.Fatal(err)
+	}
+	pkg := filepath.Join(h.dir, "package")
+	if out, err := exec.Command(h.binary, "compile", "testdata", "--out", pkg).CombinedOutput(); err != nil {
+		t.Fatalf("compile: %v\n%s", err, out)
+	}
+
+	// A persistent cluster (so that it can be stopped and started again on
+	// the same socket), in a folder its unprivileged user can reach.
+	if h.pgDir, err = os.MkdirTemp("", "soakpg"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("the cluster's folder is kept in %s", h.pgDir)
+			return
+		}
+		os.RemoveAll(h.pgDir)
+	})
+	if err := h.startPostgres(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		h.clusterMu.Lock()
+		defer h.clusterMu.Unlock()
+		h.cluster.Stop()
+	})
+	h.tune(t)
+	if err := h.cluster.EnsureDatabase(context.Background(), "soak"); err != nil {
+		t.Fatal(err)
+	}
+	h.dsn = h.cluster.DSN("soak")
+
+	is := authtest.StartIssuer(t, issuertest.DevOptions{Scopes: []string{"land:write"}}, nil)
+	h.tokens = is.Source(t, issuertest.StandardClientID, nil)
+
+	key := bytes.Repeat([]byte("w"), 32)
+	h.rcv = &Receiver{Verifier: webhook.Verifier{Key: key, Path: "/hooks/registry", Source: "urn:engine:registry:soak:instance:" + instanceID}}
+	srv := httptest.NewServer(h.rcv)
+	t.Cleanup(srv.Close)
+
+	h.auth = NewAuthority()
+	authority := httptest.NewServer(h.auth)
+	t.Cleanup(authority.Close)
+
+	secrets := filepath.Join(h.dir, "secrets")
+	os.MkdirAll(secrets, 0o700)
+	os.WriteFile(filepath.Join(secrets, "host-key"), bytes.Repeat([]byte{7}, 32), 0o600)
+	os.WriteFile(filepath.Join(secrets, "webhook-key"), key, 0o600)
+	for _, c := range is.Setup.Clients {
+		if c.ID == issuertest.StandardClientID {
+			jwk, err := os.ReadFile(c.KeyFile)
+			if err != nil {
+				t.Fatal(err)
+			}
+			os.WriteFile(filepath.Join(secrets, "client.jwk"), jwk, 0o600)
+		}
+	}
+	// The host's own client of the issuer, with the review authority and as
+	// the executor: the demo client's key.
+	client := fmt.Sprintf("{tokenUrl: %q, clientId: %s, keyRef: secret:file/client.jwk}", is.Setup.TokenURL, issuertest.StandardClientID)
+	common := fmt.Sprintf("version: 1\ndatabase: {url: %q}\npackage: %s\nsecrets: {root: secrets}\nhostKeyRef: secret:file/host-key\n%s"+
+		"instanceId: %s\neventDestinations:\n  receiver: {url: %q, hmacSha256KeyRef: secret:file/webhook-key, classificationCeiling: internal, network: loopback}\n"+
+		"reviewAuthorities:\n  casework: {endpoint: %q, profile: soak, producerId: soak, pollSeconds: 1, client: %s}\n"+
+		"executors:\n  clerk-bot: {accessProfile: clerk, client: %s}\n"+
+		// A job a killed process had fetched is worked again after
+		// rescueAfterSeconds (default 120): short, so the run drains.
+		"jobs: {timeoutSeconds: 10, rescueAfterSeconds: 12}\n",
+		h.dsn, pkg, is.HostAuthentication(), instanceID, srv.URL+"/hooks/registry", authority.URL, client, client)
+	configFile := func(name string, port int) string {
+		path := filepath.Join(h.dir, name+".yaml")
+		if err := os.WriteFile(path, []byte(fmt.Sprintf("listener: {address: 127.0.0.1, port: %d}\n%s", port, common)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	workerCfg := configFile("worker", freePort(t))
+	if out, err := exec.Command(h.binary, "migrate", "--config", workerCfg).CombinedOutput(); err != nil {
+		t.Fatalf("migrate: %v\n%s", err, out)
+	}
+	for i := range 2 {
+		port := freePort(t)
+		name := fmt.Sprintf("host%d", i)
+		h.hosts = append(h.hosts, &proc{name: name, binary: h.binary, args: []string{"serve", "--config", configFile(name, port)},
+			base: fmt.Sprintf("http://127.0.0.1:%d", port), logPath: filepath.Join(h.dir, name+".log")})
+	}
+	h.worker = &proc{name: "worker", binary: h.binary, args: []string{"worker", "--config", workerCfg}, logPath: filepath.Join(h.dir, "worker.log")}
+	for _, p := range append(slices.Clone(h.hosts), h.worker) {
+		if err := p.start(t, 60*time.Second); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(p.kill9)
+	}
+	h.mu.Lock()
+	h.checkTag("at start")
+	h.mu.Unlock()
+	return h
+}
+
+// startPostgres starts (or starts again) the cluster in pgDir.
+func (h *harness) startPostgres() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c, err := pglocal.Start(ctx, pglocal.Options{Dir: h.pgDir})
+	if err != nil {
+		return fmt.Errorf("soak: start postgres: %w", err)
+	}
+	h.clusterMu.Lock()
+	h.cluster = c
+	h.clusterMu.Unlock()
+	return nil
+}
+
+// tune turns durability off, as a throwaway test cluster does: the soak
+// restarts PostgreSQL only cleanly (a fast shutdown writes everything out).
+func (h *harness) tune(t *testing.T) {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, h.cluster.DSN("postgres"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	for _, q := range []string{"ALTER SYSTEM SET fsync = off", "ALTER SYSTEM SET synchronous_commit = off",
+		"ALTER SYSTEM SET full_page_writes = off", "SELECT pg_reload_conf()"} {
+		if _, err := conn.Exec(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+}
+
+// injectFaults runs the fault schedule: cycles of six faults spread over
+// the run (one cycle per five minutes, at least one), each waiting for its
+// recovery before the next.
+func (h *harness) injectFaults(start time.Time, d time.Duration) {
+	cycles := max(1, int(d/(5*time.Minute)))
+	faults := []func(){
+		func() { h.killHost(1) },
+		func() { h.receiverDown() },
+		func() { h.killWorker() },
+		func() { h.restartPostgres() },
+		func() { h.killHost(0) },
+		func() { h.authorityDown() },
+	}
+	n := cycles * len(faults)
+	for i := range n {
+		at := start.Add(d * time.Duration(i+1) / time.Duration(n+1))
+		time.Sleep(time.Until(at))
+		if h.stopping() {
+			return
+		}
+		faults[i%len(faults)]()
+	}
+}
+
+func (h *harness) killHost(i int) {
+	p := h.hosts[i]
+	w := Window{Fault: "kill-host", Host: i, Start: time.Now()}
+	p.kill9()
+	time.Sleep(time.Second)
+	if err := p.start(h.t, 60*time.Second); err != nil {
+		h.t.Errorf("restart %s: %v", p.name, err)
+	}
+	w.End = time.Now()
+	h.window(w)
+}
+
+func (h *harness) killWorker() {
+	w := Window{Fault: "kill-worker", Host: NoHost, Start: time.Now()}
+	h.worker.kill9()
+	time.Sleep(time.Second)
+	if err := h.worker.start(h.t, 60*time.Second); err != nil {
+		h.t.Errorf("restart worker: %v", err)
+	}
+	w.End = time.Now()
+	h.window(w)
+}
+
+func (h *harness) receiverDown() {
+	w := Window{Fault: "receiver-503", Host: NoHost, Start: time.Now()}
+	h.rcv.SetDown(true)
+	time.Sleep(h.down)
+	h.rcv.SetDown(false)
+	w.End = time.Now()
+	h.window(w)
+}
+
+func (h *harness) authorityDown() {
+	w := Window{Fault: "authority-503", Host: NoHost, Start: time.Now()}
+	h.auth.SetDown(true)
+	time.Sleep(h.down)
+	h.auth.SetDown(false)
+	w.End = time.Now()
+	h.window(w)
+}
+
+// restartPostgres stops the cluster (fast shutdown) and starts it again on
+// the same socket; the window ends when both hosts answer /ready again.
+func (h *harness) restartPostgres() {
+	w := Window{Fault: "postgres-restart", Host: AllHosts, Start: time.Now()}
+	h.clusterMu.Lock()
+	err := h.cluster.Stop()
+	h.clusterMu.Unlock()
+	if err != nil {
+		h.t.Errorf("stop postgres: %v", err)
+	}
+	// While the database is down, /ready says so.
+	time.Sleep(500 * time.Millisecond)
+	for _, p := range h.hosts {
+		if s := p.readyStatus(); s != http.StatusServiceUnavailable {
+			h.t.Errorf("%s: /ready answered %d while PostgreSQL was stopped, want 503", p.name, s)
+		}
+	}
+	if err := h.startPostgres(); err != nil {
+		h.t.Errorf("restart postgres: %v", err)
+		return
+	}
+	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if h.hosts[0].ready() && h.hosts[1].ready() {
+			break
+		}
+	}
+	w.End = time.Now()
+	h.window(w)
+	for _, p := range append(slices.Clone(h.hosts), h.worker) {
+		if !p.alive() {
+			h.t.Errorf("%s exited when PostgreSQL restarted (log %s)", p.name, p.logPath)
+		}
+	}
+}
+
+// state assembles what the checker decides on (h.mu held).
+func (h *harness) state(db DB) *State {
+	return &State{
+		Ops: h.ops, DB: db, Received: h.rcv.Received(), Windows: h.windows,
+		Grace:             5 * time.Second,
+		ExpectedEvents:    expectedEvents,
+		WriteOperations:   []string{"create", "patch", "tombstone", "submit_request", "revise_request", "cancel_request", "apply_request"},
+		PeriodicJobs:      []string{kindReap},
+		AutomaticRequests: []string{"boundary_change"},
+	}
+}
+
+// expectedEvents are the url hooks of testdata/registry.yaml a parcel's
+// revision fires.
+func expectedEvents(prev, r *Revision) []string {
+	if r.Entity != "parcel" {
+		return nil
+	}
+	switch {
+	case prev == nil:
+		return []string{"parcel-created-v1"}
+	case r.Lifecycle == "tombstoned":
+		return []string{"parcel-removed-v1"}
+	case fmt.Sprint(prev.Data["area"]) != fmt.Sprint(r.Data["area"]):
+		return []string{"parcel-area-changed-v1"}
+	}
+	return nil
+}
+
+// closingSelfCheck breaks the database the run left behind (one
+// acknowledged revision deleted, the audit rows of another write deleted)
+// and checks that the checker reports both.
+func (h *harness) closingSelfCheck(t *testing.T, state *State) {
+	var rev Written
+	var trace string
+	for _, o := range state.Ops {
+		if o.Acked() && o.Kind == "patch" && len(o.Written) == 1 {
+			if rev.Record == "" {
+				rev = o.Written[0]
+			} else if o.Written[0].Record != rev.Record {
+				trace = o.TraceID
+				break
+			}
+		}
+	}
+	if rev.Record == "" || trace == "" {
+		t.Errorf("closing self-check: the run acknowledged too few patches to break")
+		return
+	}
+	if err := breakAcknowledged(context.Background(), h.dsn, rev, trace); err != nil {
+		t.Fatal(err)
+	}
+	db, err := readDB(context.Background(), h.dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	state.DB = db
+	got := map[string]bool{}
+	for _, v := range Check(state).Violations {
+		got[v.Invariant] = true
+	}
+	if !got[InvAckedPresent] || !got[InvAuditPresent] {
+		t.Errorf("closing self-check: a deleted revision and a deleted audit row were reported as %v", got)
+	} else {
+		t.Logf("closing self-check: the checker reported the deleted revision and audit row")
+	}
+}
+
+// summary prints the run's table.
+func (h *harness) summary(t *testing.T, s *State, f Findings, ran time.Duration, target float64, clients int, drained time.Duration, leftDeliveries, leftJobs int) {
+	type kindStats struct {
+		ops, ok, retried, failed int
+		lat                      []time.Duration
+		status                   map[int]int
+	}
+	kinds := map[string]*kindStats{}
+	var total int
+	for _, o := range s.Ops {
+		k := kinds[o.Kind]
+		if k == nil {
+			k = &kindStats{status: map[int]int{}}
+			kinds[o.Kind] = k
+		}
+		k.ops++
+		total++
+		if len(o.Attempts) > 1 {
+			k.retried++
+		}
+		if l := o.last(); l.Status >= 200 && l.Status < 300 {
+			k.ok++
+		} else {
+			k.failed++
+		}
+		for _, a := range o.Attempts {
+			k.status[a.Status]++
+			if a.Status != 0 {
+				k.lat = append(k.lat, a.Latency)
+			}
+		}
+	}
+	var b strings.Builder
+	tw := tabwriter.NewWriter(&b, 2, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "kind\tops\t2xx\tnot 2xx\tretried\tp50\tp99\tanswers\n")
+	names := make([]string, 0, len(kinds))
+	for n := range kinds {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		k := kinds[n]
+		sort.Slice(k.lat, func(i, j int) bool { return k.lat[i] < k.lat[j] })
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%v\t%v\t%s\n", n, k.ops, k.ok, k.failed, k.retried, pct(k.lat, 50), pct(k.lat, 99), statuses(k.status))
+	}
+	tw.Flush()
+	steps := h.steps.Load()
+	fmt.Fprintf(&b, "\nrate: %d client steps in %v = %.1f steps/s from %d clients (target %.0f); %d HTTP operations = %.1f ops/s\n",
+		steps, ran.Round(time.Second), float64(steps)/ran.Seconds(), clients, target, total, float64(total)/ran.Seconds())
+	fmt.Fprintf(&b, "faults:\n")
+	for _, w := range s.Windows {
+		fmt.Fprintf(&b, "  %-16s host %2d  %v\n", w.Fault, w.Host, w.End.Sub(w.Start).Round(time.Millisecond))
+	}
+	posts, accepted := h.auth.Counts()
+	fmt.Fprintf(&b, "reviews: %d submissions sent to the authority, %d accepted once each\n", posts, accepted)
+	acked := h.rcv.Acknowledged()
+	fmt.Fprintf(&b, "events: %d captured, %d acknowledged by the receiver (%d requests, %d rejected signatures), %d redelivered inside crash windows\n",
+		len(s.DB.Deliveries), acked, len(s.Received), h.rcv.Rejected(), f.Redelivered)
+	fmt.Fprintf(&b, "drain: %v (left: %d deliveries, %d jobs)\n", drained.Round(100*time.Millisecond), leftDeliveries, leftJobs)
+	fmt.Fprintf(&b, "writes: %d acknowledged by a replay of their key after a lost answer; %d unanswered in the end but landed whole\n", f.Replayed, f.LandedUnanswered)
+	fmt.Fprintf(&b, "processes (open fds, VmRSS kB, threads: at start → at end of each incarnation):\n")
+	for _, p := range append(slices.Clone(h.hosts), h.worker) {
+		var parts []string
+		for _, sm := range p.samples {
+			parts = append(parts, fmt.Sprintf("fd %d→%d rss %d→%d thr %d→%d", sm.FDStart, sm.FDEnd, sm.RSSKBStart, sm.RSSKBEnd, sm.ThreadsStart, sm.ThreadsEnd))
+		}
+		fmt.Fprintf(&b, "  %-7s %s\n", p.name, strings.Join(parts, "; "))
+	}
+	invs := make([]string, 0, len(f.Checked))
+	for k := range f.Checked {
+		invs = append(invs, k)
+	}
+	sort.Strings(invs)
+	broken := map[string]int{}
+	for _, v := range f.Violations {
+		broken[v.Invariant]++
+	}
+	fmt.Fprintf(&b, "invariants:\n")
+	for _, k := range invs {
+		verdict := "held"
+		if n := broken[k]; n > 0 {
+			verdict = fmt.Sprintf("BROKEN %d times", n)
+		}
+		fmt.Fprintf(&b, "  %-38s %6d checked  %s\n", k, f.Checked[k], verdict)
+	}
+	t.Logf("soak summary\n%s", b.String())
+	os.WriteFile(filepath.Join(h.dir, "summary.txt"), []byte(b.String()), 0o644)
+}
+
+// pct returns the p-th percentile of sorted durations.
+func pct(sorted []time.Duration, p int) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := min(len(sorted)-1, len(sorted)*p/100)
+	return sorted[i].Round(100 * time.Microsecond)
+}
+
+// statuses formats a status count map: "200:12 503:1 none:2".
+func statuses(m map[int]int) string {
+	keys := make([]int, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Ints(keys)
+	var parts []string
+	for _, k := range keys {
+		name := strconv.Itoa(k)
+		if k == 0 {
+			name = "none"
+		}
+		parts = append(parts, fmt.Sprintf("%s:%d", name, m[k]))
+	}
+	return strings.Join(parts, " ")
+}
