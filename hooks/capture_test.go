@@ -292,7 +292,7 @@ func TestCaptureStoresADeliveryForEachSelectedHook(t *testing.T) {
 			t.Fatal(err)
 		}
 		if got.MaximumAttempts != 3 || got.AttemptTimeoutMs != 2000 || got.PayloadExpiresAt.Sub(got.CapturedAt) != time.Hour ||
-			!reflect.DeepEqual(got.RetryDelaysMs, []int32{1000, 2000, 4000, 8000}) {
+			!reflect.DeepEqual(got.RetryDelaysMs, []int32{5000, 30000, 120000, 600000, 1800000, 3600000, 10800000, 21600000, 43200000}) {
 			t.Errorf("%s: policy %d attempts, %d ms, retained %s, delays %v", id, got.MaximumAttempts, got.AttemptTimeoutMs,
 				got.PayloadExpiresAt.Sub(got.CapturedAt), got.RetryDelaysMs)
 		}

@@ -121,7 +121,8 @@ func (w *deliverWorker) Work(ctx context.Context, job *river.Job[store.DeliverEv
 		ev.m.retried.Inc()
 	case store.DeliveryDeadLettered:
 		ev.m.deadLettered.Inc()
-		ev.log.Warn("event delivery dead-lettered", "deliveryId", l.DeliveryID, "eventId", l.EventID, "hook", l.HookID, "generation", l.Generation)
+		ev.log.Warn("event delivery dead-lettered", "deliveryId", l.DeliveryID, "eventId", l.EventID, "hook", l.HookID, "generation", l.Generation,
+			"attempt", l.Attempt, "failure", res.Failure, "status", res.StatusCode)
 	case store.DeliveryFailed:
 		ev.m.failed.Inc()
 		ev.log.Warn("local event handler failed for good", "deliveryId", l.DeliveryID, "hook", l.HookID, "failure", res.Failure)
@@ -164,14 +165,7 @@ func (ev *Events) attempt(ctx context.Context, l *store.Lease) store.AttemptResu
 	}
 	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 	resp.Body.Close()
-	switch {
-	case resp.StatusCode >= 200 && resp.StatusCode < 300:
-		return store.AttemptResult{Delivered: true, StatusCode: resp.StatusCode}
-	case resp.StatusCode >= 300 && resp.StatusCode < 400:
-		return store.AttemptResult{StatusCode: resp.StatusCode, Failure: "redirect"}
-	default:
-		return store.AttemptResult{StatusCode: resp.StatusCode, Failure: "status"}
-	}
+	return outcome(resp.StatusCode, resp.Header, time.Now())
 }
 
 // Request builds the signed CloudEvents request of one attempt: POST to

@@ -209,7 +209,9 @@ func New(cfg Config) (*Events, error) {
 }
 
 // tighten applies a destination's limits to the compiled policy, refusing
-// any that would widen it.
+// any that would widen it, and a payload retention the retry schedule
+// would outlast. The schedule's steps are never changed: a destination
+// shortens it by its number of attempts.
 func tighten(p *model.Delivery, d *Destination) error {
 	if n := d.MaximumAttempts; n != 0 {
 		if n < 1 || n > p.MaximumAttempts {
@@ -228,6 +230,12 @@ func tighten(p *model.Delivery, d *Destination) error {
 			return fmt.Errorf("payloadRetentionSeconds %d must be between 1 and the compiled %d", n, p.PayloadRetentionSeconds)
 		}
 		p.PayloadRetentionSeconds = n
+	}
+	// Checked on the tightened policy: fewer attempts may make room for a
+	// shorter retention.
+	if span := model.RetrySpan(p.RetryDelaysMs, p.MaximumAttempts); time.Duration(p.PayloadRetentionSeconds)*time.Second <= span {
+		return fmt.Errorf("payloadRetentionSeconds %d is not longer than the retry schedule of %d attempts (up to %s): an event would expire while it is retried; lower maximumAttempts too",
+			p.PayloadRetentionSeconds, p.MaximumAttempts, span)
 	}
 	return nil
 }

@@ -287,6 +287,7 @@ func TestTheBindingDigestCoversEverythingButTheKey(t *testing.T) {
 // A destination may tighten the compiled delivery policy (fewer attempts,
 // a shorter attempt timeout, a shorter payload retention) but never widen
 // it: New refuses a limit above the compiled one or outside its range, and
+// a payload retention the (tightened) retry schedule would outlast, and
 // leaves what the destination does not set (0) as compiled. Retry delays
 // and the payload size bound are never changed.
 func TestRuntimeLimitsTightenButNeverWidenTheCompiledPolicy(t *testing.T) {
@@ -301,14 +302,22 @@ func TestRuntimeLimitsTightenButNeverWidenTheCompiledPolicy(t *testing.T) {
 		{name: "nothing set", want: *compiled},
 		{name: "fewer attempts", attempts: 2, want: withDelivery(func(d *model.Delivery) { d.MaximumAttempts = 2 })},
 		{name: "one attempt", attempts: 1, want: withDelivery(func(d *model.Delivery) { d.MaximumAttempts = 1 })},
-		{name: "as many attempts", attempts: 5, want: *compiled},
-		{name: "more attempts", attempts: 6, refused: "maximumAttempts 6 must be between 1 and the compiled 5"},
+		{name: "as many attempts", attempts: 10, want: *compiled},
+		{name: "more attempts", attempts: 11, refused: "maximumAttempts 11 must be between 1 and the compiled 10"},
 		{name: "negative attempts", attempts: -1, refused: "maximumAttempts -1"},
 		{name: "a shorter timeout", timeoutMs: 250, want: withDelivery(func(d *model.Delivery) { d.AttemptTimeoutMs = 250 })},
 		{name: "the shortest timeout", timeoutMs: 100, want: withDelivery(func(d *model.Delivery) { d.AttemptTimeoutMs = 100 })},
 		{name: "a timeout under 100 ms", timeoutMs: 99, refused: "attemptTimeoutMs 99 must be between 100 and the compiled 5000"},
 		{name: "a longer timeout", timeoutMs: 5001, refused: "attemptTimeoutMs 5001"},
-		{name: "a shorter retention", retention: 3600, want: withDelivery(func(d *model.Delivery) { d.PayloadRetentionSeconds = 3600 })},
+		{name: "a shorter retention", retention: 2 * 86400, want: withDelivery(func(d *model.Delivery) { d.PayloadRetentionSeconds = 2 * 86400 })},
+		// The default schedule spans up to 27 h 15 min 6 s with its jitter.
+		{name: "a retention the schedule outlasts", retention: 3600, refused: "payloadRetentionSeconds 3600 is not longer than the retry schedule of 10 attempts"},
+		{name: "a retention just shorter than the schedule", retention: 98106,
+			refused: "payloadRetentionSeconds 98106 is not longer than the retry schedule of 10 attempts (up to 27h15m6s)"},
+		{name: "a retention just longer than the schedule", retention: 98107, want: withDelivery(func(d *model.Delivery) { d.PayloadRetentionSeconds = 98107 })},
+		{name: "fewer attempts make room for a short retention", attempts: 4, retention: 3600, want: withDelivery(func(d *model.Delivery) {
+			d.MaximumAttempts, d.PayloadRetentionSeconds = 4, 3600
+		})},
 		{name: "a longer retention", retention: compiled.PayloadRetentionSeconds + 1, refused: "payloadRetentionSeconds 604801 must be between 1 and the compiled 604800"},
 		{name: "a negative retention", retention: -5, refused: "payloadRetentionSeconds -5"},
 		{name: "everything tightened", attempts: 3, timeoutMs: 1000, retention: 60, want: withDelivery(func(d *model.Delivery) {

@@ -1,5 +1,10 @@
 package model
 
+import (
+	"slices"
+	"time"
+)
+
 // Hook triggers.
 const (
 	TriggerCreated          = "created"
@@ -46,30 +51,85 @@ type Hook struct {
 	Delivery *Delivery `json:"delivery,omitempty"`
 }
 
-// Delivery is a compiled delivery policy (retry profile registry_v1): how
-// often and how long an event is tried, and how long its payload is kept
-// for replay once its attempts are exhausted.
+// Delivery is a compiled delivery policy: how often and how long an event
+// is tried, and how long its payload is kept for replay once its attempts
+// are exhausted. The runtime configuration may tighten it, never widen it.
 type Delivery struct {
+	// RetryProfile names where the schedule comes from: RetryProfileDefault,
+	// RetryProfileAuthored (the hook's retry member), or registry_v1 in
+	// packages compiled before the day-long schedule.
 	RetryProfile string `json:"retryProfile"`
-	// MaximumAttempts counts every attempt of one generation (1 to 20).
+	// MaximumAttempts counts every attempt of one generation (1 to
+	// MaxDeliveryAttempts).
 	MaximumAttempts int `json:"maximumAttempts"`
-	// RetryDelaysMs[i] is the pause after failed attempt i+1 (the last
-	// entry repeats); each 100 ms to 1 h.
+	// RetryDelaysMs[i] is the scheduled pause after failed attempt i+1 (the
+	// last entry repeats); each MinRetryDelay to MaxRetryDelay, never
+	// shorter than the one before. The pause taken is the step plus jitter,
+	// or longer when the receiver asks for it (Retry-After).
 	RetryDelaysMs []int `json:"retryDelaysMs"`
 	// AttemptTimeoutMs bounds one attempt (100 to 10000).
 	AttemptTimeoutMs int `json:"attemptTimeoutMs"`
 	// PayloadRetentionSeconds is how long a captured payload is kept (up to
-	// 30 days): a dead letter is replayable until then.
+	// 30 days): a dead letter is replayable until then. It outlasts the
+	// whole retry schedule, so no event expires while it is still retried.
 	PayloadRetentionSeconds int64 `json:"payloadRetentionSeconds"`
 	// MaximumPayloadBytes bounds the captured body.
 	MaximumPayloadBytes int `json:"maximumPayloadBytes"`
 }
 
-// DefaultDelivery returns the registry_v1 retry profile: 5 attempts,
-// delays 1, 2, 4, 8 s, 5 s per attempt, payloads kept 7 days, at most 1 MiB.
+// Retry profiles.
+const (
+	// RetryProfileDefault is the compiled default schedule (DefaultDelivery).
+	RetryProfileDefault = "registry_v2"
+	// RetryProfileAuthored is a schedule authored in the hook's retry member.
+	RetryProfileAuthored = "authored"
+)
+
+// Bounds of a retry schedule.
+const (
+	// MaxDeliveryAttempts is the most attempts one generation may make.
+	MaxDeliveryAttempts = 20
+	// MinRetryDelay and MaxRetryDelay bound each step of a schedule.
+	MinRetryDelay = 100 * time.Millisecond
+	MaxRetryDelay = 24 * time.Hour
+	// RetryJitter is the largest share of a step added to it as jitter: a
+	// pause lasts from the step to the step plus this share of it.
+	RetryJitter = 0.2
+)
+
+// DefaultRetryDelaysMs is the default schedule (profile registry_v2): ten
+// attempts over about a day: 5 s, 30 s, 2 min, 10 min, 30 min, 1 h, 3 h,
+// 6 h, 12 h (22 h 42 min 35 s before jitter, up to 27 h 15 min with it).
+var DefaultRetryDelaysMs = []int{5_000, 30_000, 120_000, 600_000, 1_800_000, 3_600_000, 10_800_000, 21_600_000, 43_200_000}
+
+// DefaultDelivery returns the compiled default policy (profile
+// registry_v2): 10 attempts on DefaultRetryDelaysMs, 5 s per attempt,
+// payloads kept 7 days, at most 1 MiB.
 func DefaultDelivery() *Delivery {
-	return &Delivery{RetryProfile: "registry_v1", MaximumAttempts: 5, RetryDelaysMs: []int{1000, 2000, 4000, 8000},
-		AttemptTimeoutMs: 5000, PayloadRetentionSeconds: 7 * 24 * 3600, MaximumPayloadBytes: 1 << 20}
+	return &Delivery{RetryProfile: RetryProfileDefault, MaximumAttempts: len(DefaultRetryDelaysMs) + 1,
+		RetryDelaysMs: slices.Clone(DefaultRetryDelaysMs), AttemptTimeoutMs: 5000, PayloadRetentionSeconds: 7 * 24 * 3600,
+		MaximumPayloadBytes: 1 << 20}
+}
+
+// RetryStep returns the scheduled pause after failed attempt n (from 1) of
+// a schedule: its n-th step, the last one repeating; 0 for an empty one.
+func RetryStep[T int | int32](delaysMs []T, n int) time.Duration {
+	if len(delaysMs) == 0 || n < 1 {
+		return 0
+	}
+	return time.Duration(delaysMs[min(n, len(delaysMs))-1]) * time.Millisecond
+}
+
+// RetrySpan returns the longest time the attempts of one generation can
+// take to be scheduled under a schedule: every pause between attempts at
+// its largest (step plus the full jitter).
+func RetrySpan[T int | int32](delaysMs []T, maximumAttempts int) time.Duration {
+	var span time.Duration
+	for n := 1; n < maximumAttempts; n++ {
+		step := RetryStep(delaysMs, n)
+		span += step + time.Duration(float64(step)*RetryJitter)
+	}
+	return span
 }
 
 // When narrows the trigger. Kind fields: tests on field values that combine
@@ -124,4 +184,20 @@ func ClassificationRank(c string) int {
 		}
 	}
 	return -1
+}
+
+// RetryDelay returns the pause before the attempt that follows failed
+// attempt n under a schedule. It is the step plus spread (in [0, 1)) times
+// RetryJitter of it; when the receiver asked for a longer pause
+// (retryAfter, from Retry-After), that pause instead, but never longer than
+// the schedule's largest step: a receiver can slow its retries down, not
+// make them sooner than scheduled nor put them off past the schedule.
+func RetryDelay[T int | int32](delaysMs []T, n int, retryAfter time.Duration, spread float64) time.Duration {
+	step := RetryStep(delaysMs, n)
+	delay := step + time.Duration(float64(step)*RetryJitter*min(max(spread, 0), 1))
+	if retryAfter > delay && len(delaysMs) > 0 {
+		largest := time.Duration(slices.Max(delaysMs)) * time.Millisecond
+		delay = max(delay, min(retryAfter, largest))
+	}
+	return delay
 }

@@ -242,6 +242,13 @@ type Hook struct {
 	When       *When    `json:"when,omitempty" doc:"Narrows the trigger; omitted selects every matching trigger."`
 	Projection []string `json:"projection" schema:"required" doc:"Captured fields (authored ids)."`
 	Handler    *Handler `json:"handler,omitempty" doc:"url, tengo or wasm; required in production."`
+	Retry      *Retry   `json:"retry,omitempty" doc:"The retry schedule of the hook's deliveries; omitted, the default (10 attempts over about a day)."`
+}
+
+// Retry is an authored retry schedule of a hook.
+type Retry struct {
+	MaximumAttempts int      `json:"maximumAttempts,omitempty" schema:"minimum=1,maximum=20" doc:"Attempts of one delivery generation, the first included (1 to 20); default: one more than the delays listed."`
+	Delays          []string `json:"delays,omitempty" schema:"minItems=1" doc:"Pauses after each failed attempt, the last repeating: a number and ms, s, m or h (100ms to 24h), never shorter than the one before; default: the default schedule's."`
 }
 
 // When is an authored hook condition.

@@ -2,9 +2,12 @@ package project
 
 import (
 	"fmt"
-	"github.com/registrum/registrum/model"
 	"maps"
+	"regexp"
 	"slices"
+	"time"
+
+	"github.com/registrum/registrum/model"
 )
 
 // hook resolves one hook and enforces the compiler rules of events.
@@ -56,11 +59,63 @@ func (c *compiler) hook(e *model.Entity, h *Hook, hp string) *model.Hook {
 		if c.opts.Production {
 			c.add(hp, "production.handler", "production compilation needs a handler for every hook; hook %q has none", h.ID)
 		}
+		if h.Retry != nil {
+			c.add(hp+".retry", "hook.retry", "a retry schedule needs a handler to deliver to")
+		}
 		return out
 	}
 	out.Handler = c.handler(h, hp+".handler")
-	out.Delivery = model.DefaultDelivery()
+	out.Delivery = c.delivery(h.Retry, hp+".retry")
 	return out
+}
+
+// retryDelayPattern is an authored pause: a whole number and one unit.
+var retryDelayPattern = regexp.MustCompile(`^([0-9]{1,9})(ms|s|m|h)$`)
+
+// delivery compiles a hook's delivery policy: the default, with the
+// authored retry schedule when there is one. A schedule backs off (no
+// step shorter than the one before), each step within the model's bounds,
+// and the whole schedule ends before the payload's retention does.
+func (c *compiler) delivery(r *Retry, rp string) *model.Delivery {
+	d := model.DefaultDelivery()
+	if r == nil {
+		return d
+	}
+	d.RetryProfile = model.RetryProfileAuthored
+	if len(r.Delays) > 0 {
+		d.RetryDelaysMs = d.RetryDelaysMs[:0]
+		for i, v := range r.Delays {
+			at := fmt.Sprintf("%s.delays[%d]", rp, i)
+			m := retryDelayPattern.FindStringSubmatch(v)
+			if m == nil {
+				c.add(at, "hook.retry", "%q is not a pause: write a whole number followed by ms, s, m or h (500ms, 5s, 30m, 2h)", v)
+				continue
+			}
+			pause, _ := time.ParseDuration(m[1] + m[2])
+			switch {
+			case pause < model.MinRetryDelay || pause > model.MaxRetryDelay:
+				c.add(at, "hook.retry", "a pause is %s to %s; %s is outside", model.MinRetryDelay, model.MaxRetryDelay, v)
+				continue
+			case len(d.RetryDelaysMs) > 0 && int(pause.Milliseconds()) < d.RetryDelaysMs[len(d.RetryDelaysMs)-1]:
+				c.add(at, "hook.retry", "%s is shorter than the pause before it: a retry schedule backs off, it never speeds up", v)
+			}
+			d.RetryDelaysMs = append(d.RetryDelaysMs, int(pause.Milliseconds()))
+		}
+	}
+	switch {
+	case r.MaximumAttempts != 0:
+		d.MaximumAttempts = r.MaximumAttempts
+	case len(r.Delays) > 0:
+		d.MaximumAttempts = len(r.Delays) + 1
+	}
+	if d.MaximumAttempts < 1 || d.MaximumAttempts > model.MaxDeliveryAttempts {
+		c.add(rp+".maximumAttempts", "hook.retry", "a delivery makes 1 to %d attempts; this schedule makes %d", model.MaxDeliveryAttempts, d.MaximumAttempts)
+	}
+	retention := time.Duration(d.PayloadRetentionSeconds) * time.Second
+	if span := model.RetrySpan(d.RetryDelaysMs, d.MaximumAttempts); span >= retention {
+		c.add(rp, "hook.retry", "the schedule spans up to %s with its jitter, not less than the %s a payload is kept: an event would expire while it is retried", span, retention)
+	}
+	return d
 }
 
 func (c *compiler) when(e *model.Entity, trigger string, w *When, wp string, raise func(*model.Field)) *model.When {

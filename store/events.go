@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -226,14 +227,23 @@ type AttemptResult struct {
 	// Final ends the delivery as failed without further attempts (a local
 	// handler that can never run).
 	Final bool
+	// Stop dead-letters the delivery at once, its payload retained for
+	// replay (a receiver answering 410 Gone).
+	Stop bool
+	// RetryAfter is the pause the receiver asked for (Retry-After), 0 when
+	// none: the next attempt waits for it within the schedule's bounds
+	// (model.RetryDelay).
+	RetryAfter time.Duration
 }
 
 // FinishAttempt records an attempt's result: it completes the attempt
 // audit and moves the delivery in one transaction. Delivered erases the
 // payload; a failure with attempts left schedules the next attempt (and
-// its job) after the compiled delay; otherwise the delivery is dead
-// lettered (its payload retained for replay until it expires), or failed
-// with its payload erased when the result is final. It returns the new
+// its job) after the delay of the compiled schedule (model.RetryDelay:
+// step, jitter and the receiver's Retry-After), computed now and stored as
+// next_attempt_at; otherwise, or when the result stops retrying, the
+// delivery is dead lettered (its payload retained for replay until it
+// expires), or failed with its payload erased when the result is final. It returns the new
 // state. A lease that is no longer held (reaped meanwhile) changes nothing
 // and returns "".
 func (s *Store) FinishAttempt(ctx context.Context, l *Lease, r AttemptResult) (string, error) {
@@ -290,15 +300,16 @@ func (s *Store) settle(ctx context.Context, tx pgx.Tx, d *Delivery, outcome stri
 		_, err := tx.Exec(ctx, `UPDATE registrum.event_deliveries SET state = 'failed', payload = NULL, lease_expires_at = NULL, updated_at = now()
     WHERE delivery_id = $1`, d.DeliveryID)
 		return DeliveryFailed, wrap("fail delivery", err)
-	case d.Attempt < d.MaximumAttempts:
-		delay := int32(0)
-		if n := len(d.RetryDelaysMs); n > 0 {
-			delay = d.RetryDelaysMs[min(d.Attempt, n)-1]
-		}
+	case d.Attempt < d.MaximumAttempts && !r.Stop:
+		delay := model.RetryDelay(d.RetryDelaysMs, d.Attempt, r.RetryAfter, rand.Float64())
 		var next time.Time
 		if err := tx.QueryRow(ctx, `UPDATE registrum.event_deliveries SET state = 'pending', lease_expires_at = NULL,
     next_attempt_at = now() + make_interval(secs => $2::double precision / 1000), updated_at = now()
-    WHERE delivery_id = $1 RETURNING next_attempt_at`, d.DeliveryID, float64(delay)).Scan(&next); err != nil {
+    WHERE delivery_id = $1 RETURNING next_attempt_at`, d.DeliveryID, float64(delay.Milliseconds())).Scan(&next); err != nil {
+			return "", wrap("schedule retry", err)
+		}
+		if _, err := tx.Exec(ctx, `UPDATE registrum.event_delivery_attempts SET next_attempt_at = $4
+    WHERE delivery_id = $1 AND generation = $2 AND attempt = $3`, d.DeliveryID, d.Generation, d.Attempt, next); err != nil {
 			return "", wrap("schedule retry", err)
 		}
 		if _, err := s.jobs.InsertTx(ctx, tx, DeliverEventArgs{DeliveryID: d.DeliveryID}, jobAt(next)); err != nil {
@@ -346,16 +357,27 @@ func (s *Store) ReapLeases(ctx context.Context) (int, error) {
 }
 
 // ExpirePayloads erases the retained payloads past their expiry: pending
-// and dead-lettered deliveries become expired (never replayable). It
-// returns how many it expired.
+// and dead-lettered deliveries become expired (never replayable). The
+// terminal audit (an "expired" row of the delivery audit, under operator
+// ExpiryOperator), the state change and the erasure commit together, in
+// one statement. It returns how many it expired.
 func (s *Store) ExpirePayloads(ctx context.Context) (int64, error) {
-	tag, err := s.pool.Exec(ctx, `UPDATE registrum.event_deliveries SET state = 'expired', payload = NULL, lease_expires_at = NULL, updated_at = now()
-    WHERE payload IS NOT NULL AND payload_expires_at <= now() AND state IN ('pending', 'dead_lettered')`)
+	tag, err := s.pool.Exec(ctx, `WITH d AS (
+    UPDATE registrum.event_deliveries SET state = 'expired', payload = NULL, lease_expires_at = NULL, updated_at = now()
+    WHERE payload IS NOT NULL AND payload_expires_at <= now() AND state IN ('pending', 'dead_lettered')
+    RETURNING delivery_id, generation
+)
+INSERT INTO registrum.event_delivery_audit (delivery_id, action, generation, operator)
+SELECT delivery_id, 'expired', generation, $1 FROM d`, ExpiryOperator)
 	if err != nil {
 		return 0, fmt.Errorf("store: expire payloads: %w", err)
 	}
 	return tag.RowsAffected(), nil
 }
+
+// ExpiryOperator is the operator name of the engine's own terminal audit
+// entries (payload expiry).
+const ExpiryOperator = "registrum"
 
 // Binding is a destination binding that retained nonterminal work
 // (pending or leased deliveries) depends on.
@@ -448,18 +470,11 @@ func (s *Store) Replay(ctx context.Context, eventID, deliveryID string, expected
 		if err != nil {
 			return err
 		}
-		bound := false
-		switch d.HandlerKind {
-		case "url":
-			bound = bindings[d.DestinationID] != "" && bindings[d.DestinationID] == d.BindingDigest
-		default:
-			bound = modules[d.HookID] != "" && modules[d.HookID] == d.ModuleDigest
-		}
 		var now time.Time
 		if err := tx.QueryRow(ctx, "SELECT now()").Scan(&now); err != nil {
 			return err
 		}
-		if d.State != DeliveryDeadLettered || d.Generation != expectedGeneration || d.Payload == nil || !d.PayloadExpiresAt.After(now) || !bound {
+		if d.Generation != expectedGeneration || !replayable(d, now, bindings, modules) {
 			refused = true
 			_, err := tx.Exec(ctx, `INSERT INTO registrum.event_delivery_audit (delivery_id, action, generation, operator) VALUES ($1, 'replay_refused', $2, $3)`,
 				d.DeliveryID, d.Generation, operator)
@@ -486,6 +501,24 @@ func (s *Store) Replay(ctx context.Context, eventID, deliveryID string, expected
 	return gen, nil
 }
 
+// replayable reports whether d may be replayed at now: a dead letter with
+// its payload retained and unexpired, bound as when it was captured (its
+// destination binding in bindings, or for a local handler its module
+// digest in modules).
+func replayable(d *Delivery, now time.Time, bindings, modules map[string]string) bool {
+	return d.State == DeliveryDeadLettered && d.Payload != nil && d.PayloadExpiresAt.After(now) && d.boundIn(bindings, modules)
+}
+
+// boundIn reports whether d is bound as when it was captured: its
+// destination binding is in bindings, or for a local handler its module
+// digest in modules.
+func (d *Delivery) boundIn(bindings, modules map[string]string) bool {
+	if d.HandlerKind == model.HandlerURL {
+		return bindings[d.DestinationID] != "" && bindings[d.DestinationID] == d.BindingDigest
+	}
+	return modules[d.HookID] != "" && modules[d.HookID] == d.ModuleDigest
+}
+
 // DeliveryAttempt is one row of the attempt audit.
 type DeliveryAttempt struct {
 	Generation, Attempt int
@@ -493,18 +526,22 @@ type DeliveryAttempt struct {
 	Outcome             string
 	StatusCode          int
 	Failure             string
+	// NextAttemptAt is when the attempt after this failed one was
+	// scheduled; nil when none was (delivered, dead-lettered, failed, or
+	// not finished).
+	NextAttemptAt *time.Time
 }
 
 // DeliveryAttempts returns the attempt audit of a delivery in order.
 func (s *Store) DeliveryAttempts(ctx context.Context, deliveryID string) ([]DeliveryAttempt, error) {
-	rows, err := s.pool.Query(ctx, `SELECT generation, attempt, delivery_time, coalesce(outcome, ''), coalesce(status_code, 0), coalesce(failure, '')
-    FROM registrum.event_delivery_attempts WHERE delivery_id = $1 ORDER BY generation, attempt`, deliveryID)
+	rows, err := s.pool.Query(ctx, `SELECT generation, attempt, delivery_time, coalesce(outcome, ''), coalesce(status_code, 0), coalesce(failure, ''),
+    next_attempt_at FROM registrum.event_delivery_attempts WHERE delivery_id = $1 ORDER BY generation, attempt`, deliveryID)
 	if err != nil {
 		return nil, fmt.Errorf("store: delivery attempts: %w", err)
 	}
 	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (DeliveryAttempt, error) {
 		var a DeliveryAttempt
-		err := r.Scan(&a.Generation, &a.Attempt, &a.DeliveryTime, &a.Outcome, &a.StatusCode, &a.Failure)
+		err := r.Scan(&a.Generation, &a.Attempt, &a.DeliveryTime, &a.Outcome, &a.StatusCode, &a.Failure, &a.NextAttemptAt)
 		return a, err
 	})
 }

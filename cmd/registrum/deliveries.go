@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/url"
 	"os/user"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/spf13/cobra"
@@ -100,22 +101,62 @@ failed; N is 1 to 100 (default 25).`,
 }
 
 func newDeliveriesReplayCmd() *cobra.Command {
-	var cfgPath, eventID, deliveryID, operator string
+	var cfgPath, eventID, deliveryID, operator, destination, since, until, state string
 	var generation int
+	var dryRun bool
 	cmd := &cobra.Command{
-		Use:   "replay --config FILE --event-id ID --delivery-id ID --expected-generation N",
-		Short: "Replay a dead-lettered delivery as its next generation",
-		Long: `Replay reopens a dead letter: only a dead_lettered delivery of the event and
-delivery named, at generation N, whose payload is retained and unexpired and
-whose destination is still bound as when it was captured (a local handler's:
-the same module digest). The delivery is sent again as generation N+1 with a
-new Idempotency-Key, by whichever host works the jobs. The replay is audited
-with the operator's name; every refusal is the same message and is audited
-too.`,
+		Use: `replay --config FILE --event-id ID --delivery-id ID --expected-generation N
+  replay --config FILE --destination ID [--since TIME] [--until TIME] [--state dead_lettered] [--dry-run]`,
+		Short: "Replay dead-lettered deliveries as their next generation",
+		Long: `Replay reopens dead letters: only dead_lettered deliveries whose payload is
+retained and unexpired and whose destination is still bound as when they were
+captured (a local handler's: the same module digest). Each is sent again as its
+next generation with a new Idempotency-Key, by whichever host works the jobs,
+and audited with the operator's name; every refusal is the same message and is
+audited too.
+
+The first form replays one delivery, named with its event, its id and its
+current generation N (it becomes N+1).
+
+The second form replays, oldest first, every dead letter of one url
+destination captured in a window: --since and --until are RFC 3339 times
+(since <= captured < until; either may be left open). --state names the state
+replayed; dead_lettered is the only replayable one. It prints how many dead
+letters match and how many of them are replayable, then how many it replayed;
+with --dry-run it prints the counts and changes nothing.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if generation < 1 {
+			bulk := destination != ""
+			single := eventID != "" || deliveryID != "" || generation != 0
+			switch {
+			case bulk && single:
+				return withExitCode(2, errors.New("deliveries replay: name one delivery (--event-id, --delivery-id, --expected-generation) or a --destination, not both"))
+			case !bulk && (since != "" || until != "" || state != "" || dryRun):
+				return withExitCode(2, errors.New("deliveries replay: --since, --until, --state and --dry-run select by --destination"))
+			case !bulk && (eventID == "" || deliveryID == ""):
+				return withExitCode(2, errors.New("deliveries replay: --event-id, --delivery-id and --expected-generation name the delivery (or --destination selects dead letters)"))
+			case !bulk && generation < 1:
 				return withExitCode(2, errors.New("deliveries replay: --expected-generation must be a positive integer"))
+			}
+			filter := store.ReplayFilter{DestinationID: destination, State: state}
+			for _, t := range []struct {
+				flag, v string
+				to      *time.Time
+			}{{"--since", since, &filter.Since}, {"--until", until, &filter.Until}} {
+				if t.v == "" {
+					continue
+				}
+				v, err := time.Parse(time.RFC3339Nano, t.v)
+				if err != nil {
+					return withExitCode(2, fmt.Errorf("deliveries replay: %s must be an RFC 3339 time (2025-03-01T12:00:00Z): %q", t.flag, t.v))
+				}
+				*t.to = v
+			}
+			if state != "" && state != store.DeliveryDeadLettered {
+				return withExitCode(2, fmt.Errorf("deliveries replay: --state %s: only dead_lettered deliveries can be replayed", state))
+			}
+			if !filter.Since.IsZero() && !filter.Until.IsZero() && !filter.Since.Before(filter.Until) {
+				return withExitCode(2, errors.New("deliveries replay: --since must be before --until"))
 			}
 			if operator == "" {
 				if u, err := user.Current(); err == nil {
@@ -138,6 +179,23 @@ too.`,
 			if err != nil {
 				return err
 			}
+			out := cmd.OutOrStdout()
+			if bulk {
+				n, err := st.ReplayMatching(cmd.Context(), filter, bindings, modules, operator, true)
+				if err != nil {
+					return fmt.Errorf("deliveries replay: %w", err)
+				}
+				fmt.Fprintf(out, "destination %s: dead letters matched: %d, replayable: %d\n", destination, n.Matched, n.Replayable)
+				if dryRun {
+					return nil
+				}
+				n, err = st.ReplayMatching(cmd.Context(), filter, bindings, modules, operator, false)
+				if err != nil {
+					return fmt.Errorf("deliveries replay: %w", err)
+				}
+				fmt.Fprintf(out, "destination %s: replayed as their next generation: %d, refused (changed meanwhile): %d\n", destination, n.Replayed, n.Refused)
+				return nil
+			}
 			gen, err := st.Replay(cmd.Context(), eventID, deliveryID, generation, bindings, modules, operator)
 			if errors.Is(err, store.ErrReplayRefused) {
 				return fmt.Errorf("deliveries replay: %w", err)
@@ -145,7 +203,7 @@ too.`,
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "delivery %s of event %s replayed as generation %d\n", deliveryID, eventID, gen)
+			fmt.Fprintf(out, "delivery %s of event %s replayed as generation %d\n", deliveryID, eventID, gen)
 			return nil
 		},
 	}
@@ -153,10 +211,13 @@ too.`,
 	cmd.Flags().StringVar(&eventID, "event-id", "", "the event's id (ce-id)")
 	cmd.Flags().StringVar(&deliveryID, "delivery-id", "", "the delivery's id (deliveries list)")
 	cmd.Flags().IntVar(&generation, "expected-generation", 0, "the dead letter's current generation")
+	cmd.Flags().StringVar(&destination, "destination", "", "replay the dead letters of this url destination")
+	cmd.Flags().StringVar(&since, "since", "", "with --destination: captured at or after this RFC 3339 time")
+	cmd.Flags().StringVar(&until, "until", "", "with --destination: captured before this RFC 3339 time")
+	cmd.Flags().StringVar(&state, "state", "", "with --destination: the state replayed (dead_lettered, the default and only one)")
+	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "with --destination: print the counts, replay nothing")
 	cmd.Flags().StringVar(&operator, "operator", "", "name recorded in the replay audit (default: the OS user)")
-	for _, f := range []string{"config", "event-id", "delivery-id", "expected-generation"} {
-		cmd.MarkFlagRequired(f)
-	}
+	cmd.MarkFlagRequired("config")
 	return cmd
 }
 

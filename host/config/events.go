@@ -27,7 +27,10 @@ type EventDestination struct {
 	// loopback addresses admitted) or loopback (loopback addresses only).
 	Network string `yaml:"network"`
 	// MaximumAttempts, AttemptTimeoutMs and PayloadRetentionSeconds tighten
-	// the compiled delivery policy (0: as compiled).
+	// the compiled delivery policy (0: as compiled), never widen it:
+	// MaximumAttempts cuts each hook's retry schedule short, and
+	// PayloadRetentionSeconds must outlast the schedule so tightened (the
+	// host checks both against the package at start-up).
 	MaximumAttempts         int   `yaml:"maximumAttempts"`
 	AttemptTimeoutMs        int   `yaml:"attemptTimeoutMs"`
 	PayloadRetentionSeconds int64 `yaml:"payloadRetentionSeconds"`
