@@ -233,8 +233,10 @@ func TestChangeRequestJourneyWithPluginPlanners(t *testing.T) {
 	wantProblem(t, "no If-Match", 428, b, "precondition.required")
 	resp, b = owner.do(t, "POST", submit, "application/json", `{"actorReference":"clerk-7"}`, "If-Match", tag)
 	wantProblem(t, "no Idempotency-Key", 400, b, "request.invalid")
-	_, b = owner.act(t, submit, tag, "k1", `{}`)
-	wantProblem(t, "no actorReference", 400, b, "request.invalid")
+	_, b = owner.act(t, submit, tag, "k1", `{"actorReference":""}`)
+	wantProblem(t, "empty actorReference", 400, b, "request.invalid")
+	_, b = owner.act(t, submit, tag, "k1", `{"actorReference":7}`)
+	wantProblem(t, "actorReference of another type", 400, b, "request.invalid")
 	_, b = owner.act(t, submit, tag, "k1", `{"actorReference":"`+strings.Repeat("a", 257)+`"}`)
 	wantProblem(t, "actorReference over 256 bytes", 400, b, "request.invalid")
 	_, b = owner.act(t, submit, tag, "k1", `{"actorReference":"clerk-7","extra":1}`)
@@ -410,8 +412,8 @@ func TestChangeRequestRefusalsAndReviseCancel(t *testing.T) {
 	}
 	_, b = owner.act(t, rv.Href, tag, "k4", `{"actorReference":"a","rebase":false}`)
 	wantProblem(t, "revise with the rebase not offered", 409, b, "mutation.conflict")
-	_, b = owner.act(t, rv.Href, tag, "k4b", `{"actorReference":"a"}`)
-	wantProblem(t, "revise without rebase", 400, b, "request.invalid")
+	_, b = owner.act(t, rv.Href, tag, "k4b", `{"actorReference":"a","rebase":"true"}`)
+	wantProblem(t, "revise with a rebase of another type", 400, b, "request.invalid")
 	code, b = owner.act(t, rv.Href, tag, "k5", `{"actorReference":"a","rebase":true}`)
 	if r := decodeAction(t, b).Request; code != 200 || r.EngineState != "draft" || r.ProposalVersion != 2 {
 		t.Fatalf("revise: %d %s", code, b)

@@ -51,6 +51,11 @@ type HistoryItem struct {
 	// Outcome is the review outcome of the proposal when one is known (see
 	// ReviewOutcomeSQL), "" otherwise.
 	Outcome string
+	// RevisedAs is how revise_request replaced the proposal
+	// (RevisedAsRevision or RevisedAsRebase), "" while it was not revised;
+	// RevisedAt is when.
+	RevisedAs string
+	RevisedAt *time.Time
 }
 
 // proposalOutcome is the SQL expression of a proposal's known review
@@ -96,7 +101,8 @@ func (w *Writer) RequestHistory(ctx context.Context, e *model.Entity, id string,
 // requestHistory reads a page of a request's history through tx.
 func requestHistory(ctx context.Context, tx pgx.Tx, e *model.Entity, id string, after int64) (*RequestHistory, error) {
 	rows, err := tx.Query(ctx, `SELECT p.proposal_version, p.effect_digest, p.planner, coalesce(p.module_digest, ''), p.submitted_at,
-    p.detail_erased_at IS NOT NULL, coalesce(octet_length((p.plan->'writes')::text), 0), coalesce(`+proposalOutcome(e)+`, '')
+    p.detail_erased_at IS NOT NULL, coalesce(octet_length((p.plan->'writes')::text), 0), coalesce(`+proposalOutcome(e)+`, ''),
+    coalesce(p.revised_as, ''), p.revised_at
 FROM registrum.request_proposals p
 LEFT JOIN registrum.review_results rr ON rr.entity_id = p.entity_id AND rr.record_id = p.record_id AND rr.proposal_version = p.proposal_version
 WHERE p.entity_id = $1 AND p.record_id = $2 AND p.proposal_version > $3
@@ -110,7 +116,7 @@ ORDER BY p.proposal_version LIMIT $4`, e.ID, id, after, HistoryPageProposals+1)
 	for rows.Next() {
 		var it HistoryItem
 		var size int64
-		if err := rows.Scan(&it.ProposalVersion, &it.EffectDigest, &it.Planner, &it.ModuleDigest, &it.SubmittedAt, &it.DetailErased, &size, &it.Outcome); err != nil {
+		if err := rows.Scan(&it.ProposalVersion, &it.EffectDigest, &it.Planner, &it.ModuleDigest, &it.SubmittedAt, &it.DetailErased, &size, &it.Outcome, &it.RevisedAs, &it.RevisedAt); err != nil {
 			rows.Close()
 			return nil, fmt.Errorf("store: read request history: %w", err)
 		}
@@ -120,6 +126,10 @@ ORDER BY p.proposal_version LIMIT $4`, e.ID, id, after, HistoryPageProposals+1)
 		}
 		spent += size
 		it.SubmittedAt = it.SubmittedAt.UTC()
+		if it.RevisedAt != nil {
+			t := it.RevisedAt.UTC()
+			it.RevisedAt = &t
+		}
 		h.Items = append(h.Items, it)
 	}
 	rows.Close()

@@ -48,6 +48,30 @@ type Request struct {
 	DBNow time.Time
 	// Attachments are the filled slots of ProposalVersion.
 	Attachments []Attachment
+	// AutoApplication is the automatic application of ProposalVersion, nil
+	// when none was queued.
+	AutoApplication *AutoApplication
+}
+
+// Automatic application states (request_auto_applications.state).
+const (
+	// AutoQueued: the executor's apply job waits for a worker.
+	AutoQueued = "queued"
+	// AutoApplying: the executor's apply started; a passing failure keeps
+	// it here while the job is retried.
+	AutoApplying = "applying"
+	// AutoBlocked: the apply was refused; an operator is needed.
+	AutoBlocked = "blocked"
+)
+
+// AutoApplication is the automatic application of one proposal by its
+// executor.
+type AutoApplication struct {
+	State string
+	// Attention is why an operator is needed, "" when none is.
+	Attention string
+	// Attempts counts the starts of the executor's apply.
+	Attempts int
 }
 
 // Attachment returns the filled slot with that id, or nil.
@@ -98,10 +122,12 @@ type Application struct {
 const requestColumns = `now(), r.entity_id, r.record_id::text, r.owner_reference, r.state, r.proposal_version, r.updated_at,
     p.proposal_version, p.record_revision, p.planner, coalesce(p.module_digest, ''), p.effect_digest, p.plan, p.submitter_reference,
     p.submitter_actor, p.submitted_at, p.detail_erased_at IS NOT NULL, p.attachments,
-    a.application_id::text, a.proposal_version, a.effect_digest, a.applier_reference, a.applier_actor, a.reason, a.reason_present, a.results, a.applied_at
+    a.application_id::text, a.proposal_version, a.effect_digest, a.applier_reference, a.applier_actor, a.reason, a.reason_present, a.results, a.applied_at,
+    aa.state, aa.attention, aa.attempts
 FROM registrum.requests r
 LEFT JOIN registrum.request_proposals p ON p.entity_id = r.entity_id AND p.record_id = r.record_id AND p.proposal_version = r.proposal_version
 LEFT JOIN registrum.request_applications a ON a.entity_id = r.entity_id AND a.record_id = r.record_id
+LEFT JOIN registrum.request_auto_applications aa ON aa.entity_id = r.entity_id AND aa.record_id = r.record_id AND aa.proposal_version = r.proposal_version
 WHERE r.entity_id = $1 AND r.record_id = $2`
 
 func scanRequest(row pgx.Row) (*Request, error) {
@@ -117,10 +143,13 @@ func scanRequest(row pgx.Row) (*Request, error) {
 		aPresent                                                 *bool
 		aResults                                                 []byte
 		aAt                                                      *time.Time
+		autoState, autoAttention                                 *string
+		autoAttempts                                             *int
 	)
 	err := row.Scan(&r.DBNow, &r.EntityID, &r.RecordID, &r.OwnerReference, &r.State, &r.ProposalVersion, &r.UpdatedAt,
 		&pVersion, &pRevision, &planner, &moduleDigest, &effectDigest, &plan, &submitter, &subActor, &submittedAt, &erased, &manifest,
-		&aID, &aVersion, &aDigest, &aApplier, &aActor, &aReason, &aPresent, &aResults, &aAt)
+		&aID, &aVersion, &aDigest, &aApplier, &aActor, &aReason, &aPresent, &aResults, &aAt,
+		&autoState, &autoAttention, &autoAttempts)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, ErrNotFound
 	}
@@ -136,6 +165,12 @@ func scanRequest(row pgx.Row) (*Request, error) {
 	if aID != nil {
 		r.Application = &Application{ID: *aID, ProposalVersion: *aVersion, EffectDigest: *aDigest, ApplierReference: *aApplier,
 			ApplierActor: *aActor, Reason: aReason, ReasonPresent: *aPresent, Results: aResults, AppliedAt: aAt.UTC()}
+	}
+	if autoState != nil {
+		r.AutoApplication = &AutoApplication{State: *autoState, Attempts: *autoAttempts}
+		if autoAttention != nil {
+			r.AutoApplication.Attention = *autoAttention
+		}
 	}
 	return r, nil
 }
@@ -340,4 +375,72 @@ func (s *Store) KeyUsed(ctx context.Context, keyReference string) (bool, error) 
 		return false, fmt.Errorf("store: read idempotency key: %w", err)
 	}
 	return used, nil
+}
+
+// QueueAutoApplication records, in the transaction that enqueues the
+// executor's apply job, that the automatic application of proposal j is
+// queued. A proposal's automatic application is queued once: a second call
+// changes nothing and reports false (the caller then enqueues nothing).
+func (w *Writer) QueueAutoApplication(ctx context.Context, j RequestJob) (bool, error) {
+	tag, err := w.exec(ctx, `INSERT INTO registrum.request_auto_applications
+    (entity_id, record_id, proposal_version, state, created_at, updated_at)
+    VALUES ($1, $2, $3, 'queued', $4, $4) ON CONFLICT DO NOTHING`, j.Entity, j.RecordID, j.ProposalVersion, w.now)
+	if err != nil {
+		return false, fmt.Errorf("store: queue automatic application: %w", err)
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
+// StartAutoApplication moves the automatic application of proposal j from
+// queued (or applying, for a retried job) to applying and counts the
+// attempt. It reports the state found: anything but queued or applying
+// (blocked, or no row) is left as it was, and the job does nothing.
+func (s *Store) StartAutoApplication(ctx context.Context, j RequestJob) (string, error) {
+	var state string
+	err := s.pool.QueryRow(ctx, `WITH moved AS (
+    UPDATE registrum.request_auto_applications SET state = 'applying', attempts = attempts + 1, updated_at = now()
+    WHERE entity_id = $1 AND record_id = $2 AND proposal_version = $3 AND state IN ('queued', 'applying')
+    RETURNING 'applying'::text AS state)
+SELECT coalesce((SELECT state FROM moved),
+    (SELECT state FROM registrum.request_auto_applications WHERE entity_id = $1 AND record_id = $2 AND proposal_version = $3), '')`,
+		j.Entity, j.RecordID, j.ProposalVersion).Scan(&state)
+	if err != nil {
+		return "", fmt.Errorf("store: start automatic application: %w", err)
+	}
+	return state, nil
+}
+
+// BlockAutoApplication records that the automatic application of proposal
+// j was refused: it is blocked until an operator acts, with the reason
+// code attention.
+func (s *Store) BlockAutoApplication(ctx context.Context, j RequestJob, attention string) error {
+	_, err := s.pool.Exec(ctx, `UPDATE registrum.request_auto_applications SET state = 'blocked', attention = $4, updated_at = now()
+    WHERE entity_id = $1 AND record_id = $2 AND proposal_version = $3`, j.Entity, j.RecordID, j.ProposalVersion, attention)
+	if err != nil {
+		return fmt.Errorf("store: block automatic application: %w", err)
+	}
+	return nil
+}
+
+// Revision kinds of a replaced proposal (request_proposals.revised_as).
+const (
+	// RevisedAsRevision: revise_request with rebase false.
+	RevisedAsRevision = "revision"
+	// RevisedAsRebase: revise_request with rebase true.
+	RevisedAsRebase = "rebase"
+)
+
+// MarkRevised records on the submitted proposal version of request id how
+// revise_request replaced it (RevisedAsRevision or RevisedAsRebase), in the
+// revise's transaction.
+func (w *Writer) MarkRevised(ctx context.Context, e *model.Entity, id string, version int64, as string) error {
+	w.send(func(tag pgconn.CommandTag) error {
+		if tag.RowsAffected() != 1 {
+			return ErrNotFound
+		}
+		return nil
+	}, func(err error) error { return fmt.Errorf("store: record revision: %w", err) },
+		`UPDATE registrum.request_proposals SET revised_as = $4, revised_at = $5 WHERE entity_id = $1 AND record_id = $2 AND proposal_version = $3`,
+		e.ID, id, version, as, w.now)
+	return nil
 }

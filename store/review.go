@@ -57,8 +57,12 @@ type ReviewResult struct {
 	Status         string
 	CompletedAt    time.Time
 	AvailableUntil *time.Time
+	// Stage is the review stage the authority reported with the result,
+	// "" when it reported none.
+	Stage string
 	// Body is the result document as the authority sent it.
-	Body       []byte
+	Body []byte
+	// ReceivedAt is when the host stored the result (the database clock).
 	ReceivedAt time.Time
 }
 
@@ -146,29 +150,31 @@ func (s *Store) SubmissionWithdrawn(ctx context.Context, j RequestJob) error {
 	return nil
 }
 
-// StoreResult keeps the result the authority settled for a proposal, once:
-// a result already stored is kept (the authority's result is final), and
-// the submission's delivery becomes received. It reports whether this call
-// stored it.
-func (s *Store) StoreResult(ctx context.Context, j RequestJob, r *ReviewResult) (bool, error) {
-	stored := false
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, `INSERT INTO registrum.review_results
-        (entity_id, record_id, proposal_version, result_id, status, completed_at, available_until, body, received_at)
-        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, now()) ON CONFLICT DO NOTHING`,
-			j.Entity, j.RecordID, j.ProposalVersion, r.ResultID, r.Status, r.CompletedAt, r.AvailableUntil, string(r.Body))
-		if err != nil {
-			return err
-		}
-		stored = tag.RowsAffected() == 1
-		_, err = tx.Exec(ctx, `UPDATE registrum.review_submissions SET delivery_state = 'received', updated_at = now()
-        WHERE entity_id = $1 AND record_id = $2 AND proposal_version = $3`, j.Entity, j.RecordID, j.ProposalVersion)
-		return err
-	})
+// sqlStoreResult keeps a proposal's result once ($1 entity id, $2 record
+// id, $3 proposal version, $4 result id, $5 status, $6 completed at, $7
+// available until, $8 body, $9 the stage, empty for none): a result already stored is
+// kept (the authority's result is final).
+const sqlStoreResult = `INSERT INTO registrum.review_results
+    (entity_id, record_id, proposal_version, result_id, status, completed_at, available_until, body, stage, received_at)
+    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, nullif($9, ''), now()) ON CONFLICT DO NOTHING`
+
+// sqlResultReceived marks a submission's result delivered.
+const sqlResultReceived = `UPDATE registrum.review_submissions SET delivery_state = 'received', updated_at = now()
+    WHERE entity_id = $1 AND record_id = $2 AND proposal_version = $3`
+
+// StoreResult keeps the result the authority settled for a proposal, once,
+// in the write's transaction: a result already stored is kept (the
+// authority's result is final), and the submission's delivery becomes
+// received. It reports whether this call stored it.
+func (w *Writer) StoreResult(ctx context.Context, j RequestJob, r *ReviewResult) (bool, error) {
+	tag, err := w.exec(ctx, sqlStoreResult, j.Entity, j.RecordID, j.ProposalVersion, r.ResultID, r.Status, r.CompletedAt, r.AvailableUntil, string(r.Body), r.Stage)
 	if err != nil {
 		return false, fmt.Errorf("store: store review result: %w", err)
 	}
-	return stored, nil
+	if _, err := w.exec(ctx, sqlResultReceived, j.Entity, j.RecordID, j.ProposalVersion); err != nil {
+		return false, fmt.Errorf("store: store review result: %w", err)
+	}
+	return tag.RowsAffected() == 1, nil
 }
 
 // review reads the submission and result of a request's current proposal,
@@ -184,16 +190,17 @@ func (s *Store) review(ctx context.Context, db querier, e *model.Entity, r *Requ
 		completed, received *time.Time
 		until               *time.Time
 		body                []byte
+		stage               *string
 	)
 	err := db.QueryRow(ctx, `SELECT s.entity_id, s.record_id::text, s.proposal_version, s.authority, s.policy_id, s.state, s.body, s.submission_digest,
     coalesce(s.request_id, ''), coalesce(s.policy_version, ''), coalesce(s.policy_digest, ''), s.delivery_state, s.attempts, s.recovery_deadline, coalesce(s.attention, ''),
-    x.result_id, x.status, x.completed_at, x.available_until, x.body, x.received_at
+    x.result_id, x.status, x.completed_at, x.available_until, x.body, x.received_at, x.stage
     FROM registrum.review_submissions s
     LEFT JOIN registrum.review_results x ON x.entity_id = s.entity_id AND x.record_id = s.record_id AND x.proposal_version = s.proposal_version
     WHERE s.entity_id = $1 AND s.record_id = $2 AND s.proposal_version = $3`, r.EntityID, r.RecordID, r.ProposalVersion).
 		Scan(&sub.Entity, &sub.RecordID, &sub.ProposalVersion, &sub.Authority, &sub.PolicyID, &sub.State, &sub.Body, &sub.SubmissionDigest,
 			&sub.AuthorityRequestID, &sub.PolicyVersion, &sub.PolicyDigest, &sub.DeliveryState, &sub.Attempts, &sub.RecoveryDeadline, &sub.Attention,
-			&resultID, &status, &completed, &until, &body, &received)
+			&resultID, &status, &completed, &until, &body, &received, &stage)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil
 	}
@@ -209,6 +216,9 @@ func (s *Store) review(ctx context.Context, db querier, e *model.Entity, r *Requ
 	if until != nil {
 		t := until.UTC()
 		res.AvailableUntil = &t
+	}
+	if stage != nil {
+		res.Stage = *stage
 	}
 	r.Result = res
 	return nil

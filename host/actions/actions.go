@@ -85,15 +85,20 @@ type actionCall struct {
 	ifMatch map[string]string
 }
 
-// admitAction decides the caller's invoke grant and parses the body: an
-// object with input (and, for an invocation, preconditions).
-func (s *Service) admitAction(ctx context.Context, c records.Call, actionID string, body []byte, invoke bool) (*actionCall, error) {
+// admitAction decides the caller's invoke grant, then judges the body: an
+// object with input (and, for an invocation, preconditions). A caller
+// without the grant gets the concealed not-found whatever the body.
+func (s *Service) admitAction(ctx context.Context, c records.Call, actionID string, raw records.Body, invoke bool) (*actionCall, error) {
 	a := s.pkg.ActionByID(actionID)
 	d := s.decider
 	if a == nil || d == nil {
 		return nil, problem.NotFound()
 	}
 	g, err := d.DecideAction(ctx, access.ActionRequest{Action: a, Bearer: c.Bearer, UnusableCredential: c.UnusableCredential, Profile: c.Profile})
+	if err != nil {
+		return nil, err
+	}
+	body, err := raw.Bytes()
 	if err != nil {
 		return nil, err
 	}
@@ -198,7 +203,7 @@ func admitsTarget(g *access.ActionGrant, e *model.Entity, vals map[string]any) b
 // the existing records the action's patch effects would touch for this
 // input, each with the ifMatch an invocation names. A target that does not
 // exist or lies outside the action's target row boundaries is not found.
-func (s *Service) TargetConditions(ctx context.Context, c records.Call, actionID string, body []byte) (*records.Result, error) {
+func (s *Service) TargetConditions(ctx context.Context, c records.Call, actionID string, body records.Body) (*records.Result, error) {
 	call, err := s.admitAction(ctx, c, actionID, body, false)
 	if err != nil {
 		return nil, err
@@ -237,8 +242,8 @@ func (s *Service) TargetConditions(ctx context.Context, c records.Call, actionID
 // action's preconditions (any mismatch: 412 with nothing written) and
 // every record an effect reaches against the action's target row
 // boundaries. It needs an Idempotency-Key.
-func (s *Service) Invoke(ctx context.Context, c records.Call, actionID string, body []byte) (*records.Result, error) {
-	call, err := s.admitAction(ctx, c, actionID, body, true)
+func (s *Service) Invoke(ctx context.Context, c records.Call, actionID string, in records.Body) (*records.Result, error) {
+	call, err := s.admitAction(ctx, c, actionID, in, true)
 	if err != nil {
 		return nil, err
 	}
@@ -251,7 +256,8 @@ func (s *Service) Invoke(ctx context.Context, c records.Call, actionID string, b
 			return nil, problem.New(problem.PreconditionRequired, "effect %s patches an existing record: name its ETag in preconditions.%s.ifMatch (see target-conditions)", ef.ID, ef.ID)
 		}
 	}
-	idem, err := s.records.Idempotency(c, &access.Grant{PrincipalReference: call.grant.PrincipalReference}, "action", a.ID, string(body))
+	body, _ := in.Bytes() // judged by admitAction
+	idem, err := s.records.Idempotency(c, &access.Grant{PrincipalReference: call.grant.PrincipalReference, Profile: call.grant.Profile}, "action", a.ID, string(body))
 	if err != nil {
 		return nil, err
 	}

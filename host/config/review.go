@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/url"
 	"regexp"
+	"strings"
 	"time"
 
 	"github.com/registrum/registrum/internal/secrets"
@@ -30,7 +31,15 @@ type ReviewAuthority struct {
 	PollSeconds int `yaml:"pollSeconds"`
 	// Client is the host's credential with the authority: a client of a
 	// token issuer (Registrum's own), authenticated with a private key JWT.
+	// Exactly one of Client and StaticTokenRef is set.
 	Client ClientCredentials `yaml:"client"`
+	// StaticTokenRef is the other credential form: a file secret
+	// (`secret:file/<name>`) holding a bearer token the authority issued to
+	// this registry (an authority run by another institution does not
+	// accept Registrum's issuer). It is read on every call, so a rotated
+	// file is used without a restart; surrounding whitespace (a trailing
+	// newline) is not part of the token.
+	StaticTokenRef string `yaml:"staticTokenRef"`
 }
 
 // Executor is a logical executor that applies approved requests whose
@@ -82,8 +91,19 @@ func (c *Config) validateReview() error {
 		if a.PollSeconds == 0 {
 			a.PollSeconds = 30
 		}
-		if err := c.checkClient(at+".client", a.Client); err != nil {
-			return err
+		switch hasClient := a.Client != (ClientCredentials{}); {
+		case hasClient && a.StaticTokenRef != "":
+			return c.fail(at, "set exactly one credential: client or staticTokenRef, not both")
+		case a.StaticTokenRef != "":
+			if _, err := secrets.ParseRef(a.StaticTokenRef); err != nil {
+				return c.fail(at+".staticTokenRef", "%v", err)
+			}
+		case !hasClient:
+			return c.fail(at, "a credential is required: client (Registrum's issuer) or staticTokenRef (a file secret)")
+		default:
+			if err := c.checkClient(at+".client", a.Client); err != nil {
+				return err
+			}
 		}
 	}
 	for id, x := range c.Executors {
@@ -127,6 +147,26 @@ func checkEndpoint(s string) error {
 		return nil
 	}
 	return fmt.Errorf("must be https (http only on a loopback address)")
+}
+
+// StaticToken resolves a static bearer token reference
+// (ReviewAuthority.StaticTokenRef): the file's bytes without surrounding
+// whitespace, refused when empty or holding anything but visible ASCII.
+func (c *Config) StaticToken(ref string) (string, error) {
+	raw, err := secrets.ResolveFile(c.Secrets.Root, ref)
+	if err != nil {
+		return "", err
+	}
+	tok := strings.TrimSpace(string(raw))
+	if tok == "" {
+		return "", fmt.Errorf("the secret %s holds no token", ref)
+	}
+	for i := 0; i < len(tok); i++ {
+		if tok[i] <= ' ' || tok[i] > '~' {
+			return "", fmt.Errorf("the secret %s holds more than one visible ASCII token", ref)
+		}
+	}
+	return tok, nil
 }
 
 // ClientKey resolves a client's private JWK bytes.

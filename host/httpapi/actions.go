@@ -24,12 +24,7 @@ func (a *API) actionRoutes(r chi.Router) {
 
 // invokeAction serves POST /v1/actions/{action}.
 func (a *API) invokeAction(w http.ResponseWriter, r *http.Request) {
-	body, err := readBody(r, records.MaxActionBodyBytes, "application/json")
-	if err != nil {
-		a.fail(w, r, err)
-		return
-	}
-	res, err := a.actions.Invoke(r.Context(), a.call(r), chi.URLParam(r, "action"), body)
+	res, err := a.actions.Invoke(r.Context(), a.call(r), chi.URLParam(r, "action"), readBody(r, records.MaxActionBodyBytes, "application/json"))
 	if err != nil {
 		a.fail(w, r, err)
 		return
@@ -42,12 +37,7 @@ func (a *API) invokeAction(w http.ResponseWriter, r *http.Request) {
 
 // actionConditions serves POST /v1/actions/{action}/target-conditions.
 func (a *API) actionConditions(w http.ResponseWriter, r *http.Request) {
-	body, err := readBody(r, records.MaxActionBodyBytes, "application/json")
-	if err != nil {
-		a.fail(w, r, err)
-		return
-	}
-	res, err := a.actions.TargetConditions(r.Context(), a.call(r), chi.URLParam(r, "action"), body)
+	res, err := a.actions.TargetConditions(r.Context(), a.call(r), chi.URLParam(r, "action"), readBody(r, records.MaxActionBodyBytes, "application/json"))
 	if err != nil {
 		a.fail(w, r, err)
 		return

@@ -109,3 +109,67 @@ func TestBatchRefusalsRollBackEveryItem(t *testing.T) {
 	problemOf(t, resp, b, 404, "resource.not_found")
 	_ = etag
 }
+
+// TestBatchMaximumBytesAtItsEdge: a batch body of exactly the entity's
+// batch.maximumBytes is written; one byte more is refused with 400
+// request.invalid naming the body as a whole, and writes nothing.
+func TestBatchMaximumBytesAtItsEdge(t *testing.T) {
+	e := newEnv(t)
+	const bound = 4096 // testPackage: children's batch.maximumBytes
+	body := func(id string, size int) string {
+		b := `{"items":[{"operation":"create","data":{"nationalId":"` + id + `"}}]}`
+		return b + strings.Repeat(" ", size-len(b))
+	}
+	resp, b := e.do(t, "POST", "/v1/records/children:batch", "application/json", body("EDGE-1", bound))
+	if resp.StatusCode != 200 {
+		t.Fatalf("a batch of exactly %d bytes: %d %s", bound, resp.StatusCode, b)
+	}
+	r1, r2, r3 := e.rows(t)
+	resp, b = e.do(t, "POST", "/v1/records/children:batch", "application/json", body("EDGE-2", bound+1))
+	if p := problemOf(t, resp, b, 400, "request.invalid"); p["fieldPath"] != "" || !strings.Contains(p["detail"].(string), "4096") {
+		t.Errorf("a batch of %d bytes: %s", bound+1, b)
+	}
+	if a, b, c := e.rows(t); a != r1 || b != r2 || c != r3 {
+		t.Fatalf("the refused batch wrote: %d/%d/%d -> %d/%d/%d", r1, r2, r3, a, b, c)
+	}
+}
+
+// TestBatchAndTombstoneReplayUnderTheirKey: a batch and a tombstone sent
+// again with their Idempotency-Key answer the stored response byte for
+// byte and write nothing; the key with another batch is 409
+// idempotency.conflict.
+func TestBatchAndTombstoneReplayUnderTheirKey(t *testing.T) {
+	e := newEnv(t)
+	batch := `{"items":[{"operation":"create","data":{"nationalId":"K-1"}},{"operation":"create","data":{"nationalId":"K-2"}}]}`
+	resp, first := e.do(t, "POST", "/v1/records/children:batch", "application/json", batch, "Idempotency-Key", "batch-1")
+	if resp.StatusCode != 200 || resp.Header.Get("Idempotent-Replayed") != "" {
+		t.Fatalf("batch: %d %s", resp.StatusCode, first)
+	}
+	r1, r2, r3 := e.rows(t)
+	resp, again := e.do(t, "POST", "/v1/records/children:batch", "application/json", batch, "Idempotency-Key", "batch-1")
+	if resp.StatusCode != 200 || resp.Header.Get("Idempotent-Replayed") != "true" || string(again) != string(first) {
+		t.Fatalf("replayed batch: %d %s\nfirst %s", resp.StatusCode, again, first)
+	}
+	resp, b := e.do(t, "POST", "/v1/records/children:batch", "application/json", strings.Replace(batch, "K-2", "K-3", 1), "Idempotency-Key", "batch-1")
+	problemOf(t, resp, b, 409, "idempotency.conflict")
+	if a, b, c := e.rows(t); a != r1 || b != r2 || c != r3 {
+		t.Fatalf("the replay or the conflict wrote: %d/%d/%d -> %d/%d/%d", r1, r2, r3, a, b, c)
+	}
+
+	id, etag := e.create(t, `{"data":{"nationalId":"T-1"}}`)
+	resp, first = e.do(t, "DELETE", "/v1/records/children/"+id, "", "", "If-Match", etag, "Idempotency-Key", "tomb-1")
+	if resp.StatusCode != 200 || !strings.Contains(string(first), `"tombstoned":true`) {
+		t.Fatalf("tombstone: %d %s", resp.StatusCode, first)
+	}
+	r1, r2, r3 = e.rows(t)
+	resp, again = e.do(t, "DELETE", "/v1/records/children/"+id, "", "", "If-Match", etag, "Idempotency-Key", "tomb-1")
+	if resp.StatusCode != 200 || resp.Header.Get("Idempotent-Replayed") != "true" || string(again) != string(first) {
+		t.Fatalf("replayed tombstone: %d %s\nfirst %s", resp.StatusCode, again, first)
+	}
+	if a, b, c := e.rows(t); a != r1 || b != r2 || c != r3 {
+		t.Fatalf("the replayed tombstone wrote: %d/%d/%d -> %d/%d/%d", r1, r2, r3, a, b, c)
+	}
+	// Without the key the record is gone: the same call is not found.
+	resp, b = e.do(t, "DELETE", "/v1/records/children/"+id, "", "", "If-Match", etag)
+	problemOf(t, resp, b, 404, "resource.not_found")
+}

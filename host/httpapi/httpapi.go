@@ -188,23 +188,29 @@ func contentType(rep records.Representation) string {
 	return "application/json"
 }
 
-// readBody reads a JSON body of at most limit bytes.
-func readBody(r *http.Request, limit int64, wantType string) ([]byte, error) {
+// readBody receives a body of at most limit bytes sent as wantType,
+// without judging it: a wrong Content-Type or a declared Content-Length
+// over the limit is not read at all, a longer body is read no further
+// than limit+1 bytes, and what is wrong is kept as the body's fault. The
+// core judges the body only once it has decided the caller's access
+// (records.Body), so that a caller who may not use the route gets the
+// concealed not-found, whatever it sent.
+func readBody(r *http.Request, limit int64, wantType string) records.Body {
 	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if err != nil || mt != wantType {
-		return nil, problem.At(problem.RequestInvalid, "", "the body must be sent with Content-Type %s", wantType)
+		return records.FaultyBody(problem.At(problem.RequestInvalid, "", "the body must be sent with Content-Type %s", wantType))
 	}
 	if r.ContentLength > limit {
-		return nil, problem.At(problem.RequestInvalid, "", "the body is larger than %d bytes", limit)
+		return records.FaultyBody(problem.At(problem.RequestInvalid, "", "the body is larger than %d bytes", limit))
 	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
 	if err != nil {
-		return nil, problem.At(problem.RequestInvalid, "", "the body could not be read")
+		return records.FaultyBody(problem.At(problem.RequestInvalid, "", "the body could not be read"))
 	}
 	if int64(len(body)) > limit {
-		return nil, problem.At(problem.RequestInvalid, "", "the body is larger than %d bytes", limit)
+		return records.FaultyBody(problem.At(problem.RequestInvalid, "", "the body is larger than %d bytes", limit))
 	}
-	return body, nil
+	return records.BodyOf(body)
 }
 
 func bodyLimit(e *model.Entity) int64 {
@@ -216,12 +222,8 @@ func bodyLimit(e *model.Entity) int64 {
 
 // createRecord serves POST /v1/records/{route}.
 func (a *API) createRecord(w http.ResponseWriter, r *http.Request, e *model.Entity) error {
-	body, err := readBody(r, bodyLimit(e), "application/json")
-	if err != nil {
-		return err
-	}
 	c := a.call(r)
-	res, err := a.records.Create(r.Context(), c, e, body)
+	res, err := a.records.Create(r.Context(), c, e, readBody(r, bodyLimit(e), "application/json"))
 	if err != nil {
 		return err
 	}
@@ -257,11 +259,7 @@ func (a *API) batch(w http.ResponseWriter, r *http.Request, e *model.Entity) err
 	if e.Batch == nil {
 		return problem.NotFound()
 	}
-	body, err := readBody(r, e.Batch.MaximumBytes, "application/json")
-	if err != nil {
-		return err
-	}
-	res, err := a.records.Batch(r.Context(), a.call(r), e, body)
+	res, err := a.records.Batch(r.Context(), a.call(r), e, readBody(r, e.Batch.MaximumBytes, "application/json"))
 	if err != nil {
 		return err
 	}
@@ -315,12 +313,8 @@ func (a *API) getRecord(w http.ResponseWriter, r *http.Request, e *model.Entity)
 
 // patchRecord serves PATCH /v1/records/{route}/{recordId}.
 func (a *API) patchRecord(w http.ResponseWriter, r *http.Request, e *model.Entity) error {
-	body, err := readBody(r, bodyLimit(e), "application/json-patch+json")
-	if err != nil {
-		return err
-	}
 	c := a.call(r)
-	res, err := a.records.Patch(r.Context(), c, e, chi.URLParam(r, "recordId"), r.Header.Get("If-Match"), body)
+	res, err := a.records.Patch(r.Context(), c, e, chi.URLParam(r, "recordId"), r.Header.Get("If-Match"), readBody(r, bodyLimit(e), "application/json-patch+json"))
 	if err != nil {
 		return err
 	}

@@ -52,11 +52,7 @@ func run(w http.ResponseWriter, res *records.Result, err error) error {
 
 // createRun serves POST /v1/records/{route}/ingestion-runs.
 func (a *API) createRun(w http.ResponseWriter, r *http.Request, e *model.Entity) error {
-	body, err := readBody(r, maxRunBodyBytes, "application/json")
-	if err != nil {
-		return err
-	}
-	res, err := a.ingest.CreateRun(r.Context(), a.call(r), e, body)
+	res, err := a.ingest.CreateRun(r.Context(), a.call(r), e, readBody(r, maxRunBodyBytes, "application/json"))
 	return run(w, res, err)
 }
 
@@ -80,11 +76,7 @@ func (a *API) cancelRun(w http.ResponseWriter, r *http.Request, e *model.Entity)
 
 // submitChunk serves POST /v1/records/{route}/ingestion-runs/{runId}/chunks.
 func (a *API) submitChunk(w http.ResponseWriter, r *http.Request, e *model.Entity) error {
-	body, err := readBody(r, chunkBodyLimit(e), "application/json")
-	if err != nil {
-		return err
-	}
-	res, err := a.ingest.Chunk(r.Context(), a.call(r), e, chi.URLParam(r, "runId"), body)
+	res, err := a.ingest.Chunk(r.Context(), a.call(r), e, chi.URLParam(r, "runId"), readBody(r, chunkBodyLimit(e), "application/json"))
 	return run(w, res, err)
 }
 

@@ -14,12 +14,9 @@ import (
 // action response of the specification, not a record envelope.
 func (a *API) requestAction(action string) entityHandler {
 	return func(w http.ResponseWriter, r *http.Request, e *model.Entity) error {
-		body, err := readBody(r, records.MaxActionBodyBytes, "application/json")
-		if err != nil {
-			return err
-		}
 		c := a.call(r)
-		res, err := a.requests.Act(r.Context(), c, e, chi.URLParam(r, "recordId"), action, r.Header.Get("If-Match"), body)
+		body := readBody(r, records.MaxActionBodyBytes, "application/json")
+		res, err := a.requests.ActOn(r.Context(), c, e, chi.URLParam(r, "recordId"), action, r.Header.Get("If-Match"), body)
 		if err != nil {
 			return err
 		}

@@ -212,15 +212,22 @@ func noIdempotencyKey(c records.Call) error {
 	return nil
 }
 
-// CreateRun opens an ingestion run on a batch entity.
-func (s *Service) CreateRun(ctx context.Context, c records.Call, e *model.Entity, body []byte) (*records.Result, error) {
+// CreateRun opens an ingestion run on a batch entity. The body is judged
+// once the route's authority is decided.
+func (s *Service) CreateRun(ctx context.Context, c records.Call, e *model.Entity, in records.Body) (*records.Result, error) {
 	if e.Batch == nil {
 		return nil, problem.NotFound()
 	}
 	// The route's authority first, so that a caller without it learns
 	// nothing: under accessProfile when sent, else under the profileId the
-	// body names (checked again below once the body is read).
-	doc, decodeErr := strictjson.Decode(body)
+	// body names (checked again below once the body is judged). A faulty
+	// body names no profile: the route's default decides.
+	body, bodyErr := in.Bytes()
+	var doc any
+	var decodeErr error
+	if bodyErr == nil {
+		doc, decodeErr = strictjson.Decode(body)
+	}
 	hint := c.Profile
 	if m, ok := doc.(map[string]any); ok && hint == "" {
 		hint, _ = m["profileId"].(string)
@@ -230,6 +237,9 @@ func (s *Service) CreateRun(ctx context.Context, c records.Call, e *model.Entity
 	}
 	if err := noIdempotencyKey(c); err != nil {
 		return nil, err
+	}
+	if bodyErr != nil {
+		return nil, bodyErr
 	}
 	if decodeErr != nil {
 		return nil, records.BodyFault(decodeErr)
@@ -588,13 +598,20 @@ func refuse(outcome string, code problem.Code, at, format string, args ...any) *
 // batch response; the exact replay of a committed chunk answers its stored
 // receipt byte for byte and writes nothing; anything else is refused with
 // nothing written. Every attempt's outcome is the run's lastAttempt.
-func (s *Service) Chunk(ctx context.Context, c records.Call, e *model.Entity, runID string, body []byte) (*records.Result, error) {
+//
+// The body is judged once the caller's own run is found: another caller's
+// run and an unknown run are the concealed not-found whatever the body.
+func (s *Service) Chunk(ctx context.Context, c records.Call, e *model.Entity, runID string, in records.Body) (*records.Result, error) {
 	r, grant, err := s.ownRun(ctx, c, e, runID)
 	if err != nil {
 		return nil, err
 	}
 	// Items are checked under the run's profile, whatever accessProfile says.
 	c.Profile = r.ProfileID
+	body, err := in.Bytes()
+	if err != nil {
+		return nil, s.attempt(ctx, r, OutcomeRefused, r.NextChunkIndex, err)
+	}
 	cb, err := ParseChunk(body)
 	if err != nil {
 		outcome := OutcomeRefused

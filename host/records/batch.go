@@ -58,12 +58,16 @@ type BatchItem struct {
 
 // Batch writes every item in one transaction, in item order: one stale
 // ifMatch or one violated constraint (checked on the final state) rolls
-// back every item.
-func (s *Service) Batch(ctx context.Context, c Call, e *model.Entity, body []byte) (*Result, error) {
+// back every item. The body is judged once the grant is decided.
+func (s *Service) Batch(ctx context.Context, c Call, e *model.Entity, in Body) (*Result, error) {
 	if e.Batch == nil {
 		return nil, problem.NotFound()
 	}
 	grant, err := s.Decide(ctx, c, model.OpBatch, e)
+	if err != nil {
+		return nil, err
+	}
+	body, err := in.Bytes()
 	if err != nil {
 		return nil, err
 	}

@@ -135,6 +135,15 @@ func (s *Service) Decide(ctx context.Context, c Call, op string, e *model.Entity
 }
 
 // Idempotency binds a write to the caller's key; nil without a key.
+//
+// The key is the principal's: it is stored under a keyed reference of the
+// grant's principal and the client's key. The request it stands for is
+// the digest of parts (the operation, its target and its body, as the
+// caller names them) with everything else that shapes the answer: the
+// access profile that granted the call (which decides what the answer may
+// show) and the representation asked for (Accept). The same key with
+// another request, under another profile or in another representation
+// included, is 409 idempotency.conflict.
 func (s *Service) Idempotency(c Call, grant *access.Grant, parts ...string) (*store.Idempotency, error) {
 	if c.IdempotencyKey == "" {
 		return nil, nil
@@ -143,7 +152,7 @@ func (s *Service) Idempotency(c Call, grant *access.Grant, parts ...string) (*st
 		return nil, problem.New(problem.RequestInvalid, "the Idempotency-Key is longer than %d bytes", MaxIdempotencyKeyBytes)
 	}
 	h := sha256.New()
-	for _, p := range append(parts, string(c.Representation)) {
+	for _, p := range append(parts, string(c.Representation), "profile="+grant.Profile) {
 		fmt.Fprintf(h, "%d:%s;", len(p), p)
 	}
 	return &store.Idempotency{
@@ -200,8 +209,13 @@ func (s *Service) Write(ctx context.Context, e *model.Entity, idem *store.Idempo
 }
 
 // Create validates a create body ({"data": {...}}) and writes revision 1.
-func (s *Service) Create(ctx context.Context, c Call, e *model.Entity, body []byte) (*Result, error) {
+// The body is judged once the grant is decided.
+func (s *Service) Create(ctx context.Context, c Call, e *model.Entity, in Body) (*Result, error) {
 	grant, err := s.Decide(ctx, c, model.OpCreate, e)
+	if err != nil {
+		return nil, err
+	}
+	body, err := in.Bytes()
 	if err != nil {
 		return nil, err
 	}
@@ -312,16 +326,15 @@ func (s *Service) get(ctx context.Context, c Call, e *model.Entity, id string, o
 	return &Result{Status: http.StatusOK, ETag: out.ETag, Body: out.Body}, nil
 }
 
-// Patch applies a JSON Patch to a live record whose current validator is ifMatch.
-func (s *Service) Patch(ctx context.Context, c Call, e *model.Entity, id, ifMatch string, body []byte) (*Result, error) {
+// Patch applies a JSON Patch to a live record whose current validator is
+// ifMatch. The body is judged once the record is locked and found inside
+// the caller's boundary (and, for a request, its owner's draft): a record
+// the caller may not see is the concealed not-found whatever the body.
+func (s *Service) Patch(ctx context.Context, c Call, e *model.Entity, id, ifMatch string, in Body) (*Result, error) {
 	if e.MutationMode == model.CreateOnly {
 		return nil, problem.NotFound()
 	}
-	grant, idem, err := s.admitChange(ctx, c, model.OpPatch, e, id, ifMatch, string(body))
-	if err != nil {
-		return nil, err
-	}
-	ops, err := parsePatch(e, grant, body)
+	grant, idem, err := s.admitChange(ctx, c, model.OpPatch, e, id, ifMatch, string(in.Received()))
 	if err != nil {
 		return nil, err
 	}
@@ -335,6 +348,16 @@ func (s *Service) Patch(ctx context.Context, c Call, e *model.Entity, id, ifMatc
 			if req, err = s.LockDraft(ctx, w, e, grant, id); err != nil {
 				return nil, err
 			}
+		}
+		body, err := in.Bytes()
+		if err != nil {
+			return nil, err
+		}
+		ops, err := parsePatch(e, grant, body)
+		if err != nil {
+			return nil, err
+		}
+		if req != nil {
 			if err := s.LoadHistory(ctx, w, e, req, nil); err != nil {
 				return nil, err
 			}

@@ -59,8 +59,10 @@ func (s *Service) LoadHistory(ctx context.Context, from HistoryReader, e *model.
 // HistoryView is data.request.history: the page of retained proposals read
 // with the request (none when it was not read, as for a new draft), each
 // with its version, effect digest, planner, submission time and frozen
-// writes (unless erased), and its review outcome where the grant discloses
-// review_state; nextAfterProposalVersion continues it, null on the last page.
+// writes (unless erased), its review outcome where the grant discloses
+// review_state, and, for a proposal revise_request replaced, revisedAs
+// (revision or rebase) and revisedAt; nextAfterProposalVersion continues
+// it, null on the last page.
 // Writes are narrowed to what the caller may read (see readableWrites).
 func (s *Service) HistoryView(req *store.Request, grant *access.Grant) map[string]any {
 	items := []map[string]any{}
@@ -83,6 +85,12 @@ func (s *Service) HistoryView(req *store.Request, grant *access.Grant) map[strin
 			}
 			if disclose && it.Outcome != "" {
 				item["outcome"] = it.Outcome
+			}
+			if it.RevisedAs != "" {
+				// How the owner's revise_request replaced it: a revision
+				// (rebase false) or a rebase (rebase true).
+				item["revisedAs"] = it.RevisedAs
+				item["revisedAt"] = it.RevisedAt.Format(time.RFC3339Nano)
 			}
 			items = append(items, item)
 		}

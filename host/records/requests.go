@@ -33,7 +33,11 @@ var actionOperations = map[string]string{
 	ActionApply:  model.OpApplyRequest,
 }
 
-// ApplyRefusal reports why apply is not offered to grant on req, "" when it is.
+// ApplyRefusal reports why apply is refused to grant on req whatever the
+// review evidence says, "" when nothing but the evidence is left to decide:
+// a read offers apply when the review outcome (database clock) is also
+// approved; an apply decides the evidence with the service clock once it
+// has fetched the authority's result (EvidenceRefusal).
 func (s *Service) ApplyRefusal(e *model.Entity, req *store.Request, grant *access.Grant, executor string) string {
 	cr := e.ChangeRequest
 	switch {
@@ -45,8 +49,6 @@ func (s *Service) ApplyRefusal(e *model.Entity, req *store.Request, grant *acces
 		return "this request is applied automatically by its executor"
 	case cr.Application.Mode != model.ApplyAutomatic && executor != "":
 		return "this request is applied by a person, not an executor"
-	case ReviewOutcome(e, req) != ResultApproved:
-		return "there is no approved review result for this proposal"
 	case req.Proposal.DetailErased:
 		return "the proposal's detail was erased"
 	}
@@ -167,7 +169,7 @@ func (s *Service) requestView(rec *store.Record, req *store.Request, grant *acce
 			offer(ActionCancel, nil)
 		}
 	case store.RequestSubmitted:
-		if grant.PrincipalReference != "" && s.ApplyRefusal(e, req, grant, "") == "" {
+		if grant.PrincipalReference != "" && ReviewOutcome(e, req) == ResultApproved && s.ApplyRefusal(e, req, grant, "") == "" {
 			offer(ActionApply, nil)
 		}
 		if owner && grantAllows(grant, model.OpReviseRequest) {
@@ -182,28 +184,6 @@ func (s *Service) requestView(rec *store.Record, req *store.Request, grant *acce
 	view["actions"] = actions
 	view["history"] = s.HistoryView(req, grant)
 	return view
-}
-
-// applicationState is review.application.state.
-func applicationState(e *model.Entity, req *store.Request) string {
-	if req.State == store.RequestApplied {
-		return "applied"
-	}
-	if req.State != store.RequestSubmitted {
-		return "blocked"
-	}
-	switch ReviewOutcome(e, req) {
-	case "":
-		return "awaitingReview"
-	case ResultApproved:
-		if e.ChangeRequest.Application.Mode == model.ApplyAutomatic {
-			return "queued"
-		}
-		return "ready"
-	case outcomeApprovedExpired:
-		return "expired"
-	}
-	return "blocked"
 }
 
 func grantAllows(g *access.Grant, op string) bool { return g.Source == nil || g.Source.Allows(op) }

@@ -52,8 +52,42 @@ func ReviseOffer(outcome string) (offered, rebase bool) {
 	return true, false // none yet, changesRequested, approvedExpired
 }
 
-// reviewView is data.request.review: the submission, the result, its
-// delivery, the application and whether an operator is needed.
+// EvidenceRefusal reports why the stored review evidence of req does not
+// allow apply by the service clock now, "" when it does: under review mode
+// none nothing is needed; under an authority the result of the current
+// proposal must be stored, approved, and available after now. Apply decides
+// with it once it has fetched and stored the authority's result (apply is
+// authoritative); reads decide with ReviewOutcome and the database clock.
+func EvidenceRefusal(e *model.Entity, req *store.Request, now time.Time) string {
+	if e.ChangeRequest.Review.Mode == model.ReviewNone {
+		return ""
+	}
+	r := req.Result
+	switch {
+	case r == nil:
+		return "the review authority has settled no result"
+	case r.Status != ResultApproved:
+		return "the review result is " + r.Status
+	case r.AvailableUntil != nil && !r.AvailableUntil.After(now):
+		return "the approval is no longer available"
+	}
+	return ""
+}
+
+// ReviewStage is the review stage the authority reported with the result
+// of req's current proposal, "" when none is known: lifecycle events carry
+// it as their stage.
+func ReviewStage(req *store.Request) string {
+	if req.Result == nil {
+		return ""
+	}
+	return req.Result.Stage
+}
+
+// reviewView is data.request.review: the submission, the result (with the
+// stage the authority reported), its delivery (receivedAt once stored), the
+// application and whether an operator is needed (a submission's, or the
+// automatic application's).
 func reviewView(e *model.Entity, req *store.Request) map[string]any {
 	cr := e.ChangeRequest
 	view := map[string]any{
@@ -74,17 +108,63 @@ func reviewView(e *model.Entity, req *store.Request) map[string]any {
 		}
 		s["policy"] = policy
 		view["submission"] = s
-		view["delivery"] = map[string]any{"state": sub.DeliveryState}
+		delivery := map[string]any{"state": sub.DeliveryState}
+		if r := req.Result; r != nil {
+			delivery["receivedAt"] = r.ReceivedAt.Format(time.RFC3339Nano)
+		}
+		view["delivery"] = delivery
 		if sub.Attention != "" {
 			view["recovery"] = map[string]any{"state": "operatorAttention", "code": sub.Attention}
 		}
+	}
+	if a := req.AutoApplication; a != nil && a.Attention != "" && req.State == store.RequestSubmitted {
+		view["recovery"] = map[string]any{"state": "operatorAttention", "code": a.Attention}
 	}
 	if r := req.Result; r != nil {
 		res := map[string]any{"state": r.Status, "resultId": r.ResultID, "completedAt": r.CompletedAt.Format(time.RFC3339Nano)}
 		if r.AvailableUntil != nil {
 			res["availableUntil"] = r.AvailableUntil.Format(time.RFC3339Nano)
 		}
+		if r.Stage != "" {
+			res["stage"] = r.Stage
+		}
 		view["result"] = res
 	}
 	return view
+}
+
+// applicationState is review.application.state, for the current proposal
+// (docs/decisions/change-requests.md, "Review application states"):
+// applied once applied; blocked for a draft or cancelled request; for a
+// submitted one, applying while the executor's apply runs (whatever the
+// clock says since), else expired when an approval's availableUntil passed
+// by the database clock (also over queued and blocked), else blocked when
+// an automatic apply was refused, awaitingReview without a result, ready
+// (manual) or queued (automatic) when approved, blocked for any other
+// result.
+func applicationState(e *model.Entity, req *store.Request) string {
+	if req.State == store.RequestApplied {
+		return "applied"
+	}
+	if req.State != store.RequestSubmitted {
+		return "blocked"
+	}
+	auto := req.AutoApplication
+	if auto != nil && auto.State == store.AutoApplying {
+		return "applying"
+	}
+	outcome := ReviewOutcome(e, req)
+	switch {
+	case outcome == outcomeApprovedExpired:
+		return "expired"
+	case auto != nil && auto.State == store.AutoBlocked:
+		return "blocked"
+	case outcome == "":
+		return "awaitingReview"
+	case outcome == ResultApproved && e.ChangeRequest.Application.Mode == model.ApplyAutomatic:
+		return "queued"
+	case outcome == ResultApproved:
+		return "ready"
+	}
+	return "blocked"
 }

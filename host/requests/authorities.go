@@ -42,21 +42,42 @@ type Authorities struct {
 }
 
 type authority struct {
-	id     string
-	cfg    *config.ReviewAuthority
-	tokens *tokensource.Source
+	id  string
+	cfg *config.ReviewAuthority
+	// bearer returns the token of the next call: from the issuer client
+	// (tokens, cached until it expires), or the static token file read
+	// again on every call.
+	bearer func(context.Context) (string, error)
 	http   *http.Client
 }
 
-// NewAuthorities returns the review authorities of cfg (none when it configures none).
+// NewAuthorities returns the review authorities of cfg (none when it
+// configures none). Each is called with the credential its configuration
+// names: a client of Registrum's issuer, or a static token file (which
+// must resolve now, so that a host with a missing token does not start).
 func NewAuthorities(cfg *config.Config) (*Authorities, error) {
 	a := &Authorities{byID: map[string]*authority{}}
 	for id, ac := range cfg.ReviewAuthorities {
-		ts, err := tokenSource(cfg, ac.Client)
-		if err != nil {
-			return nil, fmt.Errorf("review: authority %s: %w", id, err)
+		au := &authority{id: id, cfg: ac, http: &http.Client{Timeout: 30 * time.Second}}
+		if ref := ac.StaticTokenRef; ref != "" {
+			if _, err := cfg.StaticToken(ref); err != nil {
+				return nil, fmt.Errorf("review: authority %s: %w", id, err)
+			}
+			au.bearer = func(context.Context) (string, error) { return cfg.StaticToken(ref) }
+		} else {
+			ts, err := tokenSource(cfg, ac.Client)
+			if err != nil {
+				return nil, fmt.Errorf("review: authority %s: %w", id, err)
+			}
+			au.bearer = func(ctx context.Context) (string, error) {
+				tok, err := ts.Token(ctx)
+				if err != nil {
+					return "", err
+				}
+				return tok.AccessToken, nil
+			}
 		}
-		a.byID[id] = &authority{id: id, cfg: ac, tokens: ts, http: &http.Client{Timeout: 30 * time.Second}}
+		a.byID[id] = au
 	}
 	return a, nil
 }
@@ -161,10 +182,11 @@ func (au *authority) withdraw(ctx context.Context, sub *store.Submission) error 
 	}
 }
 
-// call sends one request with a bearer token of the host's client and the
-// authority profile, and reads a bounded answer.
+// call sends one request with the host's bearer token for the authority
+// (its issuer client's, or the static one) and the authority profile, and
+// reads a bounded answer.
 func (au *authority) call(ctx context.Context, method, path, idemKey string, body []byte) (int, []byte, error) {
-	tok, err := au.tokens.Token(ctx)
+	tok, err := au.bearer(ctx)
 	if err != nil {
 		return 0, nil, fmt.Errorf("review: authority %s: token: %w", au.id, err)
 	}
@@ -172,7 +194,7 @@ func (au *authority) call(ctx context.Context, method, path, idemKey string, bod
 	if err != nil {
 		return 0, nil, err
 	}
-	req.Header.Set("Authorization", "Bearer "+tok.AccessToken)
+	req.Header.Set("Authorization", "Bearer "+tok)
 	req.Header.Set(ProfileHeader, au.cfg.Profile)
 	req.Header.Set("Accept", "application/json")
 	if body != nil {

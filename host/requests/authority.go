@@ -1,10 +1,12 @@
 package requests
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"time"
 
 	"github.com/registrum/registrum/host/problem"
@@ -42,6 +44,9 @@ type AuthorityResult struct {
 	Status           string     `json:"status"`
 	CompletedAt      time.Time  `json:"completedAt"`
 	AvailableUntil   *time.Time `json:"availableUntil,omitempty"`
+	// Stage is the review stage the authority reports the result settled
+	// in (one of the entity's review.stages), "" when it names none.
+	Stage string `json:"stage,omitempty"`
 	// Raw is the document as received.
 	Raw []byte `json:"-"`
 }
@@ -116,9 +121,13 @@ func (s *Service) reviewProducer(authority string) (string, time.Duration, bool)
 }
 
 // checkEvidence fetches the result of a submitted proposal from its
-// authority and checks it is exact approved evidence that is still
-// available by the service clock: apply is authoritative, whatever a read
-// offered.
+// authority, stores it when it answers the submission exactly (as the
+// poller would: the first stored result is kept), and checks it is approved
+// evidence still available by the service clock: apply is authoritative,
+// whatever a read offered, and needs no poller to have stored the result
+// first. It runs before the apply's transaction, with the authority's own
+// network budget; the transaction decides again on the stored result with
+// the service clock (records.EvidenceRefusal) under its locks.
 func (s *Service) checkEvidence(ctx context.Context, e *model.Entity, req *store.Request) error {
 	if e.ChangeRequest.Review.Mode == model.ReviewNone {
 		return nil
@@ -136,10 +145,88 @@ func (s *Service) checkEvidence(ctx context.Context, e *model.Entity, req *store
 		return problem.New(problem.PreconditionFailed, "apply is not offered: the review authority has settled no result")
 	case !res.Matches(sub):
 		return problem.New(problem.PreconditionFailed, "apply is not offered: the authority's result does not match the submission")
+	}
+	if err := s.storeResult(ctx, e, sub, res); err != nil {
+		return err
+	}
+	switch {
 	case res.Status != records.ResultApproved:
 		return problem.New(problem.PreconditionFailed, "apply is not offered: the review result is %s", res.Status)
 	case res.AvailableUntil != nil && !res.AvailableUntil.After(time.Now()):
 		return problem.New(problem.PreconditionFailed, "apply is not offered: the approval is no longer available")
+	}
+	return nil
+}
+
+// TransitionReview is the lifecycle transition of a review result the
+// authority settled for a submitted proposal: the request stays submitted,
+// and the event carries the stage the authority reported.
+const TransitionReview = "review"
+
+// storeResult keeps a result that matches sub exactly, in one transaction
+// with what follows from it when this call is the one that stores it and
+// the proposal is still the request's current, submitted one: the review
+// lifecycle event (transition review, submitted to submitted, with the
+// authority's stage), and for an approval under automatic application the
+// executor's apply job. The poller and apply both store results through
+// it, so each result has exactly one of each.
+func (s *Service) storeResult(ctx context.Context, e *model.Entity, sub *store.Submission, res *AuthorityResult) error {
+	_, _, err := s.store.Write(ctx, nil, func(w *store.Writer) (*store.Outcome, error) {
+		rec, req, err := w.LockWithRequest(ctx, e, sub.RecordID)
+		if err != nil {
+			return nil, err
+		}
+		stored, err := w.StoreResult(ctx, sub.RequestJob, &store.ReviewResult{
+			ResultID: res.ResultID, Status: res.Status, CompletedAt: res.CompletedAt, AvailableUntil: res.AvailableUntil, Stage: res.Stage, Body: res.Raw,
+		})
+		if err != nil || !stored || req.State != store.RequestSubmitted || req.ProposalVersion != sub.ProposalVersion {
+			return &store.Outcome{}, err
+		}
+		lc := &store.Lifecycle{Transition: TransitionReview, FromState: req.State, ToState: req.State, ProposalVersion: req.ProposalVersion, Stage: res.Stage}
+		if req.Proposal != nil {
+			lc.EffectDigest = req.Proposal.EffectDigest
+		}
+		if err := w.Capture(ctx, store.Change{Entity: e, Trigger: model.TriggerRequestLifecycle, After: rec, Lifecycle: lc}); err != nil {
+			return nil, err
+		}
+		if res.Status == records.ResultApproved && e.ChangeRequest.Application.Mode == model.ApplyAutomatic {
+			if err := queueAutoApply(ctx, w, req); err != nil {
+				return nil, err
+			}
+		}
+		return &store.Outcome{}, nil
+	})
+	if err != nil {
+		return fmt.Errorf("review: store the result of %s/%s: %w", e.ID, sub.RecordID, err)
+	}
+	return nil
+}
+
+// checkManifest binds the attachments to what apply writes: the slots of
+// the proposal being applied must still give the manifest frozen at submit
+// (every slot's hash, size, media type and verification). Under review mode
+// none nothing else binds them; under an authority they are also part of
+// the reviewed submission. A slot erased, replaced or re-verified since
+// refuses the apply.
+func checkManifest(e *model.Entity, req *store.Request) error {
+	if len(e.Attachments) == 0 {
+		return nil
+	}
+	if req.Proposal == nil || len(req.Proposal.Attachments) == 0 {
+		return nil // a proposal frozen before manifests were bound
+	}
+	now, err := attachmentManifest(e, req)
+	if err != nil {
+		return problem.New(problem.PreconditionFailed, "the attachments of the proposal no longer match the manifest frozen at submit; revise the request")
+	}
+	// The database keeps the frozen manifest as jsonb, which writes it
+	// back in its own layout: compare canonical forms.
+	frozen, err := canonjson.Transform(req.Proposal.Attachments)
+	if err != nil {
+		return fmt.Errorf("requests: frozen attachment manifest of %s: %w", req.RecordID, err)
+	}
+	if !bytes.Equal(now, frozen) {
+		return problem.New(problem.PreconditionFailed, "the attachments of the proposal no longer match the manifest frozen at submit; revise the request")
 	}
 	return nil
 }

@@ -13,7 +13,6 @@ import (
 	"github.com/registrum/registrum/host/config"
 	"github.com/registrum/registrum/host/problem"
 	"github.com/registrum/registrum/host/records"
-	"github.com/registrum/registrum/model"
 	"github.com/registrum/registrum/sdk/tokensource"
 	"github.com/registrum/registrum/store"
 )
@@ -173,16 +172,26 @@ func (w *pollWorker) Work(ctx context.Context, job *river.Job[store.ReviewPollAr
 		sub.DeliveryState, sub.Attention = store.DeliveryUnmatched, AttentionResultUnmatched
 		return ws.store.UpdateSubmission(ctx, sub)
 	}
-	if _, err := ws.store.StoreResult(ctx, sub.RequestJob, &store.ReviewResult{
-		ResultID: res.ResultID, Status: res.Status, CompletedAt: res.CompletedAt, AvailableUntil: res.AvailableUntil, Body: res.Raw,
-	}); err != nil {
+	e := ws.svc.Package().EntityByID(sub.Entity)
+	if e == nil || e.ChangeRequest == nil {
+		return nil
+	}
+	// Stored with its lifecycle event and, for an approval applied
+	// automatically, the executor's apply job: in one transaction.
+	return ws.requests.storeResult(ctx, e, sub, res)
+}
+
+// queueAutoApply queues, in w's transaction, the automatic application of
+// req's current proposal by its executor: the row that reports it queued
+// and the apply job, once per proposal (a second call does nothing).
+func queueAutoApply(ctx context.Context, w *store.Writer, req *store.Request) error {
+	j := store.RequestJob{Entity: req.EntityID, RecordID: req.RecordID, ProposalVersion: req.ProposalVersion}
+	queued, err := w.QueueAutoApplication(ctx, j)
+	if err != nil || !queued {
 		return err
 	}
-	e := ws.svc.Package().EntityByID(sub.Entity)
-	if res.Status == records.ResultApproved && e != nil && e.ChangeRequest.Application.Mode == model.ApplyAutomatic {
-		return ws.store.Enqueue(ctx, store.RequestApplyArgs{RequestJob: sub.RequestJob}, onePerProposal)
-	}
-	return nil
+	req.AutoApplication = &store.AutoApplication{State: store.AutoQueued}
+	return w.Enqueue(ctx, store.RequestApplyArgs{RequestJob: j}, onePerProposal)
 }
 
 type withdrawWorker struct {
@@ -230,6 +239,9 @@ type applyWorker struct {
 // Work applies an approved proposal as its executor: a token of the
 // executor's own client, its access profile, and the apply action with a
 // key that stays the same on every retry (a retry after a crash replays).
+// The application is applying from the job's first start; a refusal (which
+// retrying cannot change) blocks it for an operator, a passing failure
+// leaves it applying while River retries.
 func (w *applyWorker) Work(ctx context.Context, job *river.Job[store.RequestApplyArgs]) error {
 	ws := w.ws
 	args := job.Args.RequestJob
@@ -237,14 +249,21 @@ func (w *applyWorker) Work(ctx context.Context, job *river.Job[store.RequestAppl
 	if e == nil || e.ChangeRequest == nil {
 		return nil
 	}
-	attention := func(code string) error {
-		sub, err := ws.store.Submission(ctx, args)
-		if err != nil {
-			return err
-		}
-		sub.Attention = code
-		return ws.store.UpdateSubmission(ctx, sub)
+	req, err := ws.store.Request(ctx, e, args.RecordID)
+	if err != nil {
+		return err
 	}
+	if req.State != store.RequestSubmitted || req.Proposal == nil || req.ProposalVersion != args.ProposalVersion {
+		return nil // done, or another proposal is current
+	}
+	state, err := ws.store.StartAutoApplication(ctx, args)
+	if err != nil {
+		return err
+	}
+	if state != store.AutoApplying {
+		return nil // blocked: an operator decides
+	}
+	attention := func(code string) error { return ws.store.BlockAutoApplication(ctx, args, code) }
 	x, ok := ws.executors[e.ChangeRequest.Application.Executor]
 	if !ok {
 		return attention(AttentionExecutorMissing)
@@ -258,13 +277,6 @@ func (w *applyWorker) Work(ctx context.Context, job *river.Job[store.RequestAppl
 	read, err := ws.svc.Get(ctx, call, e, args.RecordID)
 	if err != nil {
 		return classify(err, attention)
-	}
-	req, err := ws.store.Request(ctx, e, args.RecordID)
-	if err != nil {
-		return err
-	}
-	if req.State == store.RequestApplied || req.Proposal == nil || req.ProposalVersion != args.ProposalVersion {
-		return nil // done, or another proposal is current
 	}
 	body, _ := json.Marshal(map[string]any{"actorReference": "executor:" + x.id, "proposalVersion": args.ProposalVersion, "effectDigest": req.Proposal.EffectDigest})
 	_, err = ws.requests.Act(ctx, call, e, args.RecordID, records.ActionApply, read.ETag, body)

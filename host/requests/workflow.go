@@ -46,16 +46,31 @@ func ownerAction(action string) bool { return action != records.ActionApply }
 
 // actionBody is a parsed action body.
 type actionBody struct {
-	ActorReference  string
+	// ActorReference is the actor recorded with the action and returned
+	// in its response: the body's actorReference, else the caller's keyed
+	// principal reference.
+	ActorReference string
+	// Rebase is a revise's rebase: the body's, else the value the offered
+	// revise_request carries (set by Act once the request is locked).
 	Rebase          *bool
 	ProposalVersion *int64
 	EffectDigest    string
 	Reason          *string
 }
 
-// parseActionBody reads an action body: a JSON object whose members are
-// those of the action, actorReference always required.
-func parseActionBody(action string, body []byte) (*actionBody, error) {
+// parseActionBody judges an action body, once the caller's access to the
+// request and the action's offer are decided: a JSON object whose members
+// are those of the action. The specification names no member of submit,
+// revise or cancel; each body may carry an actorReference, recorded with
+// the action (principal, the caller's keyed principal reference, when it
+// is absent), a revise its rebase (the offered value when absent), and an
+// apply names the proposal with proposalVersion and effectDigest and may
+// give a reason.
+func parseActionBody(action string, in records.Body, principal string) (*actionBody, error) {
+	body, err := in.Bytes()
+	if err != nil {
+		return nil, err
+	}
 	top, err := records.ActionBodyObject(body, "the body must be a JSON object")
 	if err != nil {
 		return nil, err
@@ -72,21 +87,23 @@ func parseActionBody(action string, body []byte) (*actionBody, error) {
 			return nil, problem.At(problem.RequestInvalid, strictjson.Pointer(k), "unknown member %q: not a member of a %s body", k, action)
 		}
 	}
-	out := &actionBody{}
-	actor, ok := top["actorReference"].(string)
-	switch {
-	case !ok:
-		return nil, problem.At(problem.RequestInvalid, "/actorReference", "actorReference is required: a string naming who acts")
-	case actor == "" || len(actor) > MaxActorReferenceBytes:
-		return nil, problem.At(problem.RequestInvalid, "/actorReference", "actorReference must have 1 to %d bytes", MaxActorReferenceBytes)
-	case !utf8.ValidString(actor) || containsControl(actor):
-		return nil, problem.At(problem.RequestInvalid, "/actorReference", "actorReference must not contain control characters")
+	out := &actionBody{ActorReference: principal}
+	if raw, present := top["actorReference"]; present {
+		actor, ok := raw.(string)
+		switch {
+		case !ok:
+			return nil, problem.At(problem.RequestInvalid, "/actorReference", "actorReference, when sent, is a string naming who acts")
+		case actor == "" || len(actor) > MaxActorReferenceBytes:
+			return nil, problem.At(problem.RequestInvalid, "/actorReference", "actorReference must have 1 to %d bytes", MaxActorReferenceBytes)
+		case !utf8.ValidString(actor) || containsControl(actor):
+			return nil, problem.At(problem.RequestInvalid, "/actorReference", "actorReference must not contain control characters")
+		}
+		out.ActorReference = actor
 	}
-	out.ActorReference = actor
-	if action == records.ActionRevise {
-		b, ok := top["rebase"].(bool)
+	if raw, present := top["rebase"]; present && action == records.ActionRevise {
+		b, ok := raw.(bool)
 		if !ok {
-			return nil, problem.At(problem.RequestInvalid, "/rebase", "rebase is required: true or false, as the offered revise_request says")
+			return nil, problem.At(problem.RequestInvalid, "/rebase", "rebase, when sent, is true or false, as the offered revise_request says")
 		}
 		out.Rebase = &b
 	}
@@ -136,10 +153,24 @@ func containsControl(s string) bool {
 	return false
 }
 
-// Act performs a change-request action (submit, revise, cancel, apply) on
-// request record id of e. It needs If-Match and an Idempotency-Key; its
-// answer is the action response of the specification, not an envelope.
+// Act performs a change-request action with a body already read and
+// trusted to be within its bound (the automatic-apply job's); the edge
+// calls ActOn with the body as received.
 func (s *Service) Act(ctx context.Context, c records.Call, e *model.Entity, id, action, ifMatch string, body []byte) (*records.Result, error) {
+	return s.ActOn(ctx, c, e, id, action, ifMatch, records.BodyOf(body))
+}
+
+// ActOn performs a change-request action (submit, revise, cancel, apply)
+// on request record id of e. It needs If-Match and an Idempotency-Key; its
+// answer is the action response of the specification, not an envelope.
+//
+// The order of its checks is the contract: the grant (else the concealed
+// not-found), the request's visibility and row boundary (else the
+// concealed not-found), the validator, ownership and the action's offer
+// (412, or 409 for a revise the review outcome refuses), and only then
+// the body's members, so that a non-owner, a stale If-Match or an action
+// not on offer is answered as such whatever the body holds.
+func (s *Service) ActOn(ctx context.Context, c records.Call, e *model.Entity, id, action, ifMatch string, body records.Body) (*records.Result, error) {
 	op := records.ActionOperation(action)
 	if op == "" || !e.IsRequestEntity() {
 		return nil, problem.NotFound()
@@ -160,11 +191,7 @@ func (s *Service) Act(ctx context.Context, c records.Call, e *model.Entity, id, 
 	if grant.PrincipalReference == "" {
 		return nil, problem.NotFound()
 	}
-	idem, err := s.records.Idempotency(c, grant, "action", action, e.ID, id, ifMatch, string(body))
-	if err != nil {
-		return nil, err
-	}
-	in, err := parseActionBody(action, body)
+	idem, err := s.records.Idempotency(c, grant, "action", action, e.ID, id, ifMatch, string(body.Received()))
 	if err != nil {
 		return nil, err
 	}
@@ -174,7 +201,7 @@ func (s *Service) Act(ctx context.Context, c records.Call, e *model.Entity, id, 
 		// result) comes first: the replay of an action is answered before
 		// it is done again.
 		var res *records.Result
-		if res, plan, err = s.beforeAction(ctx, c, e, id, action, ifMatch, grant, idem); res != nil || err != nil {
+		if res, plan, err = s.beforeAction(ctx, c, e, id, action, ifMatch, grant, idem, body); res != nil || err != nil {
 			return res, err
 		}
 	}
@@ -186,25 +213,26 @@ func (s *Service) Act(ctx context.Context, c records.Call, e *model.Entity, id, 
 		if err != nil {
 			return nil, err
 		}
-		if !records.RequestVisible(grant, req) {
-			// A request the caller may not see is concealed, as on a
-			// read: never a 412 that would confirm it exists.
-			return nil, problem.NotFound()
-		}
-		if err := s.records.CheckLocked(cur, grant, ifMatch); err != nil {
+		if err := s.admitAction(e, cur, req, grant, action, ifMatch, c.Executor); err != nil {
 			return nil, err
 		}
-		if ownerAction(action) && req.OwnerReference != grant.PrincipalReference {
-			return nil, problem.New(problem.PreconditionFailed, "only the principal that owns the request may %s it", action)
+		in, err := parseActionBody(action, body, grant.PrincipalReference)
+		if err != nil {
+			return nil, err
+		}
+		if action == records.ActionRevise && in.Rebase == nil {
+			// No rebase sent: the one the offered revise_request carries.
+			_, rebase := records.ReviseOffer(records.ReviewOutcome(e, req))
+			in.Rebase = &rebase
 		}
 		fromState := req.State
+		// The stage the request was at before the action (a revise clears
+		// the result it came from).
+		stage := records.ReviewStage(req)
 		switch action {
 		case records.ActionSubmit:
 			err = s.submit(ctx, w, e, cur, req, plan, grant, in)
 		case records.ActionCancel:
-			if req.State != store.RequestDraft && req.State != store.RequestSubmitted {
-				return nil, problem.New(problem.PreconditionFailed, "a %s request cannot be cancelled", req.State)
-			}
 			wasSubmitted := req.State == store.RequestSubmitted
 			err = w.SetRequestState(ctx, e, id, store.RequestCancelled, req.ProposalVersion)
 			req.State = store.RequestCancelled
@@ -228,7 +256,7 @@ func (s *Service) Act(ctx context.Context, c records.Call, e *model.Entity, id, 
 			return nil, err
 		}
 		// req now holds the state the action wrote.
-		lc := &store.Lifecycle{Transition: action, FromState: fromState, ToState: req.State, ProposalVersion: req.ProposalVersion}
+		lc := &store.Lifecycle{Transition: action, FromState: fromState, ToState: req.State, ProposalVersion: req.ProposalVersion, Stage: stage}
 		if req.Proposal != nil {
 			lc.EffectDigest = req.Proposal.EffectDigest
 		}
@@ -241,6 +269,46 @@ func (s *Service) Act(ctx context.Context, c records.Call, e *model.Entity, id, 
 		}
 		return s.actionOutcome(rec, req, in.ActorReference, c.Representation, tok)
 	})
+}
+
+// admitAction checks, on the request record and its workflow state as
+// read (before the transaction) or locked (in it), what an action needs
+// before its body is judged: a request the caller may see inside the
+// row boundary (else the concealed not-found, as on a read, never a 412
+// that would confirm it exists), a current If-Match, the owner for an
+// owner's action, and the action on offer in the request's state.
+func (s *Service) admitAction(e *model.Entity, rec *store.Record, req *store.Request, grant *access.Grant, action, ifMatch, executor string) error {
+	if !records.RequestVisible(grant, req) {
+		return problem.NotFound()
+	}
+	if err := s.records.CheckLocked(rec, grant, ifMatch); err != nil {
+		return err
+	}
+	if ownerAction(action) && req.OwnerReference != grant.PrincipalReference {
+		return problem.New(problem.PreconditionFailed, "only the principal that owns the request may %s it", action)
+	}
+	switch action {
+	case records.ActionSubmit:
+		if req.State != store.RequestDraft {
+			return problem.New(problem.PreconditionFailed, "only a draft can be submitted; this request is %s", req.State)
+		}
+	case records.ActionCancel:
+		if req.State != store.RequestDraft && req.State != store.RequestSubmitted {
+			return problem.New(problem.PreconditionFailed, "a %s request cannot be cancelled", req.State)
+		}
+	case records.ActionRevise:
+		if req.State != store.RequestSubmitted {
+			return problem.New(problem.PreconditionFailed, "only a submitted request can be revised; this request is %s", req.State)
+		}
+		if offered, _ := records.ReviseOffer(records.ReviewOutcome(e, req)); !offered {
+			return problem.New(problem.MutationConflict, "the review outcome does not offer a revision")
+		}
+	case records.ActionApply:
+		if why := s.records.ApplyRefusal(e, req, grant, executor); why != "" {
+			return problem.New(problem.PreconditionFailed, "apply is not offered: %s", why)
+		}
+	}
+	return nil
 }
 
 // plan runs the planner of a draft on the request record as it is now read,
@@ -324,6 +392,12 @@ func (s *Service) submit(ctx context.Context, w *store.Writer, e *model.Entity, 
 	}
 	req.State, req.Proposal = store.RequestSubmitted, prop
 	if e.ChangeRequest.Review.Mode != model.ReviewAuthority {
+		// No review: the proposal is approved as submitted. An automatic
+		// one is applied by its executor's job, queued here, once, through
+		// the same apply action and guards as a person's apply.
+		if e.ChangeRequest.Application.Mode == model.ApplyAutomatic {
+			return queueAutoApply(ctx, w, req)
+		}
 		return nil
 	}
 	// The submission is recorded here and sent after commit by a job: no
@@ -370,6 +444,15 @@ func (s *Service) revise(ctx context.Context, w *store.Writer, e *model.Entity, 
 			return err
 		}
 	}
+	// The replaced proposal keeps, in the request's history, which kind of
+	// revision replaced it.
+	as := store.RevisedAsRevision
+	if *in.Rebase {
+		as = store.RevisedAsRebase
+	}
+	if err := w.MarkRevised(ctx, e, req.RecordID, req.ProposalVersion, as); err != nil {
+		return err
+	}
 	if err := w.SetRequestState(ctx, e, req.RecordID, store.RequestDraft, req.ProposalVersion+1); err != nil {
 		return err
 	}
@@ -380,18 +463,28 @@ func (s *Service) revise(ctx context.Context, w *store.Writer, e *model.Entity, 
 	for i := range req.Attachments {
 		req.Attachments[i].ProposalVersion = req.ProposalVersion + 1
 	}
-	req.State, req.ProposalVersion, req.Proposal, req.Submission, req.Result = store.RequestDraft, req.ProposalVersion+1, nil, nil, nil
+	req.State, req.ProposalVersion, req.Proposal, req.Submission, req.Result, req.AutoApplication = store.RequestDraft, req.ProposalVersion+1, nil, nil, nil, nil
 	return nil
 }
 
 // apply writes the frozen plan of the submitted proposal named by the body,
-// then the application receipt, in the caller's transaction.
+// then the application receipt, in the caller's transaction. The review
+// evidence is the result apply fetched and stored before the transaction
+// (checkEvidence), decided again under the lock with the service clock:
+// apply is authoritative, whatever a read offered. The proposal's
+// attachment slots must still be those of the manifest frozen at submit.
 func (s *Service) apply(ctx context.Context, w *store.Writer, c records.Call, e *model.Entity, req *store.Request, grant *access.Grant, in *actionBody) error {
 	if why := s.records.ApplyRefusal(e, req, grant, c.Executor); why != "" {
 		return problem.New(problem.PreconditionFailed, "apply is not offered: %s", why)
 	}
 	if *in.ProposalVersion != req.ProposalVersion || in.EffectDigest != req.Proposal.EffectDigest {
 		return problem.New(problem.PreconditionFailed, "the proposal named by proposalVersion and effectDigest is not the current one")
+	}
+	if why := records.EvidenceRefusal(e, req, w.Now()); why != "" {
+		return problem.New(problem.PreconditionFailed, "apply is not offered: %s", why)
+	}
+	if err := checkManifest(e, req); err != nil {
+		return err
 	}
 	writes, err := planners.ParseFrozen(req.Proposal.Plan)
 	if err != nil {
@@ -528,11 +621,12 @@ func (s *Service) actionOutcome(rec *store.Record, req *store.Request, actor str
 
 // beforeAction does what a submit, or an apply under an external review
 // authority, needs before its transaction: it reads the stored outcome of
-// the key (a replay is answered at once) with the request and, for a
-// submit, its record in one round trip, then runs the planner or fetches
-// the authority's result. The transaction checks again that nothing moved.
-func (s *Service) beforeAction(ctx context.Context, c records.Call, e *model.Entity, id, action, ifMatch string, grant *access.Grant, idem *store.Idempotency) (*records.Result, *planners.Plan, error) {
-	stored, rec, req, err := s.store.ActionInputs(ctx, idem, e, id, action == records.ActionSubmit)
+// the key (a replay is answered at once) with the request and its record
+// in one round trip, checks them as the transaction will (admitAction),
+// judges the body, then runs the planner or fetches the authority's
+// result. The transaction checks again that nothing moved.
+func (s *Service) beforeAction(ctx context.Context, c records.Call, e *model.Entity, id, action, ifMatch string, grant *access.Grant, idem *store.Idempotency, body records.Body) (*records.Result, *planners.Plan, error) {
+	stored, rec, req, err := s.store.ActionInputs(ctx, idem, e, id, true)
 	switch {
 	case err != nil && (stored == nil || !errors.Is(err, store.ErrNotFound)):
 		return nil, nil, records.StoreRefusal(err)
@@ -540,9 +634,12 @@ func (s *Service) beforeAction(ctx context.Context, c records.Call, e *model.Ent
 		return nil, nil, err
 	case stored != nil:
 		return &records.Result{Status: stored.Status, ETag: stored.ETag, Body: stored.Body, Replayed: true}, nil, nil
-	case !records.RequestVisible(grant, req):
-		// A request the caller may not see is concealed, as on a read.
-		return nil, nil, problem.NotFound()
+	}
+	if err := s.admitAction(e, rec, req, grant, action, ifMatch, c.Executor); err != nil {
+		return nil, nil, err
+	}
+	if _, err := parseActionBody(action, body, grant.PrincipalReference); err != nil {
+		return nil, nil, err
 	}
 	if action == records.ActionSubmit {
 		plan, err := s.plan(ctx, grant, e, rec, req, ifMatch)
@@ -550,9 +647,6 @@ func (s *Service) beforeAction(ctx context.Context, c records.Call, e *model.Ent
 	}
 	// The authority's result is fetched before the transaction (a network
 	// call); the transaction then checks nothing moved.
-	if why := s.records.ApplyRefusal(e, req, grant, c.Executor); why != "" {
-		return nil, nil, problem.New(problem.PreconditionFailed, "apply is not offered: %s", why)
-	}
 	return nil, nil, s.checkEvidence(ctx, e, req)
 }
 

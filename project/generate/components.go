@@ -198,6 +198,7 @@ func commonSchemas(p *model.Package) obj {
 		"ChangeContext": obj{
 			"type":                 "object",
 			"additionalProperties": false,
+			"required":             []any{"kind"},
 			"properties": obj{
 				"kind":             str,
 				"reasonCode":       obj{"type": "string", "maxLength": 64, "description": "At most 64 UTF-8 bytes; required nonempty for kind correction."},
@@ -269,13 +270,15 @@ func commonSchemas(p *model.Package) obj {
 		},
 		"ChangeRequest":         changeRequestSchema(),
 		"RequestActionResponse": requestActionResponseSchema(),
-		"RequestSubmitBody":     obj{"type": "object", "additionalProperties": false, "properties": obj{}},
-		"RequestCancelBody":     obj{"type": "object", "additionalProperties": false, "properties": obj{}},
+		"RequestSubmitBody":     obj{"type": "object", "additionalProperties": false, "properties": obj{"actorReference": actorReference}},
+		"RequestCancelBody":     obj{"type": "object", "additionalProperties": false, "properties": obj{"actorReference": actorReference}},
 		"RequestReviseBody": obj{
 			"type":                 "object",
 			"additionalProperties": false,
-			"required":             []any{"rebase"},
-			"properties":           obj{"rebase": obj{"type": "boolean"}},
+			"properties": obj{
+				"rebase":         obj{"type": "boolean", "description": "Optional: absent means the value the offered revise_request carries; another value is refused."},
+				"actorReference": actorReference,
+			},
 		},
 		"RequestApplyBody": obj{
 			"type":                 "object",
@@ -285,6 +288,7 @@ func commonSchemas(p *model.Package) obj {
 				"proposalVersion": obj{"type": "integer", "minimum": 1},
 				"effectDigest":    digest,
 				"reason":          obj{"type": "string", "maxLength": 4096},
+				"actorReference":  actorReference,
 			},
 		},
 		"ActionResult": obj{
@@ -396,11 +400,17 @@ func changeRequestSchema() obj {
 	}
 }
 
+// actorReference is the optional member of every change-request action
+// body: who acts, recorded with the action; without it the host records the
+// caller's keyed principal reference. JSON Schema counts characters, the
+// host bytes: the bound in bytes is in the description.
+var actorReference = obj{"type": "string", "minLength": 1, "maxLength": 256, "description": "Optional: at most 256 UTF-8 bytes, no control characters; absent means the caller's principal reference."}
+
 // requestActionResponseSchema is the answer of a change request action.
 func requestActionResponseSchema() obj {
 	return obj{
 		"type":     "object",
-		"required": []any{"id", "revision", "snapshot", "request"},
+		"required": []any{"id", "revision", "snapshot", "request", "actorReference"},
 		"properties": obj{
 			"id":             obj{"type": "string", "format": "uuid"},
 			"revision":       obj{"type": "integer", "minimum": 1},

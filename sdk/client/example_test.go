@@ -104,7 +104,8 @@ func ExampleClient_Act() {
 	if !ok {
 		log.Fatal("submit is not offered")
 	}
-	if _, err := c.Act(ctx, submit, client.ActionInput{ActorReference: "clerk-17"}, cw); err != nil {
+	// Submit needs no member; the host records the caller as the actor.
+	if _, err := c.Act(ctx, submit, client.ActionInput{}, cw); err != nil {
 		log.Fatal(err)
 	}
 	now, err := c.Read(ctx, "child-details-changes", draft.ID, nil, cw)

@@ -325,12 +325,14 @@ func (c *Client) Batch(ctx context.Context, route string, items []BatchItem, cc 
 	return &out, nil
 }
 
-// ActionInput is the body of a change-request action: who acts, and for
-// apply an optional reason. Act adds the proposal binding of apply from the
-// offered action.
+// ActionInput is the body of a change-request action: optionally who acts,
+// and for apply an optional reason. Act adds the proposal binding of apply
+// from the offered action. The zero value is a complete input: submit,
+// revise and cancel need no member.
 type ActionInput struct {
 	// ActorReference names who acts (1 to the host's byte bound); the host
-	// records it with the action.
+	// records it with the action. Empty: none is sent, and the host
+	// records the caller's own principal reference instead.
 	ActorReference string
 	// Reason is the apply reason (nil: none).
 	Reason *string
@@ -346,7 +348,8 @@ type ActionResult struct {
 	// Request is data.request after the action (engineState,
 	// proposalVersion, effectDigest, application).
 	Request json.RawMessage `json:"request"`
-	// ActorReference is the actor recorded with the action.
+	// ActorReference is the actor recorded with the action: the one sent,
+	// else the host's reference of the calling principal.
 	ActorReference string `json:"actorReference"`
 	// EngineState is request.engineState.
 	EngineState string `json:"-"`
@@ -363,7 +366,10 @@ func (c *Client) Act(ctx context.Context, a Action, in ActionInput, opts ...Call
 		return nil, fmt.Errorf("client: action %q has no href", a.Operation)
 	}
 	o := options(opts)
-	body := map[string]any{"actorReference": in.ActorReference}
+	body := map[string]any{}
+	if in.ActorReference != "" {
+		body["actorReference"] = in.ActorReference
+	}
 	if a.Operation == "revise_request" {
 		// false records a revision of the proposal, true a rebase: as offered.
 		body["rebase"] = a.Rebase

@@ -660,3 +660,32 @@ func TestSessionCookieUnderHTTPS(t *testing.T) {
 		t.Fatalf("session cookie under https: %+v", c)
 	}
 }
+
+// fromAddress is a browser whose connections come from the loopback
+// address local (any of 127/8 on Linux): another client of the desk.
+func (e *env) fromAddress(t *testing.T, local string) *reviewer {
+	br := e.browser(t)
+	dialer := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(local)}, Timeout: 5 * time.Second}
+	br.client.Transport = &http.Transport{DialContext: dialer.DialContext}
+	return br
+}
+
+// One guesser's failures throttle its own address only: the reviewer,
+// from another address, still signs in.
+func TestSignInThrottleIsPerAddress(t *testing.T) {
+	e := start(t)
+	guesser := e.fromAddress(t, "127.0.0.2")
+	_, _, page := guesser.get("/login")
+	csrf := csrfOf(t, page)
+	for i := 0; i < 12; i++ {
+		guesser.post("/login", url.Values{"csrf": {csrf}, "password": {"guess"}})
+	}
+	if code, _, _ := guesser.post("/login", url.Values{"csrf": {csrf}, "password": {testPassword}}); code != http.StatusTooManyRequests {
+		t.Fatalf("the guesser's address after twelve failures: %d, want 429", code)
+	}
+	reviewer := e.fromAddress(t, "127.0.0.3")
+	_, _, page = reviewer.get("/login")
+	if code, hdr, _ := reviewer.post("/login", url.Values{"csrf": {csrfOf(t, page)}, "password": {testPassword}}); code != http.StatusSeeOther || hdr.Get("Location") != "/" {
+		t.Fatalf("the reviewer from another address: %d, want a signed-in redirect", code)
+	}
+}

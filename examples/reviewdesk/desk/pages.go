@@ -145,12 +145,13 @@ func (d *Desk) login(w http.ResponseWriter, r *http.Request) {
 		d.render(w, http.StatusForbidden, "login", view{Title: "Sign in", CSRF: fresh.csrf, Error: "The sign-in form expired. Try again."})
 		return
 	}
-	if d.sessions.throttled() {
+	key := clientKey(r, reviewerAccount)
+	if d.sessions.throttled(key) {
 		d.render(w, http.StatusTooManyRequests, "login", view{Title: "Sign in", CSRF: se.csrf, Error: "Too many failed sign-ins. Wait a few minutes."})
 		return
 	}
 	if !d.password.matches(r.PostFormValue("password")) {
-		d.sessions.failed()
+		d.sessions.failed(key)
 		d.log.Warn("reviewdesk: a sign-in failed")
 		d.render(w, http.StatusUnauthorized, "login", view{Title: "Sign in", CSRF: se.csrf, Error: "That password is not right."})
 		return

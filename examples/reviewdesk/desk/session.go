@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/base64"
+	"net"
 	"net/http"
 	"sync"
 	"time"
@@ -13,11 +14,43 @@ import (
 const (
 	sessionLifetime = 8 * time.Hour
 	maximumSessions = 10_000
-	// Failed sign-ins: after failureLimit failures within failureWindow,
-	// sign-in is refused until the window has passed.
+	// Failed sign-ins: after failureLimit failures within failureWindow
+	// from one client address for one account, sign-in from that address
+	// to that account is refused until the window has passed. Another
+	// address is not affected: a guesser cannot lock the reviewer out.
 	failureLimit  = 10
 	failureWindow = 5 * time.Minute
+	// maximumThrottled bounds the table of (address, account) pairs with
+	// recent failures. When it is full, expired entries go first, then the
+	// entry whose last failure is the oldest.
+	maximumThrottled = 4096
+	// reviewerAccount is the one account the desk has: its reviewer.
+	reviewerAccount = "reviewer"
 )
+
+// throttleKey names whose failed sign-ins count together: one client
+// address (an IPv6 address by its /64 prefix, which one client usually
+// holds whole) and one account.
+type throttleKey struct {
+	address, account string
+}
+
+// clientKey is the throttle key of a sign-in to account from r's peer
+// address (the connection's, not a forwarded header's: behind a proxy,
+// every client shares the proxy's address).
+func clientKey(r *http.Request, account string) throttleKey {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		host = r.RemoteAddr
+	}
+	if ip := net.ParseIP(host); ip != nil {
+		if ip.To4() == nil {
+			ip = ip.Mask(net.CIDRMask(64, 128))
+		}
+		host = ip.String()
+	}
+	return throttleKey{address: host, account: account}
+}
 
 // session is one browser's session: anonymous until the reviewer signs in.
 // Its CSRF token is checked on every form post.
@@ -28,14 +61,16 @@ type session struct {
 }
 
 type sessions struct {
-	now      func() time.Time
-	mu       sync.Mutex
-	byID     map[string]*session
-	failures []time.Time
+	now  func() time.Time
+	mu   sync.Mutex
+	byID map[string]*session
+	// failures holds, per key, the times of its recent failed sign-ins
+	// (at most failureLimit, oldest first); at most maximumThrottled keys.
+	failures map[throttleKey][]time.Time
 }
 
 func newSessions(now func() time.Time) *sessions {
-	return &sessions{now: now, byID: map[string]*session{}}
+	return &sessions{now: now, byID: map[string]*session{}, failures: map[throttleKey][]time.Time{}}
 }
 
 func randomToken() string {
@@ -83,25 +118,65 @@ func (s *sessions) end(id string) {
 	delete(s.byID, id)
 }
 
-// throttled reports whether sign-in is refused for now.
-func (s *sessions) throttled() bool {
+// throttled reports whether sign-in is refused for now to key.
+func (s *sessions) throttled(key throttleKey) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	cut := s.now().Add(-failureWindow)
-	kept := s.failures[:0]
-	for _, t := range s.failures {
-		if t.After(cut) {
-			kept = append(kept, t)
-		}
-	}
-	s.failures = kept
-	return len(kept) >= failureLimit
+	return len(s.recent(key, s.now().Add(-failureWindow))) >= failureLimit
 }
 
-func (s *sessions) failed() {
+// recent returns key's failures after cut, dropping older ones (and the
+// key when none is left). s.mu is held.
+func (s *sessions) recent(key throttleKey, cut time.Time) []time.Time {
+	times := s.failures[key]
+	i := 0
+	for i < len(times) && !times[i].After(cut) {
+		i++
+	}
+	if i == len(times) {
+		delete(s.failures, key)
+		return nil
+	}
+	times = times[i:]
+	s.failures[key] = times
+	return times
+}
+
+// failed counts a failed sign-in of key, within the table's bound.
+func (s *sessions) failed(key throttleKey) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.failures = append(s.failures, s.now())
+	now := s.now()
+	cut := now.Add(-failureWindow)
+	times := s.recent(key, cut)
+	if times == nil && len(s.failures) >= maximumThrottled {
+		s.evict(cut)
+	}
+	times = append(times, now)
+	if len(times) > failureLimit {
+		times = times[len(times)-failureLimit:]
+	}
+	s.failures[key] = times
+}
+
+// evict makes room for one key: expired entries go, then, if none did, the
+// entry whose last failure is the oldest. s.mu is held.
+func (s *sessions) evict(cut time.Time) {
+	var oldest throttleKey
+	var oldestAt time.Time
+	for k, times := range s.failures {
+		last := times[len(times)-1]
+		if !last.After(cut) {
+			delete(s.failures, k)
+			continue
+		}
+		if oldestAt.IsZero() || last.Before(oldestAt) {
+			oldest, oldestAt = k, last
+		}
+	}
+	if len(s.failures) >= maximumThrottled {
+		delete(s.failures, oldest)
+	}
 }
 
 // validCSRF compares a posted form token with the session's in constant time.
