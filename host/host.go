@@ -12,6 +12,8 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -64,6 +66,20 @@ type Host struct {
 	// fingerprint is the schema fingerprint of the package's layout: an
 	// activation of another one stops Serve.
 	fingerprint string
+	// draining is set when Serve begins to stop: /ready answers 503 from
+	// then on, while the listener still serves.
+	draining atomic.Bool
+}
+
+// errDraining is what /ready reports once the host has begun to stop.
+var errDraining = errors.New("host: draining before shutdown")
+
+// ready answers /ready: the host is not draining and the database answers.
+func (h *Host) ready(ctx context.Context) error {
+	if h.draining.Load() {
+		return errDraining
+	}
+	return h.store.Ping(ctx)
 }
 
 // Open loads the package and secrets named by cfg, connects to the database,
@@ -183,7 +199,7 @@ func assemble(ctx context.Context, cfg *config.Config, log *slog.Logger, pool *p
 		Access:    decider,
 		Logger:    log,
 		Metrics:   httpapi.NewMetrics(reg),
-		Ready:     st.Ping,
+		Ready:     h.ready,
 	})
 	h.metrics = promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
 	h.fingerprint = st.SchemaFingerprint()
@@ -268,21 +284,50 @@ func jobRunner(cfg *config.Config, st *store.Store, svc *records.Service, workfl
 }
 
 // RunWorkers works the host's post-commit jobs without serving HTTP, until
-// ctx ends: for operators who run workers apart from the API.
+// ctx ends: for operators who run workers apart from the API. The workers
+// then stop at a job boundary (stopWorkers).
 func (h *Host) RunWorkers(ctx context.Context) error {
-	if err := h.runner.Start(ctx); err != nil {
-		return fmt.Errorf("host: start the job workers: %w", err)
+	if err := h.startWorkers(ctx); err != nil {
+		return err
 	}
 	<-ctx.Done()
 	h.stopWorkers()
 	return nil
 }
 
-// stopWorkers lets running jobs finish (10 s at most).
+// WorkerStopTimeout is how long a stopping host lets the jobs it is working
+// finish before it cancels them; a cancelled job is worked again by another
+// host (each is idempotent).
+const WorkerStopTimeout = 10 * time.Second
+
+// workerCancelTimeout bounds the wait for cancelled jobs to return.
+const workerCancelTimeout = 5 * time.Second
+
+// startWorkers starts the job workers. Their context is detached from
+// ctx: River cancels the jobs in flight when the context given to Start
+// ends, and a stopping host lets them finish instead (stopWorkers).
+func (h *Host) startWorkers(ctx context.Context) error {
+	if err := h.runner.Start(context.WithoutCancel(ctx)); err != nil {
+		return fmt.Errorf("host: start the job workers: %w", err)
+	}
+	return nil
+}
+
+// stopWorkers stops fetching jobs and lets the running ones finish
+// (WorkerStopTimeout at most), then cancels what still runs and waits for
+// it a little longer.
 func (h *Host) stopWorkers() {
-	stop, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	stop, cancel := context.WithTimeout(context.Background(), WorkerStopTimeout)
 	defer cancel()
-	h.runner.Stop(stop)
+	if err := h.runner.Stop(stop); err == nil {
+		return
+	}
+	h.log.Warn("jobs still running after the stop timeout: cancelling them", "timeout", WorkerStopTimeout.String())
+	hard, cancelHard := context.WithTimeout(context.Background(), workerCancelTimeout)
+	defer cancelHard()
+	if err := h.runner.StopAndCancel(hard); err != nil {
+		h.log.Warn("cancelled jobs did not return", "error", err)
+	}
 }
 
 // loadPlanners loads the plugin modules of the package's change-request
@@ -370,13 +415,21 @@ func decider(cfg *config.Config, pkg *model.Package, keys records.Keys, log *slo
 	return d, v, nil
 }
 
-// Serve answers on ln (and on metricsLn when not nil) until ctx ends, then
-// shuts down gracefully, letting requests in flight finish for up to 10 seconds.
+// HTTPShutdownTimeout is how long requests in flight get to finish once
+// the listener stops accepting new ones.
+const HTTPShutdownTimeout = 10 * time.Second
+
+// Serve answers on ln (and on metricsLn when not nil) and works the
+// post-commit jobs until ctx ends, then drains: /ready answers 503 at once,
+// the listener keeps serving for the configured drain delay
+// (listener.drainSeconds) so that a load balancer notices, then stops
+// accepting; requests in flight get HTTPShutdownTimeout to finish, and the
+// workers stop at a job boundary (stopWorkers). An activation of another
+// package stops it at once, without the drain delay.
 func (h *Host) Serve(ctx context.Context, ln, metricsLn net.Listener) error {
-	if err := h.runner.Start(ctx); err != nil {
-		return fmt.Errorf("host: start the job workers: %w", err)
+	if err := h.startWorkers(ctx); err != nil {
+		return err
 	}
-	defer h.stopWorkers()
 	servers := []*http.Server{newServer(h.api)}
 	listeners := []net.Listener{ln}
 	if metricsLn != nil {
@@ -408,11 +461,26 @@ func (h *Host) Serve(ctx context.Context, ln, metricsLn net.Listener) error {
 	case err = <-errs:
 		err = fmt.Errorf("host: serve: %w", err)
 	}
-	shutdown, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	h.draining.Store(true)
+	// Clients that keep their connection open would not notice the drain:
+	// answers from now on close theirs, so the next request goes to the
+	// load balancer again.
+	servers[0].SetKeepAlivesEnabled(false)
+	if drain := h.cfg.Drain(); err == nil && drain > 0 {
+		h.log.Info("draining: /ready answers 503; still serving", "seconds", drain.Seconds())
+		time.Sleep(drain)
+	}
+	h.log.Info("stopping: finishing the requests and jobs in flight")
+	var wg sync.WaitGroup
+	wg.Go(h.stopWorkers)
+	shutdown, cancel := context.WithTimeout(context.Background(), HTTPShutdownTimeout)
 	defer cancel()
 	for _, s := range servers {
-		s.Shutdown(shutdown)
+		if serr := s.Shutdown(shutdown); serr != nil {
+			h.log.Warn("requests still in flight after the shutdown timeout", "error", serr)
+		}
 	}
+	wg.Wait()
 	return err
 }
 

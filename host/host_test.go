@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -12,7 +13,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -216,4 +219,54 @@ func TestHostServesTheExamplesFormAndConcealsRequestEntities(t *testing.T) {
 	if resp.StatusCode != 200 || !strings.Contains(string(body), `"items":[]`) {
 		t.Fatalf("public list: %d %s", resp.StatusCode, body)
 	}
+}
+
+// TestThePoolIsSizedForAServer holds the pool sizes of store.Connect: 32
+// connections unless the connection string sets pool_max_conns, which is
+// honoured down to the smallest pool the host runs on (2) and refused
+// below it.
+func TestThePoolIsSizedForAServer(t *testing.T) {
+	dsn := storetest.NewDatabase(t)
+	ctx := context.Background()
+	for _, c := range []struct {
+		dsn  string
+		want int32
+	}{{dsn, store.DefaultMaxConns}, {dsn + " pool_max_conns=2", 2}, {dsn + " pool_max_conns=64", 64}} {
+		pool, err := store.Connect(ctx, c.dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := pool.Config().MaxConns; got != c.want {
+			t.Errorf("%s: pool of %d, want %d", c.dsn, got, c.want)
+		}
+		pool.Close()
+	}
+	if store.DefaultMaxConns < 32 {
+		t.Fatalf("the default pool (%d) cannot serve 32 concurrent clients at once", store.DefaultMaxConns)
+	}
+	if _, err := store.Connect(ctx, dsn+" pool_max_conns=1"); err == nil || !strings.Contains(err.Error(), "at least 2") {
+		t.Fatalf("a pool of one: %v, want a refusal naming the smallest pool", err)
+	}
+}
+
+// TestTheSmallestPoolServesRequestsAndJobs serves the events project on a
+// pool of two connections with the workers running (River's listener holds
+// one of them): concurrent writes succeed and their events are delivered.
+func TestTheSmallestPoolServesRequestsAndJobs(t *testing.T) {
+	rcv := newReceiver(t)
+	cfg := eventsDeployment(t, storetest.NewDatabase(t)+" pool_max_conns=2", rcv.srv.URL+"/hooks/registry")
+	h, srv := serve(t, cfg)
+	runWorkers(t, h)
+	const clients = 8
+	var wg sync.WaitGroup
+	for i := range clients {
+		wg.Go(func() {
+			resp, b := hosttest.Caller{URL: srv.URL}.Do(t, "POST", "/v1/records/parcels", "application/json", fmt.Sprintf(`{"data":{"parcelCode":"P-%d","area":%d}}`, i, i))
+			if resp.StatusCode != 201 {
+				t.Errorf("create %d: %d %s", i, resp.StatusCode, b)
+			}
+		})
+	}
+	wg.Wait()
+	rcv.wait(t, clients, 60*time.Second)
 }

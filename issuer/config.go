@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/go-jose/go-jose/v4"
+	"github.com/goccy/go-yaml"
 
 	"github.com/registrum/registrum/internal/envconfig"
 	"github.com/registrum/registrum/internal/secrets"
@@ -117,7 +118,17 @@ type Config struct {
 	ClientAssertion ClientAssertionConfig
 	// ClientsDirectory is the absolute folder of the client registration files.
 	ClientsDirectory string
+
+	// effective is the document as loaded, environment overrides applied;
+	// overrides lists them.
+	effective []byte
+	overrides []envconfig.Override
 }
+
+// Effective returns the configuration document as it was applied: the
+// file's keys with the environment's overrides, in YAML, and the overrides.
+// It holds no secret: the document names secrets by file reference only.
+func (c *Config) Effective() ([]byte, []envconfig.Override) { return c.effective, c.overrides }
 
 // ListenerConfig is the validated listener section.
 type ListenerConfig struct {
@@ -319,10 +330,15 @@ func LoadConfig(path string) (*Config, error) {
 	for _, o := range overrides {
 		doc.SetOrigin(o.Path, "environment variable "+o.Variable)
 	}
+	effective, err := yaml.MarshalWithOptions(&fc, yaml.OmitEmpty())
+	if err != nil {
+		return nil, fmt.Errorf("issuer: %s: %w", abs, err)
+	}
 	cfg, err := validateConfig(doc, &fc)
 	if err != nil {
 		return nil, fmt.Errorf("issuer: %w", err)
 	}
+	cfg.effective, cfg.overrides = effective, overrides
 	return cfg, nil
 }
 

@@ -40,13 +40,38 @@ type Store struct {
 // SchemaFingerprint returns the schema fingerprint of the package's layout.
 func (s *Store) SchemaFingerprint() string { return s.fp }
 
+// DefaultMaxConns is the pool size of a connection string that sets no
+// pool_max_conns: 32 concurrent clients of the host, each holding at most
+// one connection at a time, keep every connection busy while the
+// post-commit jobs (River's fetches, completions and the jobs themselves)
+// take one for a statement or a transaction. pgx's own default (four, or
+// one per CPU core) is a library's, not a server's.
+const DefaultMaxConns = 32
+
+// MinMaxConns is the smallest pool_max_conns Connect accepts, the smallest
+// pool the tests hold the host to: no code path holds a connection while
+// it asks the pool for another, so two connections serve any number of
+// concurrent requests and jobs, one at a time each, and a request never
+// waits behind all of River's loops at once. (River's listener and the
+// activation watch hold a connection each outside the pool.)
+const MinMaxConns = 2
+
 // Connect opens a connection pool to the database named by dsn (a URL or
-// key/value connection string) and checks that it answers.
+// key/value connection string) and checks that it answers. The pool holds
+// at most DefaultMaxConns connections unless dsn sets pool_max_conns (at
+// least MinMaxConns).
 func Connect(ctx context.Context, dsn string) (*pgxpool.Pool, error) {
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
 		// The parse error may quote the connection string with its password.
 		return nil, errors.New("store: the database connection string is not valid")
+	}
+	if explicit, err := setsPoolMaxConns(dsn); err != nil {
+		return nil, err
+	} else if !explicit {
+		cfg.MaxConns = DefaultMaxConns
+	} else if cfg.MaxConns < MinMaxConns {
+		return nil, fmt.Errorf("store: pool_max_conns=%d in the database connection string: the host needs at least %d connections", cfg.MaxConns, MinMaxConns)
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
@@ -57,6 +82,18 @@ func Connect(ctx context.Context, dsn string) (*pgxpool.Pool, error) {
 		return nil, fmt.Errorf("store: connect to %s: %w", describe(cfg), err)
 	}
 	return pool, nil
+}
+
+// setsPoolMaxConns reports whether dsn sets pool_max_conns itself (pgxpool
+// removes the setting from the configuration it returns, so it is read
+// from a plain parse).
+func setsPoolMaxConns(dsn string) (bool, error) {
+	cfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		return false, errors.New("store: the database connection string is not valid")
+	}
+	_, ok := cfg.RuntimeParams["pool_max_conns"]
+	return ok, nil
 }
 
 // describe names a database for messages without its password.

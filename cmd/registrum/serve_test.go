@@ -2,11 +2,13 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,14 +18,35 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/registrum/registrum/host/auth/authtest"
 	"github.com/registrum/registrum/issuer/issuertest"
 	"github.com/registrum/registrum/store/storetest"
 )
 
 // startServe runs `registrum serve` on a free port with the package and
-// database given, and waits until it is ready.
+// database given, and waits until it is ready. It drains for no time when
+// stopped (listener.drainSeconds: 0).
 func startServe(t *testing.T, dir, pkg, dsn, extra string) string {
+	t.Helper()
+	return startServeDraining(t, dir, pkg, dsn, extra, 0).base
+}
+
+// servedHost is a running `registrum serve`.
+type servedHost struct {
+	cmd    *exec.Cmd
+	base   string
+	stderr *syncBuffer
+	// exited is closed once the process has exited (cmd.ProcessState is
+	// then set).
+	exited chan struct{}
+}
+
+// startServeDraining is startServe with the listener's drain delay, and
+// returns the process and its standard error too. The process gets SIGTERM
+// when t ends, unless it has exited.
+func startServeDraining(t *testing.T, dir, pkg, dsn, extra string, drainSeconds int) *servedHost {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -34,16 +57,18 @@ func startServe(t *testing.T, dir, pkg, dsn, extra string) string {
 	os.MkdirAll(filepath.Join(dir, "secrets"), 0o700)
 	os.WriteFile(filepath.Join(dir, "secrets", "host-key"), bytes.Repeat([]byte{9}, 32), 0o600)
 	cfg := filepath.Join(dir, fmt.Sprintf("host-%d.yaml", port))
-	os.WriteFile(cfg, []byte(fmt.Sprintf("version: 1\nlistener: {address: 127.0.0.1, port: %d}\ndatabase: {url: %q}\npackage: %s\nsecrets: {root: secrets}\nhostKeyRef: secret:file/host-key\n%s", port, dsn, pkg, extra)), 0o600)
+	os.WriteFile(cfg, []byte(fmt.Sprintf("version: 1\nlistener: {address: 127.0.0.1, port: %d, drainSeconds: %d}\ndatabase: {url: %q}\npackage: %s\nsecrets: {root: secrets}\nhostKeyRef: secret:file/host-key\n%s", port, drainSeconds, dsn, pkg, extra)), 0o600)
 	cmd := exec.Command(binary, "serve", "--config", cfg)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
+	stderr := &syncBuffer{}
+	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	exited := make(chan struct{})
+	go func() { cmd.Wait(); close(exited) }()
 	t.Cleanup(func() {
 		cmd.Process.Signal(syscall.SIGTERM)
-		cmd.Wait()
+		<-exited
 	})
 	base := fmt.Sprintf("http://127.0.0.1:%d", port)
 	deadline := time.Now().Add(30 * time.Second)
@@ -52,7 +77,7 @@ func startServe(t *testing.T, dir, pkg, dsn, extra string) string {
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == 200 {
-				return base
+				return &servedHost{cmd: cmd, base: base, stderr: stderr, exited: exited}
 			}
 		}
 		if time.Now().After(deadline) {
@@ -177,5 +202,172 @@ func TestTwoHostsOnOneDatabaseKeepConstraintsIdempotencyAndIfMatch(t *testing.T)
 		if s != 412 || p["code"] != "precondition.failed" {
 			t.Fatalf("stale If-Match on %s: %d %s", h, s, b)
 		}
+	}
+}
+
+// drainReceiver is a webhook receiver that holds every delivery until
+// released, then answers 200.
+type drainReceiver struct {
+	arrived chan struct{} // closed when the first delivery is being held
+	release chan struct{}
+	once    sync.Once
+	mu      sync.Mutex
+	answers int
+}
+
+func (h *drainReceiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	io.Copy(io.Discard, r.Body)
+	h.once.Do(func() { close(h.arrived) })
+	<-h.release
+	w.WriteHeader(http.StatusOK)
+	h.mu.Lock()
+	h.answers++
+	h.mu.Unlock()
+}
+
+// TestSIGTERMDrainsRequestsAndJobs stops `registrum serve` with SIGTERM
+// while a request is in flight (its body still arriving) and an event
+// delivery job is waiting on its receiver: /ready answers 503 at once while
+// the listener still serves for the drain delay; then the listener closes,
+// the request completes and is answered, the delivery job finishes and is
+// recorded delivered in its first attempt (River stops at a job boundary,
+// it does not cancel the job), and the process exits 0.
+func TestSIGTERMDrainsRequestsAndJobs(t *testing.T) {
+	dir := t.TempDir()
+	pkg := filepath.Join(dir, "package")
+	if out, err := exec.Command(binary, "compile", "../../host/testdata/events", "--out", pkg).CombinedOutput(); err != nil {
+		t.Fatalf("compile: %v\n%s", err, out)
+	}
+	rcv := &drainReceiver{arrived: make(chan struct{}), release: make(chan struct{})}
+	receiver := httptest.NewServer(rcv)
+	defer receiver.Close()
+	defer func() {
+		select {
+		case <-rcv.release:
+		default:
+			close(rcv.release)
+		}
+	}()
+	os.MkdirAll(filepath.Join(dir, "secrets"), 0o700)
+	os.WriteFile(filepath.Join(dir, "secrets", "webhook-key"), bytes.Repeat([]byte("k"), 32), 0o600)
+	dsn := storetest.NewDatabase(t)
+	const drain = 2
+	host := startServeDraining(t, dir, pkg, dsn, "instanceId: drain-test\neventDestinations:\n  receiver:\n    url: "+receiver.URL+"/hooks\n"+
+		"    hmacSha256KeyRef: secret:file/webhook-key\n    classificationCeiling: internal\n    network: loopback\n", drain)
+	base := host.base
+
+	// A delivery in flight: the receiver holds it.
+	if s, _, b := call(t, "POST", base+"/v1/records/parcels", "application/json", `{"data":{"parcelCode":"P-1","area":1}}`); s != 201 {
+		t.Fatalf("create: %d %s", s, b)
+	}
+	select {
+	case <-rcv.arrived:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("no delivery arrived:\n%s", host.stderr.String())
+	}
+	// A request in flight: its body arrives in two parts.
+	body, bodyW := io.Pipe()
+	slow := make(chan *http.Response, 1)
+	slowErr := make(chan error, 1)
+	go func() {
+		req, _ := http.NewRequest("POST", base+"/v1/records/parcels", body)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			slowErr <- err
+			return
+		}
+		slow <- resp
+	}()
+	if _, err := io.WriteString(bodyW, `{"data":{"parcelCode":`); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond) // the handler is reading the body
+
+	sent := time.Now()
+	if err := host.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	// /ready turns 503 first, while the listener still serves.
+	waitFor(t, "/ready answering 503 after SIGTERM", 10*time.Second, func() bool {
+		resp, err := http.Get(base + "/ready")
+		if err != nil {
+			t.Fatalf("the listener closed before the drain delay: %v", err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode == 503
+	})
+	if s, _, b := call(t, "GET", base+"/v1/records/parcels", "", ""); s != 200 {
+		t.Fatalf("a request during the drain: %d %s", s, b)
+	}
+	// Then the listener closes, no earlier than the drain delay.
+	waitFor(t, "the listener closing after the drain", 30*time.Second, func() bool {
+		resp, err := http.Get(base + "/health")
+		if err != nil {
+			return true
+		}
+		resp.Body.Close()
+		return false
+	})
+	if since := time.Since(sent); since < drain*time.Second {
+		t.Fatalf("the listener closed %v after SIGTERM, before the %d s drain delay", since, drain)
+	}
+	select {
+	case <-host.exited:
+		t.Fatalf("the process exited with a request and a job in flight:\n%s", host.stderr.String())
+	default:
+	}
+
+	// The request in flight completes and is answered.
+	if _, err := io.WriteString(bodyW, `"P-2"}}`); err != nil {
+		t.Fatal(err)
+	}
+	bodyW.Close()
+	select {
+	case resp := <-slow:
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 201 {
+			t.Fatalf("the request in flight: %d %s", resp.StatusCode, b)
+		}
+	case err := <-slowErr:
+		t.Fatalf("the request in flight was cut: %v\n%s", err, host.stderr.String())
+	case <-time.After(30 * time.Second):
+		t.Fatal("the request in flight got no answer")
+	}
+	// The job in flight finishes; then the process exits 0.
+	close(rcv.release)
+	select {
+	case <-host.exited:
+	case <-time.After(60 * time.Second):
+		t.Fatalf("serve did not exit after SIGTERM:\n%s", host.stderr.String())
+	}
+	if code := host.cmd.ProcessState.ExitCode(); code != 0 {
+		t.Fatalf("serve exited with %d:\n%s", code, host.stderr.String())
+	}
+	conn, err := pgx.Connect(context.Background(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	var state string
+	var attempts int
+	rows, err := conn.Query(context.Background(), "SELECT state, attempt FROM registrum.event_deliveries ORDER BY captured_at")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for rows.Next() {
+		rows.Scan(&state, &attempts)
+		got = append(got, fmt.Sprintf("%s/%d", state, attempts))
+	}
+	if rows.Err() != nil {
+		t.Fatal(rows.Err())
+	}
+	// P-1's delivery was in flight at SIGTERM: delivered in its first
+	// attempt. P-2's was captured while the workers stopped: worked before
+	// they stopped, or left for the next host, never cut.
+	if len(got) != 2 || got[0] != "delivered/1" || (got[1] != "pending/0" && got[1] != "delivered/1") {
+		t.Fatalf("deliveries after the drain: %v (want delivered/1, then pending/0 or delivered/1)\n%s", got, host.stderr.String())
 	}
 }

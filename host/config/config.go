@@ -9,9 +9,14 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
+	"github.com/goccy/go-yaml"
+
+	"github.com/registrum/registrum/internal/envconfig"
 	"github.com/registrum/registrum/internal/secrets"
 	"github.com/registrum/registrum/internal/strictyaml"
 )
@@ -60,12 +65,40 @@ type Config struct {
 	path string
 	// doc is the decoded document, to place refusals on their lines.
 	doc *strictyaml.Document
+	// overrides are the keys the environment set (EnvPrefix).
+	overrides []envconfig.Override
 }
 
 // Listener is an HTTP listener address.
 type Listener struct {
 	Address string `yaml:"address"`
 	Port    int    `yaml:"port"`
+	// DrainSeconds is how long the public listener keeps serving after a
+	// SIGTERM while /ready already answers 503, so that a load balancer
+	// stops sending new requests before the listener closes (default
+	// DefaultDrainSeconds; 0 closes at once, as development and tests
+	// want). Only the public listener takes it.
+	DrainSeconds *int `yaml:"drainSeconds"`
+}
+
+// DefaultDrainSeconds is the drain delay of a configuration that sets no
+// listener.drainSeconds: a little more than the probe period a load
+// balancer or a Kubernetes readiness probe typically uses (5 s), so that
+// one failed probe lands before the listener closes.
+const DefaultDrainSeconds = 5
+
+// MaxDrainSeconds bounds listener.drainSeconds: a longer delay would
+// outlast the grace period of most process supervisors (Kubernetes: 30 s)
+// before the in-flight requests and jobs even start to finish.
+const MaxDrainSeconds = 60
+
+// Drain returns the public listener's drain delay (listener.drainSeconds,
+// DefaultDrainSeconds when unset).
+func (c *Config) Drain() time.Duration {
+	if c.Listener.DrainSeconds == nil {
+		return DefaultDrainSeconds * time.Second
+	}
+	return time.Duration(*c.Listener.DrainSeconds) * time.Second
 }
 
 // Addr returns host:port.
@@ -86,9 +119,25 @@ type Secrets struct {
 // MaxFileBytes bounds the configuration file.
 const MaxFileBytes = 1 << 20
 
-// Load reads, decodes and validates a configuration file. A refusal is a
-// *strictyaml.Error naming the file, the line, the key path and the rule.
+// EnvPrefix starts the environment variables that override keys of the
+// configuration: listener.port is REGISTRUM_CONFIG_LISTENER_PORT,
+// reviewAuthorities.desk.endpoint is
+// REGISTRUM_CONFIG_REVIEW_AUTHORITIES_DESK_ENDPOINT (package
+// internal/envconfig has the naming rule). An override is validated like
+// the file's value; a variable under the prefix that names no key is
+// refused.
+const EnvPrefix = "REGISTRUM_CONFIG_"
+
+// Load reads, decodes and validates a configuration file, with the
+// environment's overrides (EnvPrefix) applied. A refusal is a
+// *strictyaml.Error naming the file, the line, the key path and the rule,
+// or the variable of an overridden key.
 func Load(path string) (*Config, error) {
+	return load(path, os.Environ())
+}
+
+// load is Load with the environment given.
+func load(path string, environ []string) (*Config, error) {
 	doc, err := strictyaml.ReadFile(path, strictyaml.ConfigLimits(MaxFileBytes))
 	if err != nil {
 		return nil, err // names the file
@@ -97,11 +146,30 @@ func Load(path string) (*Config, error) {
 	if err := doc.Decode(&c); err != nil {
 		return nil, err
 	}
-	c.path, c.doc = path, doc
+	overrides, err := envconfig.Apply(&c, EnvPrefix, environ)
+	if err != nil {
+		return nil, &strictyaml.Error{File: path, Message: "environment overrides", Err: err}
+	}
+	for _, o := range overrides {
+		doc.SetOrigin(o.Path, "environment variable "+o.Variable)
+	}
+	c.path, c.doc, c.overrides = path, doc, overrides
 	if err := c.validate(); err != nil {
 		return nil, err
 	}
 	return &c, nil
+}
+
+// Effective returns the configuration as it applies: the file's keys with
+// the environment's overrides, in YAML, and the overrides. It holds no
+// secret: the configuration names secrets by file reference only (a
+// database.url with a password is refused).
+func (c *Config) Effective() ([]byte, []envconfig.Override, error) {
+	b, err := yaml.MarshalWithOptions(c, yaml.OmitEmpty())
+	if err != nil {
+		return nil, nil, fmt.Errorf("config: %s: effective configuration: %w", c.path, err)
+	}
+	return b, c.overrides, nil
 }
 
 // fail refuses the value at keyPath, on its line when the document is known.
@@ -121,9 +189,15 @@ func (c *Config) validate() error {
 	if err := c.checkListener("listener", c.Listener); err != nil {
 		return err
 	}
+	if d := c.Listener.DrainSeconds; d != nil && (*d < 0 || *d > MaxDrainSeconds) {
+		return c.fail("listener.drainSeconds", "must be between 0 and %d", MaxDrainSeconds)
+	}
 	if c.Metrics != nil {
 		if err := c.checkListener("metrics", *c.Metrics); err != nil {
 			return err
+		}
+		if c.Metrics.DrainSeconds != nil {
+			return c.fail("metrics.drainSeconds", "only the public listener drains; set listener.drainSeconds")
 		}
 		if c.Metrics.Addr() == c.Listener.Addr() && c.Listener.Port != 0 {
 			return c.fail("metrics", "must differ from the public listener")

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/registrum/registrum/internal/strictyaml"
 )
@@ -55,6 +56,9 @@ func TestLoadRefusalsNameFileKeyAndRule(t *testing.T) {
 		{"address", strings.Replace(valid, "address: 127.0.0.1, port: 8080", "address: localhost, port: 8080", 1), "listener.address", "IP address"},
 		{"port", strings.Replace(valid, "port: 8080", "port: 70000", 1), "listener.port", "between 0 and 65535"},
 		{"metrics on the public listener", strings.Replace(valid, "port: 9090", "port: 8080", 1), "metrics", "must differ"},
+		{"negative drain", strings.Replace(valid, "port: 8080}", "port: 8080, drainSeconds: -1}", 1), "listener.drainSeconds", "between 0 and 60"},
+		{"drain over the bound", strings.Replace(valid, "port: 8080}", "port: 8080, drainSeconds: 61}", 1), "listener.drainSeconds", "between 0 and 60"},
+		{"drain on the metrics listener", strings.Replace(valid, "port: 9090}", "port: 9090, drainSeconds: 1}", 1), "metrics.drainSeconds", "only the public listener"},
 		{"password in url", strings.Replace(valid, `host=/run/postgresql dbname=registrum`, `postgres://u:secret@db/registrum`, 1), "database.url", "password"},
 		{"password member", strings.Replace(valid, `dbname=registrum`, `dbname=registrum password=x`, 1), "database.url", "password"},
 		{"no database", strings.Replace(valid, `database: {url: "host=/run/postgresql dbname=registrum"}`+"\n", "", 1), "database", "url or urlRef"},
@@ -86,6 +90,27 @@ func TestLoadRefusalsNameFileKeyAndRule(t *testing.T) {
 				t.Fatalf("got %q (file %s, key %q), want key %q and rule containing %q", err, ce.File, ce.Path, c.key, c.rule)
 			}
 		})
+	}
+}
+
+// TestDrainDefaultsToAFewSecondsAndTakesZero holds the drain delay's
+// default and that 0 (development, tests) is kept, not taken for unset.
+func TestDrainDefaultsToAFewSecondsAndTakesZero(t *testing.T) {
+	for doc, want := range map[string]time.Duration{
+		valid: DefaultDrainSeconds * time.Second,
+		strings.Replace(valid, "port: 8080}", "port: 8080, drainSeconds: 0}", 1):  0,
+		strings.Replace(valid, "port: 8080}", "port: 8080, drainSeconds: 60}", 1): time.Minute,
+	} {
+		c, err := Load(write(t, doc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := c.Drain(); got != want {
+			t.Errorf("drain of %q = %v, want %v", strings.SplitN(doc, "\n", 3)[1], got, want)
+		}
+	}
+	if DefaultDrainSeconds < 1 {
+		t.Fatalf("the default drain (%d s) gives a load balancer no time to notice", DefaultDrainSeconds)
 	}
 }
 
@@ -168,4 +193,45 @@ func FuzzLoad(f *testing.F) {
 			t.Fatalf("accepted an invalid configuration: %+v", c)
 		}
 	})
+}
+
+// TestEnvironmentOverridesKeys: REGISTRUM_CONFIG_* sets any key, including
+// a section the file leaves out and an entry of a map the file declares; an
+// override is validated like the file's value and a refusal names the
+// variable; a misspelled variable refuses the start; the effective
+// configuration shows the result and what the environment set.
+func TestEnvironmentOverridesKeys(t *testing.T) {
+	p := write(t, valid+"reviewAuthorities:\n  desk-1:\n    endpoint: http://127.0.0.1:1/review\n    profile: authority-review-v1\n    producerId: p\n    staticTokenRef: secret:file/desk-token\n")
+	env := []string{
+		EnvPrefix + "LISTENER_PORT=9443",
+		EnvPrefix + "LISTENER_DRAIN_SECONDS=0",
+		EnvPrefix + "REVIEW_AUTHORITIES_DESK_1_ENDPOINT=https://desk.example/review",
+		EnvPrefix + "INSTANCE_ID=blue",
+	}
+	c, err := load(p, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Listener.Port != 9443 || c.Drain() != 0 || c.ReviewAuthorities["desk-1"].Endpoint != "https://desk.example/review" || c.InstanceID != "blue" {
+		t.Fatalf("overrides not applied: %+v %+v", c.Listener, c.ReviewAuthorities["desk-1"])
+	}
+	doc, overrides, err := c.Effective()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(overrides) != 4 || !strings.Contains(string(doc), "port: 9443") || !strings.Contains(string(doc), "https://desk.example/review") {
+		t.Fatalf("effective configuration:\n%s\noverrides %v", doc, overrides)
+	}
+
+	_, err = load(p, []string{EnvPrefix + "LISTENER_PORT=70000"})
+	var se *strictyaml.Error
+	if !errors.As(err, &se) || !strings.Contains(err.Error(), "environment variable "+EnvPrefix+"LISTENER_PORT: listener.port") {
+		t.Fatalf("out-of-range override: %v", err)
+	}
+	if _, err = load(p, []string{EnvPrefix + "LISTENER_PROT=1"}); err == nil || !strings.Contains(err.Error(), EnvPrefix+"LISTENER_PROT names no configuration key") {
+		t.Fatalf("misspelled variable: %v", err)
+	}
+	if _, err = load(p, []string{EnvPrefix + "DATABASE_URL=postgres://u:secret@db/registrum"}); err == nil || !strings.Contains(err.Error(), "must not hold a password") || strings.Contains(err.Error(), "secret@") {
+		t.Fatalf("a password through the environment: %v", err)
+	}
 }

@@ -69,6 +69,10 @@ type instance struct {
 	client *plugin.Client
 	cmd    *exec.Cmd
 	rpc    *rpc.Client
+	// dir is the process's private temporary folder: its go-plugin socket
+	// and any temporary file it makes, removed once it is gone (a killed
+	// plugin cannot remove its socket itself).
+	dir string
 }
 
 var _ VerifyCloser = (*Process)(nil)
@@ -315,8 +319,16 @@ func (p *Process) start(ctx context.Context) (*instance, Cause, error) {
 		p.logger.Warn("verifier binary missing", "verifier", p.cfg.ID)
 		return nil, CauseBinaryChanged, nil
 	}
+	dir, err := os.MkdirTemp("", "registrum-verifier-")
+	if err != nil {
+		p.logger.Warn("verifier process not started: no temporary folder for it", "verifier", p.cfg.ID, "error", err)
+		return nil, CauseStartFailed, nil
+	}
 	cmd := exec.Command(p.cfg.Path)
-	cmd.Env = []string{} // nothing of the host's environment reaches the plugin
+	// Nothing of the host's environment reaches the plugin; its socket
+	// (go-plugin's server reads PLUGIN_UNIX_SOCKET_DIR) and temporary
+	// files go to a folder of its own, removed with it.
+	cmd.Env = []string{plugin.EnvUnixSocketDir + "=" + dir, "TMPDIR=" + dir}
 	client := plugin.NewClient(&plugin.ClientConfig{
 		HandshakeConfig:  proto.Handshake,
 		Plugins:          plugin.PluginSet{proto.PluginName: &proto.Plugin{}},
@@ -329,7 +341,13 @@ func (p *Process) start(ctx context.Context) (*instance, Cause, error) {
 	})
 	done := make(chan started, 1)
 	go func() {
-		done <- p.handshake(client, cmd)
+		res := p.handshake(client, cmd)
+		if res.inst != nil {
+			res.inst.dir = dir
+		} else {
+			os.RemoveAll(dir) // the failed start's process is killed
+		}
+		done <- res
 	}()
 	select {
 	case res := <-done:
@@ -393,12 +411,19 @@ func (p *Process) discard(inst *instance) {
 }
 
 // kill stops the process at once and lets go-plugin clean up in the
-// background, so the caller never waits for a misbehaving plugin.
+// background, so the caller never waits for a misbehaving plugin; the
+// process's folder is removed once go-plugin is done with it.
 func kill(inst *instance) {
 	if inst.cmd.Process != nil {
 		_ = inst.cmd.Process.Kill()
 	}
-	go inst.client.Kill()
+	go stop(inst)
+}
+
+// stop ends the process through go-plugin and removes its folder.
+func stop(inst *instance) {
+	inst.client.Kill()
+	os.RemoveAll(inst.dir)
 }
 
 // Close stops the verifier process. Calls after Close return a Retry with
@@ -410,7 +435,7 @@ func (p *Process) Close() error {
 	p.cur = nil
 	p.mu.Unlock()
 	if inst != nil {
-		inst.client.Kill()
+		stop(inst)
 	}
 	return nil
 }

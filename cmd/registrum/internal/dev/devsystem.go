@@ -551,6 +551,7 @@ version: 1
 listener:
   address: 127.0.0.1
   port: %d
+  drainSeconds: 0
 database:
   url: %s
 package: package
