@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/registrum/registrum/cmd/registrum/internal/dev"
 )
 
 // requireBrowser, when set, makes a missing Chromium a failure instead of a
@@ -34,10 +36,11 @@ func chromium() string {
 	return ""
 }
 
-// TestReviewDeskInABrowser runs the reviewed journey `registrum dev`
-// prints with the approval given in headless Chromium: the reviewer signs
-// in, finds the request, approves it; the record host then offers the apply
-// and the apply changes the record. Every page is captured.
+// TestReviewDeskInABrowser runs the guided tour against `registrum dev`
+// with the reviewed request approved in headless Chromium: the reviewer
+// signs in, finds the request, approves it; the tour then reads the request
+// until apply is offered, applies it and goes on to its last step. Every
+// page of the desk is captured.
 func TestReviewDeskInABrowser(t *testing.T) {
 	browser := chromium()
 	if browser == "" {
@@ -62,34 +65,48 @@ func TestReviewDeskInABrowser(t *testing.T) {
 	data := filepath.Join(root, "data")
 	run := startDev(t, data)
 	defer run.stop(t, data, syscall.SIGTERM)
-	first, reviewedPart, found := strings.Cut(run.output.String(), reviewedHeading)
-	if !found {
-		t.Fatalf("no reviewed request journey in:\n%s", run.output.String())
+
+	approve := approveInBrowser(browser, shots)
+	approved := false
+	var out strings.Builder
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	err = dev.Tour(ctx, dev.TourOptions{DataDir: data, NoPause: true, Out: &out,
+		Approve: func(_ context.Context, deskURL, password, recordID string) error {
+			approve(t, deskURL, password, recordID)
+			approved = true
+			return nil
+		}})
+	if err != nil {
+		t.Fatalf("the tour with the approval in the browser: %v\n%s", err, out.String())
 	}
-	subst := map[string]string{"$TOKEN": printedToken(t, run, first)}
-	// The reviewed journey uses the records the change-request journey
-	// creates first (its lines before the draft).
-	_, journey, _ := strings.Cut(first, "Change records through a change request")
-	journey, _, _ = strings.Cut(journey, "Draft the request")
-	for _, line := range printed(journey, "curl ") {
-		resp, b := runCurl(t, line, subst)
-		var doc journeyDoc
-		if resp.StatusCode != 201 || jsonInto(b, &doc) != nil {
-			t.Fatalf("the printed setup create answered %d %s", resp.StatusCode, b)
-		}
-		subst["<"+doc.Meta.EntityTypeIdentifier+" id>"] = doc.Data.RecordIdentifier
+	if !approved {
+		t.Fatalf("the tour never asked for the desk's approval:\n%s", out.String())
 	}
-	runReviewedJourney(t, reviewedPart, subst, approveInBrowser(browser, shots))
+	// The tour only goes on past the reviewed request once the host offers
+	// its apply and the apply succeeded.
+	if !strings.Contains(out.String(), "apply_request") {
+		t.Fatalf("the tour did not apply the approved request:\n%s", out.String())
+	}
 	t.Logf("screenshots of the review desk in %s", shots)
 }
+
+// approver approves the reviewed request of recordID in the desk at
+// deskURL, signing in with password.
+type approver func(t *testing.T, deskURL, password, recordID string)
 
 // approveInBrowser approves in headless Chromium, capturing each page into
 // shots: the sign-in page, the list, the request, the settled request.
 func approveInBrowser(browser, shots string) approver {
 	return func(t *testing.T, deskURL, password, recordID string) {
 		t.Helper()
+		// The profile, and what Chromium puts in the temporary folder (its
+		// singleton socket folder, and the shared-memory files that
+		// disable-dev-shm-usage moves there), stay in folders of the test,
+		// removed when it ends, however the browser ended.
 		opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(browser), chromedp.NoSandbox, chromedp.DisableGPU,
-			chromedp.Flag("disable-dev-shm-usage", true), chromedp.WindowSize(1200, 900), chromedp.UserDataDir(t.TempDir()))
+			chromedp.Flag("disable-dev-shm-usage", true), chromedp.WindowSize(1200, 900), chromedp.UserDataDir(t.TempDir()),
+			chromedp.Env("TMPDIR="+t.TempDir()))
 		alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 		defer cancelAlloc()
 		ctx, cancelCtx := chromedp.NewContext(alloc)

@@ -3,12 +3,9 @@ package main
 import (
 	"bufio"
 	"io"
-	"net/http"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -150,65 +147,6 @@ func shellWords(line string) []string {
 	return words
 }
 
-// runCurl performs a printed curl line with Go's client, after substituting
-// $TOKEN and the placeholders.
-func runCurl(t *testing.T, line string, subst map[string]string) (*http.Response, []byte) {
-	t.Helper()
-	for k, v := range subst {
-		line = strings.ReplaceAll(line, k, v)
-	}
-	args := shellWords(strings.TrimSpace(line))
-	if args[0] != "curl" {
-		t.Fatalf("not a curl line: %s", line)
-	}
-	method, target, body := "GET", "", ""
-	header := http.Header{}
-	get := false
-	form := url.Values{}
-	for i := 1; i < len(args); i++ {
-		switch args[i] {
-		case "-sS", "-i":
-		case "-G":
-			get = true
-		case "-X":
-			i++
-			method = args[i]
-		case "-H":
-			i++
-			k, v, _ := strings.Cut(args[i], ": ")
-			header.Add(k, v)
-		case "-d", "--data-binary":
-			i++
-			body = args[i]
-		case "--data-urlencode":
-			i++
-			k, v, _ := strings.Cut(args[i], "=")
-			form.Add(k, v)
-		default:
-			target = args[i]
-		}
-	}
-	if get && len(form) > 0 {
-		sep := "?"
-		if strings.Contains(target, "?") {
-			sep = "&"
-		}
-		target += sep + form.Encode()
-	}
-	req, err := http.NewRequest(method, target, strings.NewReader(body))
-	if err != nil {
-		t.Fatalf("%s: %v", line, err)
-	}
-	req.Header = header
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp, b
-}
-
 // printed returns the lines of the next steps that start with prefix.
 func printed(out, prefix string) []string {
 	var lines []string
@@ -235,52 +173,4 @@ func printedToken(t *testing.T, run *devRun, out string) string {
 		t.Fatalf("the printed token command failed: %v %s", err, tok)
 	}
 	return strings.TrimSpace(string(tok))
-}
-
-// profileQuery returns the ?accessProfile=… of a printed URL, or "".
-func profileQuery(curl string) string {
-	if m := regexp.MustCompile(`\?accessProfile=[^' ]+`).FindString(curl); m != "" {
-		return m
-	}
-	return ""
-}
-
-// journeyDoc is what the journey's answers are read for: an envelope (with
-// meta and data.request) or an action answer (request at the top).
-type journeyDoc struct {
-	Data struct {
-		RecordIdentifier string         `json:"recordIdentifier"`
-		DomainData       map[string]any `json:"domainData"`
-		Request          *journeyState  `json:"request"`
-	} `json:"data"`
-	Meta struct {
-		EntityTypeIdentifier string `json:"entityTypeIdentifier"`
-	} `json:"meta"`
-	Request        *journeyState `json:"request"`
-	ActorReference string        `json:"actorReference"`
-}
-
-type journeyState struct {
-	EngineState  string `json:"engineState"`
-	EffectDigest string `json:"effectDigest"`
-	Actions      []struct {
-		Operation       string `json:"operation"`
-		Href            string `json:"href"`
-		IfMatch         string `json:"ifMatch"`
-		ProposalVersion int64  `json:"proposalVersion"`
-		EffectDigest    string `json:"effectDigest"`
-	} `json:"actions"`
-}
-
-// offer puts the placeholders of the offered action op into subst.
-func (s *journeyState) offer(t *testing.T, op string, subst map[string]string) {
-	t.Helper()
-	for _, a := range s.Actions {
-		if a.Operation == op {
-			subst["<"+op+" href>"], subst["<"+op+" ifMatch>"] = a.Href, a.IfMatch
-			subst["<"+op+" proposalVersion>"], subst["<"+op+" effectDigest>"] = strconv.FormatInt(a.ProposalVersion, 10), a.EffectDigest
-			return
-		}
-	}
-	t.Fatalf("%s is not offered: %+v", op, s.Actions)
 }
