@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/riverqueue/river"
@@ -170,11 +171,18 @@ func (ev *Events) attempt(ctx context.Context, l *store.Lease) store.AttemptResu
 
 // Request builds the signed CloudEvents request of one attempt: POST to
 // the destination's fixed path, the exact captured body, every header of
-// the protocol.
+// the protocol, X-Registry-Signature under the destination's current key,
+// and the Standard Webhooks headers: webhook-id (the event id),
+// webhook-timestamp (the delivery time in seconds) and webhook-signature
+// (one entry per key the destination holds, the current key first).
 func (ev *Events) Request(ctx context.Context, d *Destination, l *store.Lease) (*http.Request, error) {
 	var id identity
 	if err := json.Unmarshal(l.Payload, &id); err != nil {
 		return nil, fmt.Errorf("hooks: payload of delivery %s: %w", l.DeliveryID, err)
+	}
+	if id.ID == "" || strings.Contains(id.ID, ".") {
+		// The Standard Webhooks signing input is delimited by dots.
+		return nil, fmt.Errorf("hooks: payload of delivery %s: the event id is empty or holds a dot", l.DeliveryID)
 	}
 	env := Envelope{ID: id.ID, Source: id.Source, Type: id.Type, Time: id.Time, DataSchema: id.DataSchema,
 		Generation: l.Generation, Attempt: l.Attempt, DeliveryTime: store.FormatTime(l.DeliveryTime), Path: d.URL.EscapedPath(),
@@ -197,6 +205,12 @@ func (ev *Events) Request(ctx context.Context, d *Destination, l *store.Lease) (
 	h["X-Registry-Delivery-Time"] = []string{env.DeliveryTime}
 	h["Idempotency-Key"] = []string{env.IdempotencyKey}
 	h["X-Registry-Signature"] = []string{Sign(d.Key, env, l.Payload)}
+	// Standard Webhooks: the seconds of the same delivery time, so that both
+	// schemes name one instant.
+	ts := l.DeliveryTime.Unix()
+	h[HeaderWebhookID] = []string{env.ID}
+	h[HeaderWebhookTimestamp] = []string{strconv.FormatInt(ts, 10)}
+	h[HeaderWebhookSignature] = []string{StandardSignatures(d.Keys(), env.ID, ts, l.Payload)}
 	h["Content-Type"] = []string{ContentType}
 	h["User-Agent"] = []string{"registrum-events/1"}
 	return req, nil

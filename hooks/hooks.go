@@ -12,6 +12,7 @@
 package hooks
 
 import (
+	"crypto/hmac"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -41,6 +42,11 @@ type Destination struct {
 	URL *url.URL
 	// Key is the signing key, its exact bytes (at least MinKeyBytes).
 	Key []byte
+	// PreviousKey is the key being retired during a rotation, its exact
+	// bytes, or nil. While it is set every delivery's webhook-signature
+	// carries a second entry made with it; X-Registry-Signature, which the
+	// seed defines as one value, is made with Key only.
+	PreviousKey []byte
 	// Network is NetworkPublic, NetworkPrivate or NetworkLoopback.
 	Network string
 	// Ceiling is the highest event classification the destination may get.
@@ -60,6 +66,15 @@ func (d *Destination) BindingDigest() string {
 		panic("hooks: binding digest: " + err.Error()) // strings always encode
 	}
 	return dg
+}
+
+// Keys returns the keys deliveries to d are signed with: Key, then
+// PreviousKey while a rotation holds one.
+func (d *Destination) Keys() [][]byte {
+	if d.PreviousKey == nil {
+		return [][]byte{d.Key}
+	}
+	return [][]byte{d.Key, d.PreviousKey}
 }
 
 // Config configures the events of one host.
@@ -143,6 +158,12 @@ func New(cfg Config) (*Events, error) {
 		}
 		if len(d.Key) < MinKeyBytes {
 			return nil, fmt.Errorf("hooks: destination %s: the signing key must hold at least %d bytes", id, MinKeyBytes)
+		}
+		if d.PreviousKey != nil && len(d.PreviousKey) < MinKeyBytes {
+			return nil, fmt.Errorf("hooks: destination %s: the previous signing key must hold at least %d bytes", id, MinKeyBytes)
+		}
+		if d.PreviousKey != nil && hmac.Equal(d.PreviousKey, d.Key) {
+			return nil, fmt.Errorf("hooks: destination %s: the previous signing key is the current one; a rotation needs a new key", id)
 		}
 		if model.ClassificationRank(d.Ceiling) < 0 {
 			return nil, fmt.Errorf("hooks: destination %s: unknown classificationCeiling %q", id, d.Ceiling)

@@ -30,11 +30,15 @@ func openEvents(ctx context.Context, cfg *config.Config, pkg *model.Package, st 
 		if err != nil {
 			return nil, nil, err
 		}
+		prev, err := cfg.PreviousEventKey(id)
+		if err != nil {
+			return nil, nil, err
+		}
 		u, err := url.Parse(d.URL)
 		if err != nil {
 			return nil, nil, fmt.Errorf("host: event destination %s: %w", id, err)
 		}
-		dests[id] = &hooks.Destination{ID: id, URL: u, Key: key, Network: d.Network, Ceiling: d.ClassificationCeiling,
+		dests[id] = &hooks.Destination{ID: id, URL: u, Key: key, PreviousKey: prev, Network: d.Network, Ceiling: d.ClassificationCeiling,
 			MaximumAttempts: d.MaximumAttempts, AttemptTimeoutMs: d.AttemptTimeoutMs, PayloadRetentionSeconds: d.PayloadRetentionSeconds}
 	}
 	dir := packageDir(cfg.Package)

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"crypto/hmac"
 	"fmt"
 	"net/url"
 	"regexp"
@@ -18,6 +19,13 @@ type EventDestination struct {
 	// HMACSHA256KeyRef names the signing key: the secret file's exact bytes
 	// (at least 32), never trimmed or decoded.
 	HMACSHA256KeyRef string `yaml:"hmacSha256KeyRef"`
+	// PreviousHMACSHA256KeyRef, during a key rotation, names the key being
+	// retired (the same form and rules as HMACSHA256KeyRef, another secret).
+	// While it is set, every delivery's webhook-signature (Standard Webhooks)
+	// carries a signature under each key, so receivers configured with
+	// either accept it; X-Registry-Signature is made with the current key
+	// only. Remove it to retire the old key.
+	PreviousHMACSHA256KeyRef string `yaml:"previousHmacSha256KeyRef"`
 	// ClassificationCeiling is the most sensitive event classification the
 	// destination may receive (public, internal or restricted); the host
 	// refuses to start when a hook bound to it is classified higher.
@@ -81,6 +89,14 @@ func (c *Config) validateEvents() error {
 		if _, err := secrets.ParseRef(d.HMACSHA256KeyRef); err != nil {
 			return c.fail(at+".hmacSha256KeyRef", "%v", err)
 		}
+		if d.PreviousHMACSHA256KeyRef != "" {
+			if _, err := secrets.ParseRef(d.PreviousHMACSHA256KeyRef); err != nil {
+				return c.fail(at+".previousHmacSha256KeyRef", "%v", err)
+			}
+			if d.PreviousHMACSHA256KeyRef == d.HMACSHA256KeyRef {
+				return c.fail(at+".previousHmacSha256KeyRef", "names the current key; a rotation puts the new key in hmacSha256KeyRef and the old one here")
+			}
+		}
 		switch d.ClassificationCeiling {
 		case "public", "internal", "restricted":
 		default:
@@ -107,6 +123,35 @@ func (c *Config) EventKey(id string) ([]byte, error) {
 	}
 	if len(k) < MinEventKeyBytes {
 		return nil, c.fail(at, "the signing key must hold at least %d bytes (it is used as its exact bytes)", MinEventKeyBytes)
+	}
+	return k, nil
+}
+
+// PreviousEventKey resolves the key a destination is rotating away from:
+// nil when previousHmacSha256KeyRef is not set, otherwise the secret's exact
+// bytes, at least MinEventKeyBytes and not the current key's bytes.
+func (c *Config) PreviousEventKey(id string) ([]byte, error) {
+	d := c.EventDestinations[id]
+	if d == nil {
+		return nil, fmt.Errorf("config: no event destination %q", id)
+	}
+	if d.PreviousHMACSHA256KeyRef == "" {
+		return nil, nil
+	}
+	at := "eventDestinations." + id + ".previousHmacSha256KeyRef"
+	k, err := secrets.ResolveFile(c.Secrets.Root, d.PreviousHMACSHA256KeyRef)
+	if err != nil {
+		return nil, c.fail(at, "%v", err)
+	}
+	if len(k) < MinEventKeyBytes {
+		return nil, c.fail(at, "the signing key must hold at least %d bytes (it is used as its exact bytes)", MinEventKeyBytes)
+	}
+	cur, err := c.EventKey(id)
+	if err != nil {
+		return nil, err
+	}
+	if hmac.Equal(k, cur) {
+		return nil, c.fail(at, "holds the same bytes as hmacSha256KeyRef; a rotation needs a new key")
 	}
 	return k, nil
 }

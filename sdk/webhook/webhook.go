@@ -3,6 +3,13 @@
 // skew of the delivery time, the expected source, type and data schema, the
 // exact body envelope, and deduplication on ce-source plus ce-id.
 //
+// Every delivery carries two signatures: the registry's own
+// X-Registry-Signature, and the Standard Webhooks headers webhook-id,
+// webhook-timestamp and webhook-signature. A Verifier accepts either, under
+// its Key or its PreviousKey, so a receiver keeps accepting deliveries while
+// the sender rotates its key (the sender then signs webhook-signature with
+// both keys).
+//
 // It is written apart from the host's sender, from the protocol as the
 // specification states it, so that each checks the other against the
 // known-answer vectors in testdata.
@@ -37,13 +44,41 @@ const (
 	timeLayout      = "2006-01-02T15:04:05.000Z"
 )
 
+// Standard Webhooks header names (canonical form) and secret prefix.
+const (
+	headerWebhookID        = "Webhook-Id"
+	headerWebhookTimestamp = "Webhook-Timestamp"
+	headerWebhookSignature = "Webhook-Signature"
+	// SecretPrefix starts the textual form of a Standard Webhooks secret:
+	// "whsec_" and the standard base64 of the key's bytes.
+	SecretPrefix = "whsec_"
+)
+
+// Signature schemes a delivery can be verified under.
+const (
+	// SchemeRegistry is X-Registry-Signature: it covers every CloudEvents
+	// and X-Registry header, the method, path, content type, idempotency
+	// key and body.
+	SchemeRegistry = "registry-v1"
+	// SchemeStandard is the Standard Webhooks v1 signature: it covers
+	// webhook-id, webhook-timestamp and the body only.
+	SchemeStandard = "standard-webhooks-v1"
+)
+
 // ErrRejected wraps every verification failure.
 var ErrRejected = errors.New("webhook: delivery rejected")
 
 // Verifier checks deliveries for one destination.
 type Verifier struct {
-	// Key is the destination's signing key, its exact bytes.
+	// Key is the destination's signing key, its exact bytes (a "whsec_"
+	// secret decodes to them: see DecodeSecret).
 	Key []byte
+	// PreviousKey, while the receiver itself changes keys, is a second
+	// accepted key (nil: none). A receiver needs it only when it cannot
+	// switch to the new key at the instant the sender does: during the
+	// sender's rotation, deliveries carry a Standard Webhooks signature
+	// under each of the sender's keys, and either one verifies.
+	PreviousKey []byte
 	// Path is the request path the destination is configured with.
 	Path string
 	// Source is the expected ce-source; "" accepts any.
@@ -51,7 +86,9 @@ type Verifier struct {
 	// Types, when not empty, are the accepted ce-type values, each mapped
 	// to its expected ce-dataschema ("" accepts any schema).
 	Types map[string]string
-	// MaxSkew bounds |now - X-Registry-Delivery-Time| (default 5 minutes).
+	// MaxSkew bounds |now - X-Registry-Delivery-Time| under SchemeRegistry
+	// and |now - webhook-timestamp| under SchemeStandard (default 5
+	// minutes, the Standard Webhooks libraries' tolerance).
 	MaxSkew time.Duration
 	// Now returns the receiver's clock (default time.Now).
 	Now func() time.Time
@@ -59,10 +96,20 @@ type Verifier struct {
 
 // Delivery is a verified delivery.
 type Delivery struct {
+	// Scheme is the signature that verified: SchemeRegistry or
+	// SchemeStandard.
+	Scheme string
+	// ID, Source, Type, Time and DataSchema are the ce-* headers, which the
+	// body restates (checked) under either scheme.
 	ID, Source, Type, Time, DataSchema string
-	Generation, Attempt                int
-	DeliveryTime                       time.Time
-	IdempotencyKey                     string
+	// Generation, Attempt and IdempotencyKey are set under SchemeRegistry
+	// only: the Standard Webhooks signature does not cover them, so under
+	// SchemeStandard they are left zero rather than taken unauthenticated.
+	Generation, Attempt int
+	IdempotencyKey      string
+	// DeliveryTime is X-Registry-Delivery-Time under SchemeRegistry and
+	// webhook-timestamp (whole seconds) under SchemeStandard.
+	DeliveryTime time.Time
 	// Body is the exact body; Event its decoded envelope.
 	Body  []byte
 	Event Event
@@ -118,8 +165,12 @@ func Expected(key []byte, h http.Header, method, path string, body []byte) strin
 	return "v1=" + base64.RawURLEncoding.EncodeToString(mac.Sum(nil))
 }
 
-// Verify reads and checks one delivery request. Every refusal wraps
-// ErrRejected; the receiver should answer it with a 4xx status.
+// Verify reads and checks one delivery request: X-Registry-Signature
+// under Key or PreviousKey, or else the Standard Webhooks webhook-signature
+// (any of its v1 entries) under either, every comparison in constant time;
+// then the skew of the signed delivery time, the source, type and schema,
+// and the envelope. Every refusal wraps ErrRejected; the receiver should
+// answer it with a 4xx status.
 func (v *Verifier) Verify(r *http.Request) (*Delivery, error) {
 	if r.Method != http.MethodPost {
 		return nil, reject("method %s", r.Method)
@@ -135,28 +186,50 @@ func (v *Verifier) Verify(r *http.Request) (*Delivery, error) {
 		return nil, reject("body too large")
 	}
 	h := r.Header
-	for _, name := range append(slicesClone(signedHeaders), "Idempotency-Key", "X-Registry-Signature", "Content-Type") {
+	for _, name := range append(slicesClone(signedHeaders), "Idempotency-Key", "Content-Type") {
 		if len(h.Values(name)) != 1 {
 			return nil, reject("header %s must be present once", name)
+		}
+	}
+	for _, name := range []string{"X-Registry-Signature", headerWebhookID, headerWebhookTimestamp, headerWebhookSignature} {
+		if len(h.Values(name)) > 1 {
+			return nil, reject("header %s must not be repeated", name)
 		}
 	}
 	if h.Get("Content-Type") != "application/json" || h.Get("Ce-Specversion") != "1.0" {
 		return nil, reject("content type or spec version")
 	}
-	want := Expected(v.Key, h, r.Method, v.Path, body)
-	if !hmac.Equal([]byte(want), []byte(h.Get("X-Registry-Signature"))) {
-		return nil, reject("signature does not verify")
+	keys := v.keys()
+	if len(keys) == 0 {
+		return nil, reject("the verifier has no key")
 	}
 	d := &Delivery{ID: h.Get("Ce-Id"), Source: h.Get("Ce-Source"), Type: h.Get("Ce-Type"), Time: h.Get("Ce-Time"),
-		DataSchema: h.Get("Ce-Dataschema"), IdempotencyKey: h.Get("Idempotency-Key"), Body: body}
-	if d.Generation, err = positive(h.Get("X-Registry-Event-Generation")); err != nil {
-		return nil, err
-	}
-	if d.Attempt, err = positive(h.Get("X-Registry-Delivery-Attempt")); err != nil {
-		return nil, err
-	}
-	if d.DeliveryTime, err = time.Parse(timeLayout, h.Get("X-Registry-Delivery-Time")); err != nil {
-		return nil, reject("X-Registry-Delivery-Time is not an RFC 3339 UTC time with milliseconds")
+		DataSchema: h.Get("Ce-Dataschema"), Body: body}
+	switch {
+	case v.registrySignatureVerifies(keys, h, r.Method, body):
+		d.Scheme, d.IdempotencyKey = SchemeRegistry, h.Get("Idempotency-Key")
+		if d.Generation, err = positive(h.Get("X-Registry-Event-Generation")); err != nil {
+			return nil, err
+		}
+		if d.Attempt, err = positive(h.Get("X-Registry-Delivery-Attempt")); err != nil {
+			return nil, err
+		}
+		if d.DeliveryTime, err = time.Parse(timeLayout, h.Get("X-Registry-Delivery-Time")); err != nil {
+			return nil, reject("X-Registry-Delivery-Time is not an RFC 3339 UTC time with milliseconds")
+		}
+	case h.Get(headerWebhookSignature) != "":
+		ts, err := VerifyStandard(keys, h.Get(headerWebhookID), h.Get(headerWebhookTimestamp), h.Get(headerWebhookSignature), body)
+		if err != nil {
+			return nil, err
+		}
+		// webhook-id is the event id: signed here, and ce-id is checked
+		// against the body below, so all three name one event.
+		if h.Get(headerWebhookID) != d.ID {
+			return nil, reject("webhook-id is not the event id")
+		}
+		d.Scheme, d.DeliveryTime = SchemeStandard, ts
+	default:
+		return nil, reject("signature does not verify")
 	}
 	now, skew := time.Now, v.MaxSkew
 	if v.Now != nil {
@@ -181,6 +254,97 @@ func (v *Verifier) Verify(r *http.Request) (*Delivery, error) {
 		return nil, err
 	}
 	return d, nil
+}
+
+// keys returns the configured keys, Key first.
+func (v *Verifier) keys() [][]byte {
+	var ks [][]byte
+	for _, k := range [][]byte{v.Key, v.PreviousKey} {
+		if len(k) > 0 {
+			ks = append(ks, k)
+		}
+	}
+	return ks
+}
+
+// registrySignatureVerifies reports whether X-Registry-Signature is the
+// signature under one of keys, compared in constant time.
+func (v *Verifier) registrySignatureVerifies(keys [][]byte, h http.Header, method string, body []byte) bool {
+	got := h.Get("X-Registry-Signature")
+	if got == "" {
+		return false
+	}
+	ok := false
+	for _, k := range keys {
+		if hmac.Equal([]byte(Expected(k, h, method, v.Path, body)), []byte(got)) {
+			ok = true
+		}
+	}
+	return ok
+}
+
+// ExpectedStandard returns the Standard Webhooks v1 signature entry the
+// sender computes under key: "v1," and the standard base64 of the
+// HMAC-SHA-256 of id, ".", the decimal timestamp, "." and the exact body.
+func ExpectedStandard(key []byte, id string, timestamp int64, body []byte) string {
+	mac := hmac.New(sha256.New, key)
+	mac.Write([]byte(id + "." + strconv.FormatInt(timestamp, 10) + "."))
+	mac.Write(body)
+	return "v1," + base64.StdEncoding.EncodeToString(mac.Sum(nil))
+}
+
+// VerifyStandard checks Standard Webhooks headers as received: webhook-id,
+// webhook-timestamp (decimal seconds since the epoch) and webhook-signature
+// (space-separated entries; entries of versions other than v1 are
+// ignored), against body under each of keys, in constant time. It returns
+// the signed timestamp; the caller bounds its skew.
+func VerifyStandard(keys [][]byte, id, timestamp, signatures string, body []byte) (time.Time, error) {
+	if id == "" || strings.Contains(id, ".") {
+		return time.Time{}, reject("webhook-id is empty or holds a dot")
+	}
+	ts, err := strconv.ParseInt(timestamp, 10, 64)
+	if err != nil || ts < 0 || strconv.FormatInt(ts, 10) != timestamp {
+		return time.Time{}, reject("webhook-timestamp is not decimal seconds")
+	}
+	entries := strings.Split(signatures, " ")
+	if len(entries) > maxSignatureEntries {
+		return time.Time{}, reject("webhook-signature has too many entries")
+	}
+	ok := false
+	for _, k := range keys {
+		want := []byte(ExpectedStandard(k, id, ts, body))
+		for _, e := range entries {
+			if strings.HasPrefix(e, "v1,") && hmac.Equal(want, []byte(e)) {
+				ok = true
+			}
+		}
+	}
+	if !ok {
+		return time.Time{}, reject("signature does not verify")
+	}
+	return time.Unix(ts, 0).UTC(), nil
+}
+
+// maxSignatureEntries bounds the work one webhook-signature header can ask
+// for.
+const maxSignatureEntries = 16
+
+// EncodeSecret returns the Standard Webhooks textual form of a key:
+// "whsec_" and the standard base64 of its exact bytes. It is a secret: keep
+// it where the key file is kept and never log it.
+func EncodeSecret(key []byte) string {
+	return SecretPrefix + base64.StdEncoding.EncodeToString(key)
+}
+
+// DecodeSecret returns the key bytes of a Standard Webhooks secret
+// ("whsec_" and standard base64; the prefix may be left out, as the
+// Standard Webhooks libraries allow). The error never repeats the secret.
+func DecodeSecret(secret string) ([]byte, error) {
+	k, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(secret, SecretPrefix))
+	if err != nil || len(k) == 0 {
+		return nil, errors.New("webhook: the secret is not \"whsec_\" and standard base64 of the key")
+	}
+	return k, nil
 }
 
 func slicesClone(s []string) []string { return append([]string(nil), s...) }
