@@ -178,10 +178,14 @@ func TestSnapshotReadsOverHTTP(t *testing.T) {
 		t.Errorf("cursor with $top: %d %s", resp.StatusCode, b)
 	}
 
-	// The caller's current row boundary, on every page: records of the
-	// snapshot outside it are left out, also when they leave it between
-	// pages.
-	if _, err := conn.Exec(context.Background(), `UPDATE registrum.revisions SET data = jsonb_set(data, '{district}', '"south"') WHERE record_id = $1::uuid`, id(c)); err != nil {
+	// The caller's current row boundary, on every page, on the records'
+	// current state: records of the snapshot outside it now are left out,
+	// also when they leave it between pages; recorded values outside it
+	// do not hide a record inside it now.
+	if _, err := conn.Exec(context.Background(), `UPDATE registrum_data.e_office SET f_district = 'south' WHERE record_id = $1::uuid`, id(c)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(context.Background(), `UPDATE registrum.revisions SET data = jsonb_set(data, '{district}', '"south"') WHERE record_id = $1::uuid`, id(a)); err != nil {
 		t.Fatal(err)
 	}
 	bounded, _ := clerk.snapshotAll(t, "/v1/records/offices:snapshot?$top=1&snapshot="+url.QueryEscape(batch.Snapshot))
@@ -189,8 +193,11 @@ func TestSnapshotReadsOverHTTP(t *testing.T) {
 		t.Fatalf("bounded: %v", bounded)
 	}
 	p = clerk.page(t, "/v1/records/offices:snapshot?$top=1&snapshot="+url.QueryEscape(batch.Snapshot))
+	if !strings.Contains(strings.Join(bounded, "|"), ":A:") {
+		t.Fatalf("a record inside the boundary now, with recorded values outside it, is left out: %v", bounded)
+	}
 	second := strings.SplitN(bounded[1], "@", 2)[0]
-	if _, err := conn.Exec(context.Background(), `UPDATE registrum.revisions SET data = jsonb_set(data, '{district}', '"south"') WHERE record_id = $1::uuid`, second); err != nil {
+	if _, err := conn.Exec(context.Background(), `UPDATE registrum_data.e_office SET f_district = 'south' WHERE record_id = $1::uuid`, second); err != nil {
 		t.Fatal(err)
 	}
 	rest := clerk.page(t, "/v1/records/offices:snapshot?$skiptoken="+url.QueryEscape(*p.PageInfo.NextCursor))

@@ -175,6 +175,10 @@ type State struct {
 	// once reviewed: none of their submitted requests may be left
 	// unapplied.
 	AutomaticRequests []string
+	// GoneHooks are the hooks whose destination answers 410 Gone: each of
+	// their deliveries must be dead-lettered after its first attempt, and
+	// they are the only dead letters allowed.
+	GoneHooks []string
 }
 
 // Violation is one broken invariant.
@@ -219,6 +223,7 @@ const (
 	InvEventPhantom   = "event-received-was-captured"
 	InvJobsSettled    = "jobs-settled"
 	InvReviewSettled  = "review-settled"
+	InvGoneDead       = "gone-destination-dead-lettered-at-once"
 )
 
 // Check checks every invariant of the soak over s.
@@ -413,6 +418,13 @@ func Check(s *State) Findings {
 	captured := map[string]bool{}
 	for _, d := range s.DB.Deliveries {
 		captured[d.EventID] = true
+		if slices.Contains(s.GoneHooks, d.Hook) {
+			f.Checked[InvGoneDead]++
+			if d.State != "dead_lettered" || d.Attempt != 1 {
+				bad(InvGoneDead, "event %s (%s) to the 410 destination is %s after %d attempts, want dead_lettered after 1", d.EventID, d.Hook, d.State, d.Attempt)
+			}
+			continue
+		}
 		f.Checked[InvEventSettled]++
 		if d.State != "delivered" {
 			bad(InvEventSettled, "event %s (%s, %s) is %s after %d attempts of generation %d", d.EventID, d.Hook, d.Handler, d.State, d.Attempt, d.Generation)

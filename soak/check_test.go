@@ -50,6 +50,7 @@ func goodState() *State {
 				{EventID: "e1", Hook: "parcel-created", Handler: "url", State: "delivered", Generation: 1, Attempt: 1},
 				{EventID: "e2", Hook: "parcel-created", Handler: "url", State: "delivered", Generation: 1, Attempt: 2},
 				{EventID: "e3", Hook: "parcel-area-changed", Handler: "url", State: "delivered", Generation: 1, Attempt: 1},
+				{EventID: "e4", Hook: "parcel-removed-gone", Handler: "url", State: "dead_lettered", Generation: 1, Attempt: 1},
 			},
 			Jobs: []Job{{ID: 1, Kind: "registrum.event.deliver", State: "completed"}, {ID: 2, Kind: kindReap, State: "scheduled"}},
 			Requests: []Request{
@@ -75,6 +76,7 @@ func goodState() *State {
 		WriteOperations:   []string{"create", "patch", "tombstone"},
 		PeriodicJobs:      []string{kindReap},
 		AutomaticRequests: []string{"boundary_change"},
+		GoneHooks:         []string{"parcel-removed-gone"},
 	}
 }
 
@@ -119,6 +121,12 @@ func TestCheckerReportsBrokenState(t *testing.T) {
 		{"an event dead-lettered", func(s *State) {
 			s.DB.Deliveries[0].State = "dead_lettered"
 		}, []string{InvEventSettled}},
+		{"a delivery to the 410 destination retried", func(s *State) {
+			s.DB.Deliveries[3].State, s.DB.Deliveries[3].Attempt = "pending", 2
+		}, []string{InvGoneDead}},
+		{"a delivery to the 410 destination delivered", func(s *State) {
+			s.DB.Deliveries[3].State = "delivered"
+		}, []string{InvGoneDead}},
 		{"an event received that was never captured", func(s *State) {
 			s.DB.Deliveries = s.DB.Deliveries[1:]
 		}, []string{InvEventPhantom}},

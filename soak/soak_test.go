@@ -54,11 +54,16 @@ const kindReap = "registrum.event.reap"
 // instanceID names the soak deployment in every event's source.
 const instanceID = "soak"
 
+// goneHook is the hook of testdata/registry.yaml whose destination answers
+// 410 Gone.
+const goneHook = "parcel-removed-gone"
+
 // receiverDownFor is the shortest time the receiver answers 503 (a tenth
-// of the run, at most two minutes): within what the compiled retry
-// schedule survives, so every event captured before or during the window
-// is still delivered. (The schedule of packages compiled before #28's
-// day-long one, 5 attempts 1+2+4+8 s apart, survives about 15 s.)
+// of the run, at most two minutes): within what the hooks' retry schedule
+// survives (testdata/registry.yaml authors a short one per hook, 10
+// attempts 1, 2, 5, 10 then 30 s apart: about 168 s of pauses, so that the
+// run drains within seconds of the outage's end), so every event captured
+// before or during the window is still delivered.
 const receiverDownFor = 6 * time.Second
 
 // harness runs the processes and holds what the run recorded.
@@ -85,6 +90,8 @@ type harness struct {
 	ops     []*Op
 	windows []Window
 	tag     string // the history tag, as last read
+
+	goneHits atomic.Int64 // requests the 410 destination answered
 }
 
 func (h *harness) record(op *Op) {
@@ -292,6 +299,13 @@ func setUp(t *testing.T) *harness {
 	srv := httptest.NewServer(h.rcv)
 	t.Cleanup(srv.Close)
 
+	// The 410 destination: a partner gone for good.
+	gone := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.goneHits.Add(1)
+		w.WriteHeader(http.StatusGone)
+	}))
+	t.Cleanup(gone.Close)
+
 	h.auth = NewAuthority()
 	authority := httptest.NewServer(h.auth)
 	t.Cleanup(authority.Close)
@@ -314,12 +328,13 @@ func setUp(t *testing.T) *harness {
 	client := fmt.Sprintf("{tokenUrl: %q, clientId: %s, keyRef: secret:file/client.jwk}", is.Setup.TokenURL, issuertest.StandardClientID)
 	common := fmt.Sprintf("version: 1\ndatabase: {url: %q}\npackage: %s\nsecrets: {root: secrets}\nhostKeyRef: secret:file/host-key\n%s"+
 		"instanceId: %s\neventDestinations:\n  receiver: {url: %q, hmacSha256KeyRef: secret:file/webhook-key, classificationCeiling: internal, network: loopback}\n"+
+		"  gone: {url: %q, hmacSha256KeyRef: secret:file/webhook-key, classificationCeiling: internal, network: loopback}\n"+
 		"reviewAuthorities:\n  casework: {endpoint: %q, profile: soak, producerId: soak, pollSeconds: 1, client: %s}\n"+
 		"executors:\n  clerk-bot: {accessProfile: clerk, client: %s}\n"+
 		// A job a killed process had fetched is worked again after
 		// rescueAfterSeconds (default 120): short, so the run drains.
 		"jobs: {timeoutSeconds: 10, rescueAfterSeconds: 12}\n",
-		h.dsn, pkg, is.HostAuthentication(), instanceID, srv.URL+"/hooks/registry", authority.URL, client, client)
+		h.dsn, pkg, is.HostAuthentication(), instanceID, srv.URL+"/hooks/registry", gone.URL+"/hooks/gone", authority.URL, client, client)
 	configFile := func(name string, port int) string {
 		path := filepath.Join(h.dir, name+".yaml")
 		if err := os.WriteFile(path, []byte(fmt.Sprintf("listener: {address: 127.0.0.1, port: %d}\n%s", port, common)), 0o600); err != nil {
@@ -491,6 +506,7 @@ func (h *harness) state(db DB) *State {
 		WriteOperations:   []string{"create", "patch", "tombstone", "submit_request", "revise_request", "cancel_request", "apply_request"},
 		PeriodicJobs:      []string{kindReap},
 		AutomaticRequests: []string{"boundary_change"},
+		GoneHooks:         []string{goneHook},
 	}
 }
 
@@ -608,6 +624,13 @@ func (h *harness) summary(t *testing.T, s *State, f Findings, ran time.Duration,
 	acked := h.rcv.Acknowledged()
 	fmt.Fprintf(&b, "events: %d captured, %d acknowledged by the receiver (%d requests, %d rejected signatures), %d redelivered inside crash windows\n",
 		len(s.DB.Deliveries), acked, len(s.Received), h.rcv.Rejected(), f.Redelivered)
+	var goneDead int
+	for _, d := range s.DB.Deliveries {
+		if d.Hook == goneHook && d.State == "dead_lettered" {
+			goneDead++
+		}
+	}
+	fmt.Fprintf(&b, "410 destination: %d requests answered 410, %d deliveries dead-lettered\n", h.goneHits.Load(), goneDead)
 	fmt.Fprintf(&b, "drain: %v (left: %d deliveries, %d jobs)\n", drained.Round(100*time.Millisecond), leftDeliveries, leftJobs)
 	fmt.Fprintf(&b, "writes: %d acknowledged by a replay of their key after a lost answer; %d unanswered in the end but landed whole\n", f.Replayed, f.LandedUnanswered)
 	fmt.Fprintf(&b, "processes (open fds, VmRSS kB, threads: at start → at end of each incarnation):\n")

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"slices"
@@ -108,9 +109,37 @@ func parseSnapshot(text string) (Snapshot, error) {
 // sees was erased.
 var ErrNoSnapshot = errors.New("store: the snapshot is not available in this history")
 
+// ErrOtherHistory means a snapshot token's history tag is not the
+// database's: the token was taken in another database, or before the
+// history was rebased (loadHistoryTag).
+var ErrOtherHistory = errors.New("store: a snapshot token of another history")
+
 // HistoryTag returns the tag that binds snapshots to this database's
-// history (registrum.history_state).
-func (s *Store) HistoryTag() [8]byte { return s.tag }
+// history (registrum.history_state), as this store last read it: at
+// start, then in every token check (CheckSnapshot, CheckToken) and every
+// write's snapshot (Writer.Snapshot). A store never keeps a tag the
+// database has replaced, so hosts sharing the database agree on it from
+// their next check or write on.
+func (s *Store) HistoryTag() [8]byte {
+	var tag [8]byte
+	binary.BigEndian.PutUint64(tag[:], s.tag.Load())
+	return tag
+}
+
+// setTag records the history tag the database holds.
+func (s *Store) setTag(tag [8]byte) { s.tag.Store(binary.BigEndian.Uint64(tag[:])) }
+
+// adoptTag records the tag b read from registrum.history_state in a
+// statement that took a snapshot of this database's counter.
+func (s *Store) adoptTag(b []byte) ([8]byte, error) {
+	var tag [8]byte
+	if len(b) != len(tag) {
+		return tag, fmt.Errorf("store: the history tag has %d bytes, want 8", len(b))
+	}
+	copy(tag[:], b)
+	s.setTag(tag)
+	return tag, nil
+}
 
 // historyOrigin names where this database's transaction ids come from:
 // the cluster's system identifier, the database's oid and the current WAL
@@ -178,21 +207,52 @@ func (s *Store) CurrentSnapshot(ctx context.Context) (Snapshot, error) {
 // no transaction that had not started by now (a snapshot of another
 // history, or of the future, would gain revisions later), and none whose
 // revisions were erased (a snapshot at or after the earliest erased commit,
-// docs/decisions/history-erasure.md).
+// docs/decisions/history-erasure.md). The same statement reads the
+// database's history tag, which HistoryTag returns from then on.
 func (s *Store) CheckSnapshot(ctx context.Context, snap Snapshot) error {
+	_, err := s.checkSnapshot(ctx, snap)
+	return err
+}
+
+// CheckToken returns ErrOtherHistory unless tag, the history tag of a
+// snapshot token, is the database's tag now, and otherwise what
+// CheckSnapshot returns for its snapshot snap. The tag is compared with
+// the one read in the statement that checks snap, not with the one the
+// store read at start: a token another host issued after the history was
+// rebased is accepted by every host, and one of before by none.
+func (s *Store) CheckToken(ctx context.Context, tag [8]byte, snap Snapshot) error {
+	current, err := s.checkSnapshot(ctx, snap)
+	if err != nil && !errors.Is(err, ErrNoSnapshot) {
+		return err
+	}
+	if current != tag {
+		return ErrOtherHistory
+	}
+	return err
+}
+
+// checkSnapshot is CheckSnapshot; it returns the database's history tag.
+func (s *Store) checkSnapshot(ctx context.Context, snap Snapshot) ([8]byte, error) {
 	// The origin is compared too: a host that outlives a failover or a
-	// recovery without restarting holds the tag of the history before it.
+	// recovery without restarting holds the origin of the history before
+	// it.
 	var ok bool
+	var b []byte
 	if err := s.pool.QueryRow(ctx, `SELECT $1::xid8 <= pg_snapshot_xmax(pg_current_snapshot())
   AND NOT EXISTS (SELECT 1 FROM registrum.history_erasures e, unnest(e.xids) x WHERE pg_visible_in_snapshot(x, $2::pg_snapshot))
-  AND (`+historyOrigin+`) = $3`,
-		strconv.FormatUint(snap.Xmax, 10), snap.String(), s.origin).Scan(&ok); err != nil {
-		return fmt.Errorf("store: check a snapshot: %w", err)
+  AND (`+historyOrigin+`) = $3, h.tag
+  FROM registrum.history_state h`,
+		strconv.FormatUint(snap.Xmax, 10), snap.String(), s.origin).Scan(&ok, &b); err != nil {
+		return [8]byte{}, fmt.Errorf("store: check a snapshot: %w", err)
+	}
+	tag, err := s.adoptTag(b)
+	if err != nil {
+		return tag, err
 	}
 	if !ok {
-		return ErrNoSnapshot
+		return tag, ErrNoSnapshot
 	}
-	return nil
+	return tag, nil
 }
 
 // SnapshotRevisions returns, in record id order after record id after ("" for
@@ -234,9 +294,16 @@ func (w *Writer) Snapshot(ctx context.Context) (Snapshot, error) {
 	// statements ran after an activation to another layout is refused
 	// (ErrPackageChanged), so no host of the previous package commits
 	// under the new one.
+	// And the history tag, which the write's token carries (HistoryTag):
+	// the database's now, even when another host's start replaced it.
 	var own, text, active string
-	if err := w.queryRow(ctx, `SELECT pg_current_xact_id()::text, pg_current_snapshot()::text, (SELECT schema_fingerprint FROM registrum.package_state)`).Scan(&own, &text, &active); err != nil {
+	var tag []byte
+	if err := w.queryRow(ctx, `SELECT pg_current_xact_id()::text, pg_current_snapshot()::text, (SELECT schema_fingerprint FROM registrum.package_state),
+    (SELECT tag FROM registrum.history_state)`).Scan(&own, &text, &active, &tag); err != nil {
 		return Snapshot{}, fmt.Errorf("store: snapshot of a write: %w", err)
+	}
+	if _, err := w.s.adoptTag(tag); err != nil {
+		return Snapshot{}, err
 	}
 	if active != w.s.fp {
 		return Snapshot{}, fmt.Errorf("%w (schema fingerprint %s)", ErrPackageChanged, active)

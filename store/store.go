@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -27,9 +28,12 @@ type Store struct {
 	reads sync.Map // *model.Entity → [2]string: plain, FOR UPDATE
 	// jobs inserts post-commit jobs (Writer.Enqueue).
 	jobs *river.Client[pgx.Tx]
-	// tag binds snapshot tokens to this database's history (HistoryTag);
-	// origin is where its transaction ids came from when it was read.
-	tag    [8]byte
+	// tag binds snapshot tokens to this database's history (HistoryTag),
+	// the eight bytes big-endian: read at start and again by every token
+	// check and every write's snapshot, so that hosts sharing the
+	// database agree on it (docs/decisions/snapshot-reads.md); origin is
+	// where its transaction ids came from when the store opened.
+	tag    atomic.Uint64
 	origin string
 	// fp is the schema fingerprint of the package's layout.
 	fp string
@@ -165,7 +169,9 @@ func Open(ctx context.Context, pool *pgxpool.Pool, p *model.Package) (*Store, er
 	if err != nil {
 		return nil, err
 	}
-	return &Store{pool: pool, pkg: p, owners: layout.Owners(p), jobs: jobs, tag: tag, origin: origin, fp: fp}, nil
+	s := &Store{pool: pool, pkg: p, owners: layout.Owners(p), jobs: jobs, origin: origin, fp: fp}
+	s.setTag(tag)
+	return s, nil
 }
 
 // Package returns the active package.

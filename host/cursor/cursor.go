@@ -270,25 +270,9 @@ const errNotACursor = "The cursor is not a valid cursor of this service."
 // the carried query against a (a grant that no longer allows it refuses
 // the cursor). Every failure is a *query.Error of kind query.CursorInvalid.
 func (s *Sealer) Open(token string, e *model.Entity, a query.Allowed, c Caller, now time.Time) (*query.Query, error) {
-	if len(token) > MaxCursorBytes {
-		return nil, cursorInvalid(errNotACursor, fmt.Errorf("cursor of %d bytes", len(token)))
-	}
-	raw, err := base64.RawURLEncoding.Strict().DecodeString(token)
+	p, err := s.unseal(token)
 	if err != nil {
-		return nil, cursorInvalid(errNotACursor, err)
-	}
-	if len(raw) < 1+nonceSize+s.aead.Overhead() || raw[0] != cursorVersion {
-		return nil, cursorInvalid(errNotACursor, errors.New("bad length or version"))
-	}
-	plain, err := s.aead.Open(nil, raw[1:1+nonceSize], raw[1+nonceSize:], []byte(cursorAAD))
-	if err != nil {
-		return nil, cursorInvalid(errNotACursor, err)
-	}
-	var p payload
-	dec := json.NewDecoder(bytes.NewReader(plain))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&p); err != nil || p.Version != cursorVersion {
-		return nil, cursorInvalid(errNotACursor, fmt.Errorf("payload: %v", err))
+		return nil, err
 	}
 	b := p.Binding
 	if b.Entity != e.ID || b.Route != e.Route || b.Profile != c.Profile || b.PackageRevision != c.PackageRevision || b.Read != c.Read ||
@@ -322,6 +306,46 @@ func (s *Sealer) Open(token string, e *model.Entity, a query.Allowed, c Caller, 
 	}
 	q.Position = pos
 	return q, nil
+}
+
+// unseal authenticates and decodes a cursor; it checks nothing of its
+// binding or age.
+func (s *Sealer) unseal(token string) (*payload, error) {
+	if len(token) > MaxCursorBytes {
+		return nil, cursorInvalid(errNotACursor, fmt.Errorf("cursor of %d bytes", len(token)))
+	}
+	raw, err := base64.RawURLEncoding.Strict().DecodeString(token)
+	if err != nil {
+		return nil, cursorInvalid(errNotACursor, err)
+	}
+	if len(raw) < 1+nonceSize+s.aead.Overhead() || raw[0] != cursorVersion {
+		return nil, cursorInvalid(errNotACursor, errors.New("bad length or version"))
+	}
+	plain, err := s.aead.Open(nil, raw[1:1+nonceSize], raw[1+nonceSize:], []byte(cursorAAD))
+	if err != nil {
+		return nil, cursorInvalid(errNotACursor, err)
+	}
+	var p payload
+	dec := json.NewDecoder(bytes.NewReader(plain))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&p); err != nil || p.Version != cursorVersion {
+		return nil, cursorInvalid(errNotACursor, fmt.Errorf("payload: %v", err))
+	}
+	return &p, nil
+}
+
+// ReadOf returns the read a cursor was sealed for (Caller.Read: "" for the
+// plain list, ":current", ":as-of <instant>"), so that a read whose
+// parameters travel in the cursor (the instant of :as-of) can be followed
+// with the cursor alone. It only authenticates the cursor: Open still
+// decides its binding to the caller and its age. A cursor that is not
+// one of this sealer is a *query.Error of kind query.CursorInvalid.
+func (s *Sealer) ReadOf(token string) (string, error) {
+	p, err := s.unseal(token)
+	if err != nil {
+		return "", err
+	}
+	return p.Binding.Read, nil
 }
 
 // Parse parses the options of a read like query.Parse, and when they carry

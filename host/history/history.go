@@ -81,27 +81,59 @@ func (s *Service) historyRecord(ctx context.Context, e *model.Entity, grant *acc
 	if !values.IsUUID(id) {
 		return nil, nil, nil, problem.NotFound()
 	}
-	// The caller's current row boundary holds on the record's current
-	// state, live or tombstoned.
-	cur, err := s.store.Get(ctx, e, id)
-	if errors.Is(err, store.ErrNotFound) || (err == nil && !grant.Admits(cur.Values)) {
-		return nil, nil, nil, problem.NotFound()
-	}
+	cur, ok, err := s.visibleNow(ctx, e, grant, id)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	if e.IsRequestEntity() {
-		// The revisions of a change request follow its visibility (the
-		// owner only, where the grant says so).
-		req, err := s.store.Request(ctx, e, id)
-		if errors.Is(err, store.ErrNotFound) || (err == nil && !records.RequestVisible(grant, req)) {
-			return nil, nil, nil, problem.NotFound()
-		}
-		if err != nil {
-			return nil, nil, nil, err
-		}
+	if !ok {
+		return nil, nil, nil, problem.NotFound()
 	}
 	return grant, fields, cur, nil
+}
+
+// visibleNow decides whether the history of record id of e may be shown
+// under grant: the one rule of every history read (revisions, a revision,
+// :snapshot; the temporal reads are collection reads of current records).
+// The caller's current row boundaries hold on the record's current state,
+// live or tombstoned, and a change request follows its current visibility
+// (the owner only, where the grant says so); past states do not matter.
+// See docs/decisions/snapshot-reads.md. It returns the current state when
+// visible.
+func (s *Service) visibleNow(ctx context.Context, e *model.Entity, grant *access.Grant, id string) (*store.Record, bool, error) {
+	cur, err := s.store.Get(ctx, e, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("history: current state of %s: %w", id, err)
+	}
+	if !grant.Admits(cur.Values) {
+		return nil, false, nil
+	}
+	if e.IsRequestEntity() {
+		req, err := s.store.Request(ctx, e, id)
+		if errors.Is(err, store.ErrNotFound) {
+			return nil, false, nil
+		}
+		if err != nil {
+			return nil, false, fmt.Errorf("history: request %s: %w", id, err)
+		}
+		if !records.RequestVisible(grant, req) {
+			return nil, false, nil
+		}
+	}
+	return cur, true, nil
+}
+
+// everyRecordVisible reports whether grant shows the history of every
+// record of e (no row boundary, no owner-only request visibility), so that
+// visibleNow need not be asked record by record: records are never
+// deleted, only tombstoned.
+func everyRecordVisible(e *model.Entity, grant *access.Grant) bool {
+	if len(grant.Boundaries()) > 0 {
+		return false
+	}
+	return !e.IsRequestEntity() || grant.Source == nil || grant.Source.RequestVisibility != "owner"
 }
 
 // Revision reads one revision of a record.
@@ -407,10 +439,11 @@ func (s *Service) openRevisionCursor(token string, e *model.Entity, id string, g
 }
 
 // Temporal reads one page of the live records of temporal entity e whose
-// validity interval contains asOf (now when asOf is ""), as a collection
-// read under the list operation. asOf is a UTC RFC 3339 timestamp; each
-// page of :current is evaluated at its own time, a cursor of :as-of is
-// bound to its asOf (sent again with it).
+// validity interval contains asOf (now when :current), as a collection
+// read under the list operation. asOf is a UTC RFC 3339 timestamp ("" when
+// the request has none); each page of :current is evaluated at its own
+// time. A cursor of :as-of carries its instant and is sent alone: asOf
+// beside a $skiptoken is refused like any other option.
 func (s *Service) Temporal(ctx context.Context, c records.Call, e *model.Entity, current bool, asOf string, opts query.RawOptions) (*records.Result, error) {
 	if e.Temporal == nil {
 		return nil, problem.NotFound()
@@ -418,7 +451,7 @@ func (s *Service) Temporal(ctx context.Context, c records.Call, e *model.Entity,
 	at := time.Now().UTC()
 	read := ":current"
 	if !current {
-		t, err := parseAsOf(asOf)
+		t, err := s.asOfInstant(asOf, opts)
 		if err != nil {
 			// The grant is decided first, so that a caller without one
 			// learns nothing of the options.
@@ -427,7 +460,7 @@ func (s *Service) Temporal(ctx context.Context, c records.Call, e *model.Entity,
 			}
 			return nil, err
 		}
-		at, read = t, ":as-of "+t.Format(time.RFC3339Nano)
+		at, read = t, asOfRead(t)
 	}
 	var narrowErr error
 	res, err := s.records.ListNarrowed(ctx, c, e, opts, read, func(scope querysql.Fragment) querysql.Fragment {
@@ -442,6 +475,40 @@ func (s *Service) Temporal(ctx context.Context, c records.Call, e *model.Entity,
 		return nil, narrowErr
 	}
 	return res, err
+}
+
+// asOfReadPrefix starts the read name (cursor.Caller.Read) of an :as-of
+// read; the instant follows in RFC 3339 with nanoseconds, UTC.
+const asOfReadPrefix = ":as-of "
+
+// asOfRead names the :as-of read at t; its cursors are bound to it.
+func asOfRead(t time.Time) string { return asOfReadPrefix + t.Format(time.RFC3339Nano) }
+
+// asOfInstant returns the instant of an :as-of page: the request's asOf on
+// a first page, the instant sealed in the cursor on a next one. asOf beside
+// a cursor is refused (a cursor is sent alone, with accessProfile only); a
+// cursor of another read is query.cursor_invalid.
+func (s *Service) asOfInstant(asOf string, opts query.RawOptions) (time.Time, error) {
+	tok, ok := opts[query.OptSkipToken]
+	if !ok {
+		return parseAsOf(asOf)
+	}
+	if asOf != "" {
+		return time.Time{}, problem.New(problem.QueryInvalid, "asOf cannot be combined with %s: a cursor carries the whole read, its instant included, and is sent alone, with only accessProfile.", query.OptSkipToken)
+	}
+	if len(tok) != 1 {
+		return time.Time{}, problem.New(problem.QueryInvalid, "%s must be given exactly once", query.OptSkipToken)
+	}
+	read, err := s.records.Sealer().ReadOf(tok[0])
+	if err != nil {
+		return time.Time{}, records.QueryProblem(err)
+	}
+	v, ok := strings.CutPrefix(read, asOfReadPrefix)
+	t, perr := parseAsOf(v)
+	if !ok || perr != nil || asOfRead(t) != read {
+		return time.Time{}, problem.New(problem.QueryCursorInvalid, "The cursor was issued to another read than :as-of.")
+	}
+	return t, nil
 }
 
 // parseAsOf reads asOf: a UTC RFC 3339 timestamp (Z, or an offset of
@@ -539,10 +606,9 @@ func (s *Service) Snapshot(ctx context.Context, c records.Call, e *model.Entity,
 		if tag, snap, err = records.ParseSnapshotToken(token); err != nil {
 			return nil, err
 		}
-		if tag != s.store.HistoryTag() {
-			return nil, records.SourceUnavailable(errors.New("history: a snapshot token of another history"))
-		}
-		if err := s.store.CheckSnapshot(ctx, snap); err != nil {
+		// Against the database's tag now, not the one read at start: hosts
+		// sharing the database agree on it (docs/decisions/snapshot-reads.md).
+		if err := s.store.CheckToken(ctx, tag, snap); err != nil {
 			return nil, records.SourceUnavailable(err)
 		}
 	} else {
@@ -560,6 +626,7 @@ func (s *Service) Snapshot(ctx context.Context, c records.Call, e *model.Entity,
 	var last string
 	more := false
 	origins := map[string]bool{}
+	everyVisible := everyRecordVisible(e, grant)
 	for len(page.Items) <= top {
 		revs, err := s.store.SnapshotRevisions(ctx, e, snap, after, 2*top)
 		if err != nil {
@@ -570,12 +637,20 @@ func (s *Service) Snapshot(ctx context.Context, c records.Call, e *model.Entity,
 			if origins[rev.PackageRevision] = true; len(origins) > MaxSchemaDescriptors {
 				return nil, records.SourceUnavailable(fmt.Errorf("history: a snapshot read over more than %d package revisions", MaxSchemaDescriptors))
 			}
-			ok, err := s.snapshotAdmits(e, grant.Admits, at, rev)
+			ok, err := s.snapshotAdmits(e, at, rev)
 			if err != nil {
 				return nil, records.SourceUnavailable(err)
 			}
 			if !ok {
 				continue
+			}
+			if !everyVisible {
+				if _, ok, err = s.visibleNow(ctx, e, grant, rev.RecordID); err != nil {
+					return nil, records.SourceUnavailable(err)
+				}
+				if !ok {
+					continue
+				}
 			}
 			if len(page.Items) == top {
 				more = true
@@ -666,29 +741,24 @@ func parseValidAt(e *model.Entity, v string) (validInstant, error) {
 	return validInstant{set: true, ts: t}, nil
 }
 
-// snapshotAdmits decides whether a snapshot revision is shown: inside the
-// caller's current row boundaries (on the revision's values) and, with
-// validAt, in its validity interval.
-func (s *Service) snapshotAdmits(e *model.Entity, admits func(map[string]any) bool, at validInstant, rev *store.Revision) (bool, error) {
+// snapshotAdmits decides whether a snapshot revision's values decode under
+// the current field metadata and, with validAt, lie in its validity
+// interval. Row boundaries are not judged on them: visibleNow decides on
+// the record's current state.
+func (s *Service) snapshotAdmits(e *model.Entity, at validInstant, rev *store.Revision) (bool, error) {
 	doc, err := strictjson.Decode(rev.Data)
 	if err != nil {
 		return false, fmt.Errorf("history: snapshot revision data: %w", err)
 	}
 	wire, _ := doc.(map[string]any)
-	stored := make(map[string]any, len(wire))
 	for _, f := range e.Fields {
 		v, ok := wire[f.ID]
 		if !ok || v == nil {
 			continue
 		}
-		sv, err := s.codec.Decode(f, v)
-		if err != nil {
+		if _, err := s.codec.Decode(f, v); err != nil {
 			return false, fmt.Errorf("history: snapshot field %s no longer matches: %w", f.ID, err)
 		}
-		stored[f.ID] = sv
-	}
-	if !admits(stored) {
-		return false, nil
 	}
 	if !at.set {
 		return true, nil
