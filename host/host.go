@@ -35,6 +35,7 @@ import (
 	"github.com/registrum/registrum/host/metadata"
 	"github.com/registrum/registrum/host/records"
 	"github.com/registrum/registrum/host/requests"
+	"github.com/registrum/registrum/internal/ratelimit"
 	"github.com/registrum/registrum/model"
 	"github.com/registrum/registrum/planners"
 	"github.com/registrum/registrum/plugins"
@@ -69,6 +70,10 @@ type Host struct {
 	// draining is set when Serve begins to stop: /ready answers 503 from
 	// then on, while the listener still serves.
 	draining atomic.Bool
+	// jobs are the metrics of the jobs this process works; stopJobMetrics
+	// ends their subscription to the runner's events.
+	jobs           *jobMetrics
+	stopJobMetrics func()
 }
 
 // errDraining is what /ready reports once the host has begun to stop.
@@ -141,6 +146,14 @@ func assemble(ctx context.Context, cfg *config.Config, log *slog.Logger, pool *p
 		return nil, err
 	}
 	h.verifier = verifier
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		newPoolCollector(pool), newCountsCollector(st, log))
+	h.jobs = newJobMetrics(reg)
+	httpMetrics := httpapi.NewMetrics(reg)
+	// Every decision goes through the counting wrapper: a refusal is counted
+	// by category once per refused request.
+	decider = httpMetrics.Decider(decider)
 	ps, handlers, err := h.loadPlanners(ctx)
 	if err != nil {
 		return nil, err
@@ -157,8 +170,6 @@ func assemble(ctx context.Context, cfg *config.Config, log *slog.Logger, pool *p
 	if err != nil {
 		return nil, err
 	}
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if h.events, h.hookMods, err = openEvents(ctx, cfg, pkg, st, keys, log, reg); err != nil {
 		return nil, err
 	}
@@ -188,6 +199,10 @@ func assemble(ctx context.Context, cfg *config.Config, log *slog.Logger, pool *p
 	if err != nil {
 		return nil, err
 	}
+	limit, err := rateLimit(cfg, verifier)
+	if err != nil {
+		return nil, err
+	}
 	h.api = httpapi.New(httpapi.Options{
 		Records:   svc,
 		GIS:       spatial,
@@ -198,8 +213,10 @@ func assemble(ctx context.Context, cfg *config.Config, log *slog.Logger, pool *p
 		Documents: docs,
 		Access:    decider,
 		Logger:    log,
-		Metrics:   httpapi.NewMetrics(reg),
+		Metrics:   httpMetrics,
 		Ready:     h.ready,
+		CORS:      edgeCORS(cfg),
+		RateLimit: limit,
 	})
 	h.metrics = promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
 	h.fingerprint = st.SchemaFingerprint()
@@ -214,6 +231,24 @@ func (h *Host) Handler() http.Handler { return h.api }
 
 // MetricsHandler returns the Prometheus handler.
 func (h *Host) MetricsHandler() http.Handler { return h.metrics }
+
+// ServeMetrics answers GET /metrics on ln until ctx ends, for `registrum
+// worker`, which serves no other HTTP (Serve answers /metrics itself).
+func (h *Host) ServeMetrics(ctx context.Context, ln net.Listener) error {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", h.metrics)
+	s := newServer(mux)
+	go func() {
+		<-ctx.Done()
+		shutdown, cancel := context.WithTimeout(context.Background(), HTTPShutdownTimeout)
+		defer cancel()
+		_ = s.Shutdown(shutdown)
+	}()
+	if err := s.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("host: serve metrics: %w", err)
+	}
+	return nil
+}
 
 // Close stops the key-set refresh and releases the database pool.
 func (h *Host) Close() {
@@ -307,7 +342,9 @@ const workerCancelTimeout = 5 * time.Second
 // ctx: River cancels the jobs in flight when the context given to Start
 // ends, and a stopping host lets them finish instead (stopWorkers).
 func (h *Host) startWorkers(ctx context.Context) error {
+	h.stopJobMetrics = h.jobs.watch(h.runner)
 	if err := h.runner.Start(context.WithoutCancel(ctx)); err != nil {
+		h.stopJobMetrics()
 		return fmt.Errorf("host: start the job workers: %w", err)
 	}
 	return nil
@@ -317,6 +354,8 @@ func (h *Host) startWorkers(ctx context.Context) error {
 // (WorkerStopTimeout at most), then cancels what still runs and waits for
 // it a little longer.
 func (h *Host) stopWorkers() {
+	// The jobs' last events are recorded before the subscription ends.
+	defer h.stopJobMetrics()
 	stop, cancel := context.WithTimeout(context.Background(), WorkerStopTimeout)
 	defer cancel()
 	if err := h.runner.Stop(stop); err == nil {
@@ -413,6 +452,39 @@ func decider(cfg *config.Config, pkg *model.Package, keys records.Keys, log *slo
 		return nil, nil, err
 	}
 	return d, v, nil
+}
+
+// edgeCORS returns the edge's CORS policy of cfg.cors; nil when absent.
+func edgeCORS(cfg *config.Config) *httpapi.CORS {
+	if cfg.CORS == nil {
+		return nil
+	}
+	return &httpapi.CORS{AllowedOrigins: cfg.CORS.AllowedOrigins, MaxAge: cfg.CORS.MaxAge()}
+}
+
+// rateLimit returns the edge's rate limit of cfg.rateLimit, nil when
+// absent: a caller whose bearer token v verifies is limited as its
+// principal, any other as its address.
+func rateLimit(cfg *config.Config, v *auth.Verifier) (*httpapi.RateLimit, error) {
+	rl := cfg.RateLimit
+	if rl == nil {
+		return nil, nil
+	}
+	l, err := ratelimit.New(rl.RequestsPerSecond, rl.Burst, rl.Clients)
+	if err != nil {
+		return nil, fmt.Errorf("host: %s: rateLimit: %w", cfg.Path(), err)
+	}
+	out := &httpapi.RateLimit{Limiter: l}
+	if v != nil {
+		out.Principal = func(ctx context.Context, bearer string) string {
+			c, err := v.Verify(ctx, bearer)
+			if err != nil {
+				return ""
+			}
+			return c.Principal
+		}
+	}
+	return out, nil
 }
 
 // HTTPShutdownTimeout is how long requests in flight get to finish once

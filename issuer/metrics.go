@@ -39,7 +39,7 @@ func newMetrics(reg prometheus.Registerer, ready func() bool) (*metrics, error) 
 		}),
 		refused: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "registrum_issuer_token_requests_refused_total",
-			Help: "Token requests answered with an OAuth error, by error code (invalid_request, invalid_client, unsupported_grant_type, server_error).",
+			Help: "Token requests answered with an OAuth error, by error code (invalid_request, invalid_client, unsupported_grant_type, server_error; slow_down when the rate limit refused the request before reading it).",
 		}, []string{"error"}),
 		appendTime: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "registrum_issuer_audit_append_duration_seconds",
@@ -73,7 +73,7 @@ func newMetrics(reg prometheus.Registerer, ready func() bool) (*metrics, error) 
 	}
 	// Every error code is exported from the start, at zero, so a rate over
 	// a refusal that has not happened yet is 0 rather than absent.
-	for _, code := range []string{ErrorInvalidRequest, ErrorInvalidClient, ErrorUnsupportedGrantType, ErrorServerError} {
+	for _, code := range []string{ErrorInvalidRequest, ErrorInvalidClient, ErrorUnsupportedGrantType, ErrorServerError, ErrorSlowDown} {
 		m.refused.WithLabelValues(code)
 	}
 	return m, nil

@@ -24,6 +24,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/registrum/registrum/internal/canonjson"
+	"github.com/registrum/registrum/internal/ratelimit"
 	"github.com/registrum/registrum/internal/secrets"
 	"github.com/registrum/registrum/issuer/audit"
 	"github.com/registrum/registrum/issuer/signer"
@@ -49,6 +50,7 @@ type options struct {
 	signer           signer.Signer
 	wrapSigner       func(signer.Signer) signer.Signer // tests: observe or break the signer
 	metrics          prometheus.Registerer
+	rateLimit        *ratelimit.Limiter // nil: no limit
 }
 
 // WithSelfTestInterval sets how often the signer self-test runs (default
@@ -350,7 +352,7 @@ func (s *Server) selfTest() {
 func (s *Server) routes() http.Handler {
 	r := chi.NewRouter()
 	r.Use(commonHeaders)
-	r.Post(tokenPath, s.handleToken)
+	r.Post(tokenPath, s.limitTokenRequests(s.handleToken))
 	r.Get(s.cfg.Signing.JWKSPath, s.serveStatic("application/jwk-set+json", s.jwks))
 	r.Get(metadataPath, s.serveStatic("application/json", s.metadata))
 	r.Get(openIDConfigurationPath, s.serveStatic("application/json", s.metadata))

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -17,6 +18,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
 
+	"github.com/registrum/registrum/host/config"
+	"github.com/registrum/registrum/internal/ratelimit"
 	"github.com/registrum/registrum/issuer"
 	"github.com/registrum/registrum/issuer/audit"
 )
@@ -33,13 +36,19 @@ func newIssuerCmd() *cobra.Command {
 }
 
 func newIssuerServeCmd() *cobra.Command {
-	var configPath, metricsAddr string
+	var configPath, metricsAddr, logLevel string
+	var limitPerSecond float64
+	var limitBurst int
 	cmd := &cobra.Command{
 		Use:   "serve --config FILE",
 		Short: "Serve the token endpoint, key set, metadata, health and readiness (SIGHUP reloads client registrations)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			logger := slog.New(slog.NewJSONHandler(os.Stderr, nil))
+			level, err := config.ParseLogLevel(logLevel)
+			if err != nil {
+				return withExitCode(2, fmt.Errorf("issuer serve: --log-level: %w", err))
+			}
+			logger := newLogger(level)
 			cfg, err := issuer.LoadConfig(configPath)
 			if err != nil {
 				return withExitCode(2, err)
@@ -61,6 +70,13 @@ func newIssuerServeCmd() *cobra.Command {
 				reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 				opts = append(opts, issuer.WithMetrics(reg))
 			}
+			if limitPerSecond != 0 || limitBurst != 0 {
+				l, err := tokenRateLimit(limitPerSecond, limitBurst)
+				if err != nil {
+					return withExitCode(2, err)
+				}
+				opts = append(opts, issuer.WithRateLimit(l))
+			}
 			srv, err := issuer.New(cfg, logger, opts...)
 			if err != nil {
 				return withExitCode(2, err)
@@ -77,8 +93,28 @@ func newIssuerServeCmd() *cobra.Command {
 	}
 	cmd.Flags().StringVar(&configPath, "config", "", "issuer configuration file (required)")
 	cmd.Flags().StringVar(&metricsAddr, "metrics-address", "", "serve Prometheus metrics at GET /metrics on this host:port (off when empty; keep it off the public network)")
+	cmd.Flags().Float64Var(&limitPerSecond, "rate-limit-per-second", 0, "limit token requests per client address to this many a second (off when 0); a request over it is answered 429 slow_down with Retry-After")
+	cmd.Flags().StringVar(&logLevel, "log-level", "info", "the least severe level logged: debug, info, warn or error")
+	cmd.Flags().IntVar(&limitBurst, "rate-limit-burst", 0, "token requests a client address may send at once under --rate-limit-per-second (default: the per-second rate rounded up, at least 1)")
 	_ = cmd.MarkFlagRequired("config")
 	return cmd
+}
+
+// tokenRateLimit builds the token endpoint's rate limit from its flags. Like
+// the metrics listener it is a flag: the issuer's configuration document
+// takes no key the specification does not name.
+func tokenRateLimit(perSecond float64, burst int) (*ratelimit.Limiter, error) {
+	if perSecond == 0 {
+		return nil, errors.New("issuer serve: --rate-limit-burst needs --rate-limit-per-second")
+	}
+	if burst == 0 {
+		burst = max(int(math.Ceil(min(perSecond, 1e6))), 1)
+	}
+	l, err := ratelimit.New(perSecond, burst, 0)
+	if err != nil {
+		return nil, fmt.Errorf("issuer serve: --rate-limit-per-second, --rate-limit-burst: %w", err)
+	}
+	return l, nil
 }
 
 // serveMetrics answers GET /metrics from reg on ln until ctx ends. The

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"strings"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/spf13/cobra"
@@ -81,7 +82,11 @@ func newMigrateCmd() *cobra.Command {
 				fmt.Fprintf(cmd.OutOrStdout(), "database schema is up to date (version %d)\n", store.LatestVersion())
 				return nil
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "applied migrations %v; database schema at version %d\n", applied, store.LatestVersion())
+			versions := make([]string, len(applied))
+			for i, v := range applied {
+				versions[i] = fmt.Sprint(v)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "applied migrations %s; database schema at version %d\n", strings.Join(versions, ", "), store.LatestVersion())
 			return nil
 		},
 	}
@@ -91,18 +96,24 @@ func newMigrateCmd() *cobra.Command {
 }
 
 // openHost loads the runtime configuration at cfgPath and opens its record
-// host, logging JSON to standard error.
+// host, logging JSON to standard error at the configured level (logLevel).
 func openHost(ctx context.Context, cfgPath string) (*config.Config, *slog.Logger, *host.Host, error) {
 	cfg, err := config.Load(cfgPath)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
+	log := newLogger(cfg.Level())
 	h, err := host.Open(ctx, cfg, log)
 	if err != nil {
 		return nil, nil, nil, err
 	}
 	return cfg, log, h, nil
+}
+
+// newLogger returns the JSON logger on standard error of serve, worker and
+// issuer serve, writing records of level and above.
+func newLogger(level slog.Level) *slog.Logger {
+	return slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 }
 
 // connectDatabase opens a pool on the database of a runtime configuration,

@@ -7,6 +7,7 @@ package config
 
 import (
 	"fmt"
+	"log/slog"
 	"net"
 	"net/url"
 	"os"
@@ -60,6 +61,15 @@ type Config struct {
 	// EventDestinations bind the package's url hooks to webhook
 	// destinations, by the id the hooks name (handler.destinationId).
 	EventDestinations map[string]*EventDestination `yaml:"eventDestinations"`
+	// CORS admits browser applications served from other origins; off when
+	// absent.
+	CORS *CORS `yaml:"cors"`
+	// RateLimit limits each client's requests to /v1; off when absent.
+	RateLimit *RateLimit `yaml:"rateLimit"`
+	// LogLevel is the least severe level logged: debug, info (the
+	// default), warn or error. At warn and above the per-request lines
+	// (info) are no longer written.
+	LogLevel string `yaml:"logLevel"`
 
 	// path is the configuration file, for messages.
 	path string
@@ -211,6 +221,9 @@ func (c *Config) validate() error {
 	case c.Database.URL != "" && hasPassword(c.Database.URL):
 		return c.fail("database.url", "must not hold a password; put the connection string in a secret and name it with urlRef")
 	}
+	if _, err := ParseLogLevel(c.LogLevel); err != nil {
+		return c.fail("logLevel", "%v", err)
+	}
 	if c.Package == "" {
 		return c.fail("package", "is required")
 	}
@@ -235,6 +248,9 @@ func (c *Config) validate() error {
 			return err
 		}
 	}
+	if err := c.validateLimits(); err != nil {
+		return err
+	}
 	if err := c.validateEvents(); err != nil {
 		return err
 	}
@@ -250,6 +266,105 @@ func (c *Config) checkListener(path string, l Listener) error {
 		return c.fail(path+".port", "must be between 0 and 65535")
 	}
 	return nil
+}
+
+// CORS lists the origins whose browser applications may call the host
+// (docs/record-host.md, "Browsers and rate limits").
+type CORS struct {
+	// AllowedOrigins are serialized origins, scheme://host[:port] in lower
+	// case as browsers send them in Origin (http or https, no path), or
+	// the single entry "*" for every origin.
+	AllowedOrigins []string `yaml:"allowedOrigins"`
+	// MaxAgeSeconds is how long a browser may cache a preflight answer
+	// (default DefaultCORSMaxAgeSeconds, at most MaxCORSMaxAgeSeconds).
+	MaxAgeSeconds *int `yaml:"maxAgeSeconds"`
+}
+
+// Bounds of cors.maxAgeSeconds: browsers cap it anyway (Chromium at two
+// hours, Firefox at a day).
+const (
+	DefaultCORSMaxAgeSeconds = 600
+	MaxCORSMaxAgeSeconds     = 86400
+)
+
+// MaxAge returns how long a browser may cache a preflight answer.
+func (c *CORS) MaxAge() time.Duration {
+	if c.MaxAgeSeconds == nil {
+		return DefaultCORSMaxAgeSeconds * time.Second
+	}
+	return time.Duration(*c.MaxAgeSeconds) * time.Second
+}
+
+// RateLimit limits each client's requests to /v1: a token bucket per
+// client, refilled at RequestsPerSecond and holding at most Burst requests.
+// The client is the principal of a verified bearer token, else the remote
+// address (docs/record-host.md, "Browsers and rate limits").
+type RateLimit struct {
+	// RequestsPerSecond is each client's sustained rate (a positive
+	// number; 0.5 is one request every two seconds).
+	RequestsPerSecond float64 `yaml:"requestsPerSecond"`
+	// Burst is how many requests a client may send at once (at least 1).
+	Burst int `yaml:"burst"`
+	// Clients bounds the table of clients the host remembers (default
+	// 10000); the least recently seen is forgotten first.
+	Clients int `yaml:"clients"`
+}
+
+// Bounds of rateLimit.
+const (
+	MaxRateLimitRequestsPerSecond = 1_000_000
+	MaxRateLimitClients           = 1_000_000
+)
+
+// validateLimits checks cors and rateLimit.
+func (c *Config) validateLimits() error {
+	if c.CORS != nil {
+		if len(c.CORS.AllowedOrigins) == 0 {
+			return c.fail("cors.allowedOrigins", "list at least one origin, or leave cors out")
+		}
+		for i, o := range c.CORS.AllowedOrigins {
+			key := fmt.Sprintf("cors.allowedOrigins[%d]", i)
+			if o == "*" {
+				if len(c.CORS.AllowedOrigins) > 1 {
+					return c.fail(key, `"*" admits every origin and must be the only entry`)
+				}
+				continue
+			}
+			if !serializedOrigin(o) {
+				return c.fail(key, "must be an origin as browsers send it: http or https, scheme://host[:port] in lower case, no default port, no path")
+			}
+		}
+		if m := c.CORS.MaxAgeSeconds; m != nil && (*m < 0 || *m > MaxCORSMaxAgeSeconds) {
+			return c.fail("cors.maxAgeSeconds", "must be between 0 and %d", MaxCORSMaxAgeSeconds)
+		}
+	}
+	if l := c.RateLimit; l != nil {
+		if !(l.RequestsPerSecond > 0 && l.RequestsPerSecond <= MaxRateLimitRequestsPerSecond) {
+			return c.fail("rateLimit.requestsPerSecond", "must be a number above 0 and at most %d", MaxRateLimitRequestsPerSecond)
+		}
+		if l.Burst < 1 {
+			return c.fail("rateLimit.burst", "must be at least 1")
+		}
+		if l.Clients < 0 || l.Clients > MaxRateLimitClients {
+			return c.fail("rateLimit.clients", "must be between 0 (the default) and %d", MaxRateLimitClients)
+		}
+	}
+	return nil
+}
+
+// serializedOrigin reports whether o is an http or https origin serialized
+// as a browser sends it in Origin.
+func serializedOrigin(o string) bool {
+	u, err := url.Parse(o)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return false
+	}
+	// A browser leaves the scheme's default port out of Origin.
+	port := u.Port()
+	if port == "0" || (u.Scheme == "https" && port == "443") || (u.Scheme == "http" && port == "80") {
+		return false
+	}
+	return o == strings.ToLower(u.Scheme+"://"+u.Host)
 }
 
 // MinHostKeyBytes is the minimum length of the host's root secret.
@@ -281,6 +396,31 @@ func (c *Config) DatabaseURL() (string, error) {
 		return "", c.fail("database.urlRef", "the secret is empty")
 	}
 	return s, nil
+}
+
+// LogLevels are the values of logLevel, from the most verbose.
+var LogLevels = []string{"debug", "info", "warn", "error"}
+
+// ParseLogLevel returns the slog level of a logLevel value ("" is info).
+// `registrum issuer serve --log-level` takes the same values.
+func ParseLogLevel(s string) (slog.Level, error) {
+	switch s {
+	case "debug":
+		return slog.LevelDebug, nil
+	case "", "info":
+		return slog.LevelInfo, nil
+	case "warn":
+		return slog.LevelWarn, nil
+	case "error":
+		return slog.LevelError, nil
+	}
+	return 0, fmt.Errorf("must be one of %s", strings.Join(LogLevels, ", "))
+}
+
+// Level returns the configured log level (logLevel; info when unset).
+func (c *Config) Level() slog.Level {
+	l, _ := ParseLogLevel(c.LogLevel) // validated by Load
+	return l
 }
 
 // Path returns the configuration file's path.

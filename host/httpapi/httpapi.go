@@ -56,6 +56,10 @@ type Options struct {
 	Metrics *Metrics
 	// Ready reports whether the host can serve (the database answers).
 	Ready func(ctx context.Context) error
+	// CORS admits browser applications of other origins; nil admits none.
+	CORS *CORS
+	// RateLimit limits each client's calls of /v1; nil limits nothing.
+	RateLimit *RateLimit
 }
 
 // API is the HTTP edge of the record host.
@@ -104,17 +108,20 @@ func New(o Options) *API {
 	a.gisRoutes(r)
 	a.actionRoutes(r)
 	a.router = r
-	a.handler = a.observe(r)
+	a.handler = a.observe(newCORSPolicy(o.CORS).cors(a.rateLimit(o.RateLimit, r)))
 	return a
 }
 
 // ServeHTTP implements http.Handler.
 func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) { a.handler.ServeHTTP(w, r) }
 
-func (a *API) notFound(w http.ResponseWriter, r *http.Request) { a.fail(w, r, problem.NotFound()) }
+func (a *API) notFound(w http.ResponseWriter, r *http.Request) {
+	a.fail(w, r, problem.Concealed(problem.ReasonUnknownPath))
+}
 
 // fail renders a refusal; an unexpected error is logged with its cause and
-// answered without it.
+// answered without it. The reason behind a concealed not-found or a
+// refused token is logged at debug level, never answered.
 func (a *API) fail(w http.ResponseWriter, r *http.Request, err error) {
 	pe := problem.Wrap(records.Refusal(err))
 	if err == nil {
@@ -125,6 +132,15 @@ func (a *API) fail(w http.ResponseWriter, r *http.Request, err error) {
 		a.log.ErrorContext(r.Context(), "request failed", "trace_id", TraceID(r.Context()), "error", pe.Cause)
 	case problem.SourceUnavailable:
 		a.log.WarnContext(r.Context(), "database unavailable", "trace_id", TraceID(r.Context()), "error", pe.Cause)
+	case problem.ResourceNotFound, problem.AuthenticationRefused:
+		if a.log.Enabled(r.Context(), slog.LevelDebug) {
+			reason := string(pe.Reason)
+			if reason == "" {
+				reason = "unspecified"
+			}
+			a.log.DebugContext(r.Context(), "refusal concealed", "trace_id", TraceID(r.Context()),
+				"status", pe.Code.Status(), "reason", reason)
+		}
 	}
 	challenge(w, pe)
 	problem.Write(w, pe, a.typeBase, TraceID(r.Context()))

@@ -34,7 +34,11 @@ const (
 	IdempotencyOutcomeErased Code = "idempotency.outcome_erased"
 	// ActionRefused is an immediate action's handler refusing with one of
 	// its declared codes (named in the detail).
-	ActionRefused      Code = "action.refused"
+	ActionRefused Code = "action.refused"
+	// RateLimitExceeded: the caller sent more requests than its rate
+	// limit admits; Retry-After says when to try again. The specification
+	// names no code for it; decided here.
+	RateLimitExceeded  Code = "rate_limit.exceeded"
 	SourceUnavailable  Code = "source.unavailable"
 	ServiceUnavailable Code = "service.unavailable"
 	// Internal is an unexpected failure; its detail never carries internals.
@@ -61,6 +65,7 @@ var table = map[Code]entry{
 	IngestionReceiptErased:   {http.StatusGone, "Ingestion receipt erased"},
 	IdempotencyOutcomeErased: {http.StatusConflict, "Stored answer erased"},
 	ActionRefused:            {http.StatusUnprocessableEntity, "Action refused"},
+	RateLimitExceeded:        {http.StatusTooManyRequests, "Rate limit exceeded"},
 	SourceUnavailable:        {http.StatusServiceUnavailable, "Source unavailable"},
 	ServiceUnavailable:       {http.StatusServiceUnavailable, "Service unavailable"},
 	Internal:                 {http.StatusInternalServerError, "Internal error"},
@@ -101,7 +106,47 @@ type Error struct {
 	FieldPath *string
 	// Cause is kept for logs; it never reaches the client.
 	Cause error
+	// Reason says, for logs only, why a refusal whose answer says nothing
+	// of why was made; "" when nobody said. It never reaches the client.
+	Reason Reason
 }
+
+// Reason is why a refusal whose answer says nothing of why was made (a
+// concealed not found, a refused token): a fixed category that names no
+// value of the request (no token, claim, profile or record), written to
+// the server's log and never to the answer.
+type Reason string
+
+// The reasons behind a concealed not-found or a refused token.
+const (
+	// ReasonUnusableCredential: an Authorization header that carries no
+	// bearer token (401).
+	ReasonUnusableCredential Reason = "unusable_credential"
+	// ReasonTokenRefused: a presented bearer token failed verification
+	// (401).
+	ReasonTokenRefused Reason = "token_refused"
+	// ReasonUnknownPath: no route, method, entity, slot or identifier of
+	// that shape exists.
+	ReasonUnknownPath Reason = "unknown_path"
+	// ReasonMissingToken: the selected profile needs a token and none was
+	// presented.
+	ReasonMissingToken Reason = "missing_token"
+	// ReasonUnknownProfile: no profile was selected, or the one named does
+	// not exist or grants nothing on the entity.
+	ReasonUnknownProfile Reason = "unknown_profile"
+	// ReasonProfileNotSatisfied: the token does not satisfy the selected
+	// profile (principal claim, scopes, purpose, row-boundary claims), or
+	// the profile does not grant the operation.
+	ReasonProfileNotSatisfied Reason = "profile_not_satisfied"
+	// ReasonNoRecord: no live record has that identifier.
+	ReasonNoRecord Reason = "no_record"
+	// ReasonOutsideBoundary: the record, as it is or would be written,
+	// lies outside the grant's row boundaries.
+	ReasonOutsideBoundary Reason = "outside_boundary"
+	// ReasonRequestHidden: the request is another principal's and the
+	// profile's requestVisibility is owner.
+	ReasonRequestHidden Reason = "hidden_by_request_visibility"
+)
 
 func (e *Error) Error() string {
 	s := string(e.Code) + ": " + e.Detail
@@ -128,9 +173,18 @@ func At(code Code, fieldPath string, format string, args ...any) *Error {
 }
 
 // NotFound is the concealed refusal shared by unknown routes, unknown
-// records and everything a caller may not see.
+// records and everything a caller may not see. Where the reason is known,
+// Concealed says it to the log.
 func NotFound() *Error {
 	return &Error{Code: ResourceNotFound, Detail: "The resource does not exist or is not visible to this caller."}
+}
+
+// Concealed is NotFound with the reason behind it, for the server's log:
+// the answer is byte for byte that of NotFound.
+func Concealed(reason Reason) *Error {
+	e := NotFound()
+	e.Reason = reason
+	return e
 }
 
 // Wrap turns any error into a refusal: an *Error is kept, anything else

@@ -23,6 +23,7 @@ var problemResponses = map[int]problemResponse{
 	412: {"PreconditionFailed", []string{"precondition.failed"}},
 	422: {"UnprocessableContent", []string{"action.refused"}},
 	428: {"PreconditionRequired", []string{"precondition.required"}},
+	429: {"TooManyRequests", []string{"rate_limit.exceeded"}},
 	503: {"ServiceUnavailable", []string{"source.unavailable", "service.unavailable"}},
 }
 
@@ -67,7 +68,7 @@ func components(p *model.Package) (obj, error) {
 		switch status {
 		case 401:
 			resp["headers"] = obj{"WWW-Authenticate": ref("headers", "WWWAuthenticate")}
-		case 503:
+		case 429, 503:
 			resp["headers"] = obj{"Retry-After": ref("headers", "RetryAfter")}
 		}
 		responses[r.name] = resp

@@ -250,9 +250,10 @@ func problems(statuses ...int) obj {
 	return out
 }
 
-// withProblems adds problem responses to a responses object.
+// withProblems adds problem responses to a responses object, and the 429
+// every /v1 route answers when the operator turns rate limits on.
 func withProblems(r obj, statuses ...int) obj {
-	for k, v := range problems(statuses...) {
+	for k, v := range problems(append(statuses, 429)...) {
 		r[k] = v
 	}
 	return r
