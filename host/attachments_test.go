@@ -201,7 +201,11 @@ func TestAttachmentUploadDownloadAndSubmit(t *testing.T) {
 	// Submitting without the required slot: 412.
 	var doc envelope
 	json.Unmarshal(b, &doc)
-	submit := doc.Data.Request.action("submit_request")
+	// Not offered (records.SlotRefusal), and refused when sent anyway.
+	if doc.Data.Request.action("submit_request") != nil {
+		t.Fatalf("submit offered without the required slot: %s", b)
+	}
+	submit := &offered{Href: loc + "/actions/submit?accessProfile=family"}
 	code, pb := owner.act(t, submit.Href, etag, "s0", `{"actorReference":"me"}`)
 	wantProblem(t, "submit without the required slot", 412, pb, "precondition.failed")
 
@@ -477,7 +481,10 @@ func TestAttachmentVerificationRetriesAndRejects(t *testing.T) {
 	}
 	var doc envelope
 	json.Unmarshal(b, &doc)
-	code, pb := owner.act(t, doc.Data.Request.action("submit_request").Href, resp.Header.Get("ETag"), "s1", `{"actorReference":"me"}`)
+	if doc.Data.Request.action("submit_request") != nil {
+		t.Fatalf("submit offered with rejected content: %s", b)
+	}
+	code, pb := owner.act(t, loc+"/actions/submit?accessProfile=family", resp.Header.Get("ETag"), "s1", `{"actorReference":"me"}`)
 	if code != 412 {
 		t.Fatalf("submit with rejected content: %d %s", code, pb)
 	}

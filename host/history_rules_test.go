@@ -137,12 +137,17 @@ func TestAsOfCursorIsFollowedAlone(t *testing.T) {
 			t.Fatalf("%s: %+v", path, p2)
 		}
 	}
-	// asOf beside the cursor, the same instant or another: a cursor is sent alone.
-	for _, at := range []string{"2024-01-20T00:00:00Z", "2024-03-01T00:00:00Z"} {
+	// asOf beside the cursor, the same instant, another, empty or twice: a
+	// cursor is sent alone.
+	for _, at := range []string{"2024-01-20T00:00:00Z", "2024-03-01T00:00:00Z", "", "2024-01-20T00:00:00Z&asOf=2024-01-20T00:00:00Z"} {
 		path := "/v1/records/terms:as-of?asOf=" + at + "&$skiptoken=" + next
 		if resp, b := clerk.do(t, "GET", path, "", ""); resp.StatusCode != 400 || !strings.Contains(string(b), `"query.invalid"`) {
 			t.Errorf("%s: %d %s", path, resp.StatusCode, b)
 		}
+	}
+	// asOf twice on a first page is refused, not read as absent.
+	if resp, b := clerk.do(t, "GET", "/v1/records/terms:as-of?asOf=2024-01-20T00:00:00Z&asOf=2024-03-01T00:00:00Z", "", ""); resp.StatusCode != 400 || !strings.Contains(string(b), `"query.invalid"`) {
+		t.Errorf("asOf twice: %d %s", resp.StatusCode, b)
 	}
 	// A cursor is bound to its read: the :as-of cursor elsewhere, and the
 	// cursors of :current and the plain list at :as-of.

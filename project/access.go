@@ -3,6 +3,7 @@ package project
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/registrum/registrum/model"
 )
@@ -94,7 +95,7 @@ func (c *compiler) grant(pr *Profile, g *Grant, gp string) *model.Grant {
 		op_ := fmt.Sprintf("%s.operations[%d]", gp, i)
 		switch {
 		case pr.Anonymous && !slices.Contains(readOnlyOps, op):
-			c.add(op_, "profile.anonymous", "an anonymous profile grants reads only (%v); %s is refused", readOnlyOps, op)
+			c.add(op_, "profile.anonymous", "an anonymous profile grants reads only (%s); %s is refused", strings.Join(readOnlyOps, ", "), op)
 		case op == model.OpPatch && e.MutationMode == model.CreateOnly:
 			c.add(op_, "grant.operation", "entity %q is create-only: patch cannot be granted", e.ID)
 		case op == model.OpTombstone && !e.Tombstone:

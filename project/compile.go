@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/registrum/registrum/model"
 	"github.com/registrum/registrum/project/internal/source"
@@ -56,6 +57,26 @@ type Result struct {
 	// the project compiles, but declares what this release's record host
 	// does not serve yet (left out of openapi.json). Commands print them.
 	Warnings Findings
+}
+
+// Folder returns the project folder path names: path itself when it is a
+// folder, or the folder of a project document (registry.yaml,
+// registry.yml or registry.json) named directly. Any other file is refused
+// with a message asking for the project folder.
+func Folder(path string) (string, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return "", err
+	}
+	if st.IsDir() {
+		return path, nil
+	}
+	for _, n := range ProjectFileNames {
+		if filepath.Base(path) == n {
+			return filepath.Dir(path), nil
+		}
+	}
+	return "", fmt.Errorf("%s is a file, not a project folder: give the project folder (the one holding %s)", path, strings.Join(ProjectFileNames, ", "))
 }
 
 // Compile reads the project in dir and compiles it. When the project breaks
@@ -128,10 +149,10 @@ func readProject(dir string) (string, []byte, error) {
 	}
 	switch len(found) {
 	case 0:
-		return "", nil, fmt.Errorf("project: %s holds no project document (one of %v)", dir, ProjectFileNames)
+		return "", nil, fmt.Errorf("%s holds no project document (%s); give the project folder", dir, strings.Join(ProjectFileNames, ", "))
 	case 1:
 	default:
-		return "", nil, fmt.Errorf("project: %s holds several project documents %v; keep one", dir, found)
+		return "", nil, fmt.Errorf("%s holds several project documents (%s); keep one", dir, strings.Join(found, ", "))
 	}
 	raw, err := readBounded(filepath.Join(dir, found[0]), MaxProjectBytes)
 	if err != nil {

@@ -49,6 +49,7 @@ func (c *compiler) finish(pkg *model.Package) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	warnings = append(warnings, c.ungranted(pkg)...).sorted()
 	return &Result{Package: pkg, Contents: c.contents, Warnings: warnings}, nil
 }
 

@@ -71,7 +71,7 @@ func TestReviewDeskInABrowser(t *testing.T) {
 	var out strings.Builder
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	err = dev.Tour(ctx, dev.TourOptions{DataDir: data, NoPause: true, Out: &out,
+	err = dev.Tour(ctx, dev.TourOptions{DataDir: data, NoPause: true, Out: &out, Executable: binary,
 		Approve: func(_ context.Context, deskURL, password, recordID string) error {
 			approve(t, deskURL, password, recordID)
 			approved = true

@@ -22,13 +22,15 @@ func newCompileCmd() *cobra.Command {
 		Use:   "compile PROJECT_DIR (--out PACKAGE_DIR | --check)",
 		Short: "Compile a registry project into a package, or check it",
 		Long: `Compile reads the project in PROJECT_DIR (registry.yaml and the scripts and
-modules it names), enforces every compile-time rule, and writes the package to
-PACKAGE_DIR. With --check it only reports. Every finding is listed as
-file:line:column: key.path: message [rule]; any finding makes the command fail
-with exit code 1. Warnings (declared features this release's record host does
-not serve yet, left out of openapi.json) are listed the same way, after
-"warning:", and do not fail the command. --production adds the production rules: a handler for every
-hook and a pinned digest for every module.
+modules it names; naming PROJECT_DIR/registry.yaml itself does too),
+enforces every compile-time rule, and writes the package to PACKAGE_DIR.
+With --check it only reports. Every finding is listed as
+file:line:column: key.path: message [rule]; any finding makes the command
+fail with exit code 1. Warnings are listed the same way, after "warning:",
+and do not fail the command: declared features this release's record host
+does not serve yet (left out of openapi.json), and fields no profile can
+read or write (field.ungranted). --production adds the production rules: a
+handler for every hook and a pinned digest for every module.
 
 PACKAGE_DIR must be empty, missing, or hold a package of the same registry
 (registry.id), which is replaced; a package of another registry, or one this
@@ -39,24 +41,29 @@ else is never replaced.`,
 			if check == (out != "") {
 				return withExitCode(2, errors.New("compile: give exactly one of --out PACKAGE_DIR and --check"))
 			}
-			res, err := project.Compile(args[0], project.Options{Production: production, Fingerprint: layout.Fingerprint})
+			// The project document itself (registry.yaml) names its folder.
+			dir, err := project.Folder(args[0])
+			if err != nil {
+				return withExitCode(2, fmt.Errorf("compile: %w", err))
+			}
+			res, err := project.Compile(dir, project.Options{Production: production, Fingerprint: layout.Fingerprint})
 			var findings project.Findings
 			if errors.As(err, &findings) {
 				for _, f := range findings {
-					f.File = filepath.Join(args[0], f.File) // clickable from the working folder
+					f.File = filepath.Join(dir, f.File) // clickable from the working folder
 					fmt.Fprintln(cmd.ErrOrStderr(), f.String())
 				}
-				return withExitCode(1, fmt.Errorf("compile: %s has %d finding(s)", args[0], len(findings)))
+				return withExitCode(1, fmt.Errorf("compile: %s has %d finding(s)", dir, len(findings)))
 			}
 			if err != nil {
-				return withExitCode(1, err)
+				return withExitCode(1, fmt.Errorf("compile: %w", err))
 			}
 			for _, w := range res.Warnings {
-				w.File = filepath.Join(args[0], w.File)
+				w.File = filepath.Join(dir, w.File)
 				fmt.Fprintln(cmd.ErrOrStderr(), w.String())
 			}
 			if check {
-				fmt.Fprintf(cmd.OutOrStdout(), "%s: no findings (revision %s)\n", args[0], res.Package.Revision)
+				fmt.Fprintf(cmd.OutOrStdout(), "%s: no findings (revision %s)\n", dir, res.Package.Revision)
 				return nil
 			}
 			if err := checkReplace(out, res.Package.Registry.ID, force); err != nil {

@@ -195,6 +195,8 @@ func (f ingestFlags) command(file string, extra ...string) string {
 	return invoked + " " + strings.Join(parts, " ")
 }
 
+// runIngest imports file. Its messages number chunks and items from 1, as
+// lines are (the SDK's chunk indexes are from 0).
 func runIngest(ctx context.Context, out io.Writer, f ingestFlags, file string) error {
 	if f.operation != ingest.Create && f.operation != ingest.Patch {
 		return withExitCode(2, fmt.Errorf("ingest: --operation is create or patch, not %q", f.operation))
@@ -213,7 +215,7 @@ func runIngest(ctx context.Context, out io.Writer, f ingestFlags, file string) e
 	defer src.Close()
 	c := &ingest.Client{BaseURL: f.url, Route: f.route, Profile: f.profile, Token: token, RetryFor: f.retryFor}
 	c.Retrying = func(chunk int, err error, wait time.Duration) {
-		fmt.Fprintf(out, "chunk %d: %v; retrying in %v\n", chunk, err, wait.Round(time.Millisecond))
+		fmt.Fprintf(out, "chunk %d: %v; retrying in %v\n", chunk+1, err, wait.Round(time.Millisecond))
 	}
 
 	var run *ingest.Run
@@ -243,8 +245,8 @@ func runIngest(ctx context.Context, out io.Writer, f ingestFlags, file string) e
 	if err != nil {
 		return fmt.Errorf("ingest: %s: %w", file, err)
 	}
-	fmt.Fprintf(out, "%s: %d items, %d bytes, %d chunks of at most %d items and %d bytes (planned in %v)\n",
-		file, plan.ItemCount, plan.InputLength, len(plan.Chunks), bounds.MaximumItems, bounds.MaximumBytes, time.Since(start).Round(time.Millisecond))
+	fmt.Fprintf(out, "%s: %d items, %s, %d chunks of at most %d items and %s (planned in %v)\n",
+		file, plan.ItemCount, size(plan.InputLength), len(plan.Chunks), bounds.MaximumItems, size(bounds.MaximumBytes), time.Since(start).Round(time.Millisecond))
 	if run == nil {
 		if run, err = c.Open(ctx, plan, binding); err != nil {
 			return err
@@ -254,7 +256,7 @@ func runIngest(ctx context.Context, out io.Writer, f ingestFlags, file string) e
 		if err := ingest.Matches(run, plan); err != nil {
 			return err
 		}
-		fmt.Fprintf(out, "run %s resumed at chunk %d of %d (%d items committed)\n", run.RunID, run.NextChunkIndex, len(plan.Chunks), run.CommittedItems)
+		fmt.Fprintf(out, "run %s resumed at chunk %d of %d (%d items committed)\n", run.RunID, run.NextChunkIndex+1, len(plan.Chunks), run.CommittedItems)
 	}
 	fmt.Fprintf(out, "after an interruption, resume with:\n  %s\n", f.command(file, "--run", run.RunID))
 
@@ -284,9 +286,9 @@ func refusedMessage(f ingestFlags, file string, r *ingest.Refusal) error {
 	var b strings.Builder
 	switch {
 	case r.Line > 0:
-		fmt.Fprintf(&b, "ingest: the host refused line %d of %s (item %d of chunk %d): %v\n", r.Line, file, r.Line-r.Chunk.FirstItem, r.Chunk.Index, r.Problem)
+		fmt.Fprintf(&b, "ingest: the host refused line %d of %s (item %d of chunk %d): %v\n", r.Line, file, r.Line-r.Chunk.FirstItem, r.Chunk.Index+1, r.Problem)
 	default:
-		fmt.Fprintf(&b, "ingest: the host refused chunk %d (lines %d-%d of %s): %v\n", r.Chunk.Index, r.Chunk.FirstItem+1, r.Chunk.FirstItem+r.Chunk.Items, file, r.Problem)
+		fmt.Fprintf(&b, "ingest: the host refused chunk %d (lines %d-%d of %s): %v\n", r.Chunk.Index+1, r.Chunk.FirstItem+1, r.Chunk.FirstItem+r.Chunk.Items, file, r.Problem)
 	}
 	blocked := r.Outcome == "bindingChanged" || r.Run.Status == "blocked"
 	switch {
@@ -327,7 +329,7 @@ func newMeter(out io.Writer, plan *ingest.Plan, run *ingest.Run) *meter {
 	if fd, ok := out.(interface{ Fd() uintptr }); ok && term.IsTerminal(int(fd.Fd())) {
 		m.bar = progressbar.NewOptions64(int64(plan.ItemCount),
 			progressbar.OptionSetWriter(out),
-			progressbar.OptionSetDescription(fmt.Sprintf("%s / %s", mib(committedBytes(plan, run)), mib(plan.InputLength))),
+			progressbar.OptionSetDescription(fmt.Sprintf("%s / %s", size(committedBytes(plan, run)), size(plan.InputLength))),
 			progressbar.OptionShowCount(),
 			progressbar.OptionShowIts(),
 			progressbar.OptionSetItsString("items"),
@@ -352,16 +354,16 @@ func (m *meter) chunk(p ingest.Progress) {
 	m.items += p.Chunk.Items
 	m.tooks = append(m.tooks, p.Took)
 	if m.bar != nil {
-		m.bar.Describe(fmt.Sprintf("%s / %s", mib(p.CommittedBytes), mib(m.total)))
+		m.bar.Describe(fmt.Sprintf("%s / %s", size(p.CommittedBytes), size(m.total)))
 		_ = m.bar.Set(p.CommittedItems)
 		return
 	}
 	if p.Replayed {
-		fmt.Fprintf(m.out, "chunk %d had been committed already: the host answered its stored receipt\n", p.Chunk.Index)
+		fmt.Fprintf(m.out, "chunk %d had been committed already: the host answered its stored receipt\n", p.Chunk.Index+1)
 	}
 	if now := time.Now(); now.Sub(m.last) >= 2*time.Second || p.Run.Complete {
 		m.last = now
-		fmt.Fprintf(m.out, "committed %d/%d items, %s/%s (chunk %d of %d)\n", p.CommittedItems, p.Run.ItemCount, mib(p.CommittedBytes), mib(m.total), p.Chunk.Index+1, p.Run.ChunkCount)
+		fmt.Fprintf(m.out, "committed %d/%d items, %s of %s (chunk %d of %d)\n", p.CommittedItems, p.Run.ItemCount, size(p.CommittedBytes), size(m.total), p.Chunk.Index+1, p.Run.ChunkCount)
 	}
 }
 
@@ -390,4 +392,14 @@ func committedBytes(plan *ingest.Plan, run *ingest.Run) int64 {
 	return 0
 }
 
-func mib(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
+// size is n bytes in the unit that shows it: bytes below 1 KiB, then KiB
+// and MiB with one decimal, so a small file's progress is not "0.0 MiB".
+func size(n int64) string {
+	switch {
+	case n < 1<<10:
+		return fmt.Sprintf("%d bytes", n)
+	case n < 1<<20:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+}

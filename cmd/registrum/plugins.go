@@ -128,7 +128,7 @@ duration such as 250ms), maxInputBytes, maxOutputBytes, maxAllocs.`,
 	f := cmd.Flags()
 	f.StringVar(&engine, "engine", "", "module engine: wasm or tengo (with --package: the pinned one)")
 	f.StringVar(&kind, "kind", "", "module kind: planner, hook-handler or action-handler (with --package: the pinned one)")
-	f.StringVar(&module, "module", "", "module file (.wasm or .tengo); with --package, a pinned module's file or id")
+	f.StringVar(&module, "module", "", "module file (.wasm or .tengo); with --package, a pinned module's file, its path in the package (as plugins verify prints it) or its id")
 	f.StringVar(&pkg, "package", "", "compiled package (folder or package.json) that pins the module, to run it as the host does")
 	f.StringVar(&limits, "limits", "", "limits as key=value pairs, e.g. wallTime=250ms,memoryPages=256")
 	f.StringVar(&cacheDir, "cache-dir", "", "compiled WebAssembly cache folder (default: the user cache folder; \"off\" disables)")
@@ -148,9 +148,12 @@ func pinnedModule(pkg, ref string) (plugins.Module, string, error) {
 	if st, err := os.Stat(pkg); err == nil && !st.IsDir() {
 		dir = filepath.Dir(pkg)
 	}
+	// ref is an id, a file from the working folder, or the path inside the
+	// package that `plugins verify` prints.
 	file, _ := filepath.Abs(ref)
+	inPackage := filepath.ToSlash(filepath.Clean(ref))
 	for _, m := range p.Modules {
-		if path, _ := filepath.Abs(filepath.Join(dir, filepath.FromSlash(m.Path))); m.ID != ref && path != file {
+		if path, _ := filepath.Abs(filepath.Join(dir, filepath.FromSlash(m.Path))); m.ID != ref && path != file && m.Path != inPackage {
 			continue
 		}
 		for _, pm := range planners.Modules(p) {

@@ -444,14 +444,16 @@ func (s *Service) openRevisionCursor(token string, e *model.Entity, id string, g
 // the request has none); each page of :current is evaluated at its own
 // time. A cursor of :as-of carries its instant and is sent alone: asOf
 // beside a $skiptoken is refused like any other option.
-func (s *Service) Temporal(ctx context.Context, c records.Call, e *model.Entity, current bool, asOf string, opts query.RawOptions) (*records.Result, error) {
+func (s *Service) Temporal(ctx context.Context, c records.Call, e *model.Entity, current bool, opts query.RawOptions) (*records.Result, error) {
 	if e.Temporal == nil {
 		return nil, problem.NotFound()
 	}
 	at := time.Now().UTC()
 	read := ":current"
 	if !current {
-		t, err := s.asOfInstant(asOf, opts)
+		asOf, given := opts[OptAsOf]
+		delete(opts, OptAsOf)
+		t, err := s.asOfInstant(asOf, given, opts)
 		if err != nil {
 			// The grant is decided first, so that a caller without one
 			// learns nothing of the options.
@@ -477,6 +479,9 @@ func (s *Service) Temporal(ctx context.Context, c records.Call, e *model.Entity,
 	return res, err
 }
 
+// OptAsOf is the query option of an :as-of read's instant.
+const OptAsOf = "asOf"
+
 // asOfReadPrefix starts the read name (cursor.Caller.Read) of an :as-of
 // read; the instant follows in RFC 3339 with nanoseconds, UTC.
 const asOfReadPrefix = ":as-of "
@@ -488,12 +493,18 @@ func asOfRead(t time.Time) string { return asOfReadPrefix + t.Format(time.RFC333
 // a first page, the instant sealed in the cursor on a next one. asOf beside
 // a cursor is refused (a cursor is sent alone, with accessProfile only); a
 // cursor of another read is query.cursor_invalid.
-func (s *Service) asOfInstant(asOf string, opts query.RawOptions) (time.Time, error) {
+func (s *Service) asOfInstant(values []string, given bool, opts query.RawOptions) (time.Time, error) {
 	tok, ok := opts[query.OptSkipToken]
 	if !ok {
-		return parseAsOf(asOf)
+		switch len(values) {
+		case 0:
+			return parseAsOf("")
+		case 1:
+			return parseAsOf(values[0])
+		}
+		return time.Time{}, problem.New(problem.QueryInvalid, "asOf must be given once: the instant to read at, in RFC 3339")
 	}
-	if asOf != "" {
+	if given {
 		return time.Time{}, problem.New(problem.QueryInvalid, "asOf cannot be combined with %s: a cursor carries the whole read, its instant included, and is sent alone, with only accessProfile.", query.OptSkipToken)
 	}
 	if len(tok) != 1 {

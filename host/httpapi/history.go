@@ -40,15 +40,8 @@ func (a *API) temporalRead(current bool) entityHandler {
 	return func(w http.ResponseWriter, r *http.Request, e *model.Entity) error {
 		c := a.call(r)
 		opts := query.RawOptions(r.URL.Query())
-		asOf := ""
-		if !current {
-			if v := opts["asOf"]; len(v) == 1 {
-				asOf = v[0]
-			}
-			delete(opts, "asOf")
-		}
 		delete(opts, "accessProfile")
-		res, err := a.history.Temporal(r.Context(), c, e, current, asOf, opts)
+		res, err := a.history.Temporal(r.Context(), c, e, current, opts)
 		if err != nil {
 			return err
 		}

@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"sort"
 	"strconv"
+	"strings"
 
 	"github.com/google/uuid"
 
@@ -129,9 +130,62 @@ type Result struct {
 }
 
 // Decide decides operation op on entity e for the caller of c: the grant,
-// or the concealed not-found (or the refusal of a rejected token).
+// or the concealed not-found (or the refusal of a rejected token), with
+// the reason behind it for the log (problem.Reason).
 func (s *Service) Decide(ctx context.Context, c Call, op string, e *model.Entity) (*access.Grant, error) {
-	return s.access.Decide(ctx, access.Request{Operation: op, Entity: e, Bearer: c.Bearer, UnusableCredential: c.UnusableCredential, Profile: c.Profile})
+	g, err := s.access.Decide(ctx, access.Request{Operation: op, Entity: e, Bearer: c.Bearer, UnusableCredential: c.UnusableCredential, Profile: c.Profile})
+	if err != nil {
+		return nil, decisionReason(err, c)
+	}
+	return g, nil
+}
+
+// decisionReason returns a refusal of the access decider with the reason
+// behind it (problem.Reason), for the log only: the answer is unchanged. A
+// 401 is told apart by what the caller sent; a concealed not-found by the
+// decider's cause, which states the unmet condition of its decision
+// (host/access: selection of the profile, its token, its conditions).
+func decisionReason(err error, c Call) error {
+	var pe *problem.Error
+	if !errors.As(err, &pe) || pe.Reason != "" {
+		return err
+	}
+	cause := ""
+	if pe.Cause != nil {
+		cause = pe.Cause.Error()
+	}
+	out := *pe
+	switch {
+	case pe.Code == problem.AuthenticationRefused && c.Bearer == "" && c.UnusableCredential:
+		out.Reason = problem.ReasonUnusableCredential
+	case pe.Code == problem.AuthenticationRefused:
+		out.Reason = problem.ReasonTokenRefused
+	case pe.Code != problem.ResourceNotFound:
+		return err
+	case pe.Cause == nil:
+		// The decider refuses without a cause only an entity it does not know.
+		out.Reason = problem.ReasonUnknownPath
+	case strings.Contains(cause, "needs a token"):
+		out.Reason = problem.ReasonMissingToken
+	case strings.Contains(cause, "no profile"), strings.Contains(cause, "no default"):
+		out.Reason = problem.ReasonUnknownProfile
+	default:
+		out.Reason = problem.ReasonProfileNotSatisfied
+	}
+	return &out
+}
+
+// Hidden returns the concealed not-found, with its reason, when rec is not
+// a live record or lies outside grant's row boundaries; nil when the
+// caller may see it.
+func Hidden(rec *store.Record, grant *access.Grant) error {
+	switch {
+	case rec.Lifecycle != layout.LifecycleActive:
+		return problem.Concealed(problem.ReasonNoRecord)
+	case !grant.Admits(rec.Values):
+		return problem.Concealed(problem.ReasonOutsideBoundary)
+	}
+	return nil
 }
 
 // Idempotency binds a write to the caller's key; nil without a key.
@@ -173,7 +227,7 @@ func StoreRefusal(err error) error {
 	case errors.Is(err, store.ErrOutcomeErased):
 		return problem.New(problem.IdempotencyOutcomeErased, "the request under this Idempotency-Key happened; its answer was erased with the record's history")
 	case errors.Is(err, store.ErrNotFound):
-		return problem.NotFound()
+		return problem.Concealed(problem.ReasonNoRecord)
 	case errors.Is(err, store.ErrStale):
 		return StaleValidator()
 	}
@@ -232,7 +286,7 @@ func (s *Service) Create(ctx context.Context, c Call, e *model.Entity, in Body) 
 		return nil, err
 	}
 	if !grant.Admits(stored) {
-		return nil, problem.NotFound()
+		return nil, problem.Concealed(problem.ReasonOutsideBoundary)
 	}
 	return s.Write(ctx, e, idem, func(w *store.Writer) (*store.Outcome, error) {
 		id := uuid.NewString()
@@ -247,7 +301,7 @@ func (s *Service) Create(ctx context.Context, c Call, e *model.Entity, in Body) 
 		var req *store.Request
 		if e.IsRequestEntity() {
 			if grant.PrincipalReference == "" {
-				return nil, problem.NotFound() // a draft needs an owner
+				return nil, problem.Concealed(problem.ReasonProfileNotSatisfied) // a draft needs an owner
 			}
 			if err := w.CreateRequest(ctx, e, id, grant.PrincipalReference); err != nil {
 				return nil, err
@@ -290,13 +344,16 @@ func (s *Service) get(ctx context.Context, c Call, e *model.Entity, id string, o
 		}
 	}
 	if !values.IsUUID(id) {
-		return nil, problem.NotFound()
+		return nil, problem.Concealed(problem.ReasonUnknownPath)
 	}
 	rec, err := s.store.Get(ctx, e, id)
-	if errors.Is(err, store.ErrNotFound) || (err == nil && (rec.Lifecycle != layout.LifecycleActive || !grant.Admits(rec.Values))) {
-		return nil, problem.NotFound()
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, problem.Concealed(problem.ReasonNoRecord)
 	}
 	if err != nil {
+		return nil, err
+	}
+	if err := Hidden(rec, grant); err != nil {
 		return nil, err
 	}
 	var req *store.Request
@@ -305,7 +362,7 @@ func (s *Service) get(ctx context.Context, c Call, e *model.Entity, id string, o
 			return nil, err
 		}
 		if !RequestVisible(grant, req) {
-			return nil, problem.NotFound()
+			return nil, problem.Concealed(problem.ReasonRequestHidden)
 		}
 		var after *string
 		if v, ok := opts[query.OptRequestHistoryAfter]; ok && len(v) == 1 {
@@ -332,7 +389,7 @@ func (s *Service) get(ctx context.Context, c Call, e *model.Entity, id string, o
 // the caller may not see is the concealed not-found whatever the body.
 func (s *Service) Patch(ctx context.Context, c Call, e *model.Entity, id, ifMatch string, in Body) (*Result, error) {
 	if e.MutationMode == model.CreateOnly {
-		return nil, problem.NotFound()
+		return nil, problem.Concealed(problem.ReasonUnknownPath)
 	}
 	grant, idem, err := s.admitChange(ctx, c, model.OpPatch, e, id, ifMatch, string(in.Received()))
 	if err != nil {
@@ -367,7 +424,7 @@ func (s *Service) Patch(ctx context.Context, c Call, e *model.Entity, id, ifMatc
 			return nil, err
 		}
 		if !grant.Admits(next) {
-			return nil, problem.NotFound()
+			return nil, problem.Concealed(problem.ReasonOutsideBoundary)
 		}
 		j, err := s.Journal(c, grant, e, id, next)
 		if err != nil {
@@ -394,7 +451,7 @@ func (s *Service) Patch(ctx context.Context, c Call, e *model.Entity, id, ifMatc
 // history stays readable.
 func (s *Service) Tombstone(ctx context.Context, c Call, e *model.Entity, id, ifMatch string) (*Result, error) {
 	if !e.Tombstone {
-		return nil, problem.NotFound()
+		return nil, problem.Concealed(problem.ReasonUnknownPath)
 	}
 	grant, idem, err := s.admitChange(ctx, c, model.OpTombstone, e, id, ifMatch, "")
 	if err != nil {
@@ -435,7 +492,7 @@ func (s *Service) admitChange(ctx context.Context, c Call, op string, e *model.E
 		return nil, nil, err
 	}
 	if !values.IsUUID(id) {
-		return nil, nil, problem.NotFound()
+		return nil, nil, problem.Concealed(problem.ReasonUnknownPath)
 	}
 	if ifMatch == "" {
 		return nil, nil, problem.New(problem.PreconditionRequired, "a %s needs the record's ETag in If-Match", op)
@@ -465,8 +522,8 @@ func (s *Service) LockCurrent(ctx context.Context, w *store.Writer, e *model.Ent
 
 // CheckLocked checks a locked record as lockCurrent does.
 func (s *Service) CheckLocked(cur *store.Record, grant *access.Grant, ifMatch string) error {
-	if cur.Lifecycle != layout.LifecycleActive || !grant.Admits(cur.Values) {
-		return problem.NotFound()
+	if err := Hidden(cur, grant); err != nil {
+		return err
 	}
 	if !s.Matches(ifMatch, cur) {
 		return StaleValidator()

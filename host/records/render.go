@@ -6,13 +6,22 @@ import (
 	"slices"
 	"strconv"
 	"unicode/utf8"
+
+	"github.com/registrum/registrum/internal/canonjson"
 )
 
 // The envelope and collection bodies are written by hand rather than by
 // encoding/json's reflection, which was the largest cost of a page of
 // records. The bytes are exactly those json.Marshal writes for the same
 // structs (members in declaration order, domainData members sorted, HTML
-// characters escaped); render_test.go holds them to that.
+// characters escaped) once JSON values are in canonical form;
+// render_test.go holds them to that.
+//
+// JSON values (points, structured values) are written in their RFC 8785
+// canonical form whatever their source: a live read's values.Encode, or a
+// revision as recorded, whose members PostgreSQL's jsonb keeps in its own
+// order and number form. Every read, live or over history, thus writes a
+// value with the same bytes.
 
 // MarshalJSON writes the envelope; see AppendJSON.
 func (e Envelope) MarshalJSON() ([]byte, error) { return e.AppendJSON(nil) }
@@ -166,8 +175,15 @@ func appendValue(b []byte, v any) ([]byte, error) {
 	case int64:
 		return strconv.AppendInt(b, x, 10), nil
 	}
-	// Structured values (json.RawMessage) and the rest: json.Marshal
-	// compacts a raw message and escapes HTML characters in it.
+	// Structured values (json.RawMessage) in canonical form, and the rest:
+	// json.Marshal escapes HTML characters in a raw message.
+	if raw, ok := v.(json.RawMessage); ok {
+		c, err := canonjson.Transform(raw)
+		if err != nil {
+			return nil, fmt.Errorf("a JSON value: %w", err)
+		}
+		v = json.RawMessage(c)
+	}
 	out, err := json.Marshal(v)
 	if err != nil {
 		return nil, err

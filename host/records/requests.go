@@ -69,6 +69,31 @@ func (s *Service) ApplyRefusal(e *model.Entity, req *store.Request, grant *acces
 	return ""
 }
 
+// SlotRefusal reports why the attachment slots of draft req keep it from
+// being submitted now, nil when they do not: a required slot is empty (or
+// its content erased), or a filled slot holds content still pending or
+// rejected by its verifier (even an optional slot). It is the one check of
+// both the offer and the act: a read offers submit_request only when it
+// is nil, and submit refuses with it (412).
+func SlotRefusal(e *model.Entity, req *store.Request) error {
+	for _, slot := range e.Attachments {
+		a := req.Attachment(slot.ID)
+		if a == nil || a.Erased {
+			if slot.Required {
+				return problem.New(problem.PreconditionFailed, "the required attachment slot %s is not filled", slot.ID)
+			}
+			continue
+		}
+		switch a.Status {
+		case store.VerificationPending:
+			return problem.New(problem.PreconditionFailed, "the attachment in slot %s is still being verified; submit once it is approved", slot.ID)
+		case store.VerificationRejected:
+			return problem.New(problem.PreconditionFailed, "the attachment in slot %s was rejected by its verifier; replace or remove it", slot.ID)
+		}
+	}
+	return nil
+}
+
 func applyTarget(g *model.Grant, entity string) bool {
 	for _, t := range g.ApplyTargets {
 		if t.Entity == entity {
@@ -162,7 +187,7 @@ func (s *Service) requestView(rec *store.Record, req *store.Request, grant *acce
 	}
 	switch req.State {
 	case store.RequestDraft:
-		if owner && grantAllows(grant, model.OpSubmitRequest) {
+		if owner && grantAllows(grant, model.OpSubmitRequest) && SlotRefusal(e, req) == nil {
 			offer(ActionSubmit, nil)
 		}
 		if owner && grantAllows(grant, model.OpCancelRequest) {
@@ -214,7 +239,7 @@ func (s *Service) LockDraft(ctx context.Context, w *store.Writer, e *model.Entit
 		return nil, err
 	}
 	if !RequestVisible(grant, req) {
-		return nil, problem.NotFound()
+		return nil, problem.Concealed(problem.ReasonRequestHidden)
 	}
 	if req.OwnerReference != grant.PrincipalReference {
 		return nil, problem.New(problem.PreconditionFailed, "only the principal that owns the request may change it")

@@ -16,7 +16,6 @@ import (
 	"github.com/registrum/registrum/model"
 	"github.com/registrum/registrum/model/values"
 	"github.com/registrum/registrum/store"
-	"github.com/registrum/registrum/store/layout"
 )
 
 // Operations journaled for slot changes (the request record's revision).
@@ -59,14 +58,17 @@ type slotCheck struct {
 func (s *Service) admitSlotChange(ctx context.Context, c records.Call, e *model.Entity, id, slotID, ifMatch string) (*slotCheck, error) {
 	slot := e.Slot(slotID)
 	if slot == nil || !e.IsRequestEntity() {
-		return nil, problem.NotFound()
+		return nil, problem.Concealed(problem.ReasonUnknownPath)
 	}
 	grant, err := s.records.Decide(ctx, c, model.OpPatch, e)
 	if err != nil {
 		return nil, err
 	}
-	if !values.IsUUID(id) || !grant.Writable.Has(slot.ID) || grant.PrincipalReference == "" {
-		return nil, problem.NotFound()
+	if !values.IsUUID(id) {
+		return nil, problem.Concealed(problem.ReasonUnknownPath)
+	}
+	if !grant.Writable.Has(slot.ID) || grant.PrincipalReference == "" {
+		return nil, problem.Concealed(problem.ReasonProfileNotSatisfied)
 	}
 	if ifMatch == "" {
 		return nil, problem.New(problem.PreconditionRequired, "a change of an attachment slot needs the request record's ETag in If-Match")
@@ -267,14 +269,17 @@ type Download struct {
 func (s *Service) DownloadAttachment(ctx context.Context, c records.Call, e *model.Entity, id, slotID string, query map[string][]string) (*Download, error) {
 	slot := e.Slot(slotID)
 	if slot == nil || !e.IsRequestEntity() {
-		return nil, problem.NotFound()
+		return nil, problem.Concealed(problem.ReasonUnknownPath)
 	}
 	grant, err := s.records.Decide(ctx, c, model.OpGet, e)
 	if err != nil {
 		return nil, err
 	}
-	if !values.IsUUID(id) || !grant.Readable.Has(slot.ID) {
-		return nil, problem.NotFound()
+	if !values.IsUUID(id) {
+		return nil, problem.Concealed(problem.ReasonUnknownPath)
+	}
+	if !grant.Readable.Has(slot.ID) {
+		return nil, problem.Concealed(problem.ReasonProfileNotSatisfied)
 	}
 	var version int64
 	for k, v := range query {
@@ -325,28 +330,22 @@ func (s *Service) DownloadAttachment(ctx context.Context, c records.Call, e *mod
 	return &Download{SlotID: slot.ID, ProposalVersion: version, ContentType: a.ContentType, Size: a.Size, SHA256: a.SHA256, Body: body}, nil
 }
 
-// attachmentManifest checks the slots of a draft for submission (every
-// required slot filled, no filled slot pending or rejected) and returns the
-// canonical manifest the proposal freezes: each filled slot's hash, size,
-// media type, status and verification policy digest.
+// attachmentManifest checks the slots of a draft for submission with the
+// check that decides whether submit is offered (records.SlotRefusal) and
+// returns the canonical manifest the proposal freezes: each filled slot's
+// hash, size, media type, status and verification policy digest.
 func attachmentManifest(e *model.Entity, req *store.Request) ([]byte, error) {
 	if len(e.Attachments) == 0 {
 		return nil, nil
+	}
+	if err := records.SlotRefusal(e, req); err != nil {
+		return nil, err
 	}
 	slots := []any{}
 	for _, slot := range e.Attachments {
 		a := req.Attachment(slot.ID)
 		if a == nil || a.Erased {
-			if slot.Required {
-				return nil, problem.New(problem.PreconditionFailed, "the required attachment slot %s is not filled", slot.ID)
-			}
 			continue
-		}
-		switch a.Status {
-		case store.VerificationPending:
-			return nil, problem.New(problem.PreconditionFailed, "the attachment in slot %s is still being verified; submit once it is approved", slot.ID)
-		case store.VerificationRejected:
-			return nil, problem.New(problem.PreconditionFailed, "the attachment in slot %s was rejected by its verifier; replace or remove it", slot.ID)
 		}
 		entry := map[string]any{"slotId": slot.ID, "sha256": a.SHA256, "byteSize": a.Size, "contentType": a.ContentType, "verificationStatus": a.Status}
 		if a.PolicyDigest != "" {
@@ -362,10 +361,13 @@ func attachmentManifest(e *model.Entity, req *store.Request) ([]byte, error) {
 // boundaries or is another principal's under requestVisibility owner.
 func (s *Service) visibleRequest(ctx context.Context, e *model.Entity, grant *access.Grant, id string) (*store.Record, *store.Request, error) {
 	rec, err := s.store.Get(ctx, e, id)
-	if errors.Is(err, store.ErrNotFound) || (err == nil && (rec.Lifecycle != layout.LifecycleActive || !grant.Admits(rec.Values))) {
-		return nil, nil, problem.NotFound()
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil, problem.Concealed(problem.ReasonNoRecord)
 	}
 	if err != nil {
+		return nil, nil, err
+	}
+	if err := records.Hidden(rec, grant); err != nil {
 		return nil, nil, err
 	}
 	req, err := s.store.Request(ctx, e, id)
@@ -373,7 +375,7 @@ func (s *Service) visibleRequest(ctx context.Context, e *model.Entity, grant *ac
 		return nil, nil, err
 	}
 	if !records.RequestVisible(grant, req) {
-		return nil, nil, problem.NotFound()
+		return nil, nil, problem.Concealed(problem.ReasonRequestHidden)
 	}
 	return rec, req, nil
 }

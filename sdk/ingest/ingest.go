@@ -176,9 +176,9 @@ type Refusal struct {
 }
 
 func (r *Refusal) Error() string {
-	where := fmt.Sprintf("chunk %d (lines %d-%d)", r.Chunk.Index, r.Chunk.FirstItem+1, r.Chunk.FirstItem+r.Chunk.Items)
+	where := fmt.Sprintf("chunk %d (lines %d-%d)", r.Chunk.Index+1, r.Chunk.FirstItem+1, r.Chunk.FirstItem+r.Chunk.Items)
 	if r.Line > 0 {
-		where = fmt.Sprintf("line %d (in chunk %d)", r.Line, r.Chunk.Index)
+		where = fmt.Sprintf("line %d (in chunk %d)", r.Line, r.Chunk.Index+1)
 	}
 	return fmt.Sprintf("ingest: run %s refused %s: %v", r.Run.RunID, where, r.Problem)
 }
@@ -367,7 +367,7 @@ func Matches(run *Run, plan *Plan) error {
 		return fmt.Errorf("ingest: run %s announced %d items in %d chunks of at most %d items and %d bytes; the plan has %d items in %d chunks of at most %d and %d",
 			run.RunID, run.ItemCount, run.ChunkCount, run.MaximumItems, run.MaximumBytes, plan.ItemCount, len(plan.Chunks), plan.Bounds.MaximumItems, plan.Bounds.MaximumBytes)
 	case run.NextChunkIndex < 0 || run.NextChunkIndex > len(plan.Chunks):
-		return fmt.Errorf("ingest: run %s is at chunk %d of %d", run.RunID, run.NextChunkIndex, len(plan.Chunks))
+		return fmt.Errorf("ingest: run %s is at chunk %d of %d", run.RunID, run.NextChunkIndex+1, len(plan.Chunks))
 	}
 	want, items := chunking.EmptyDigest, 0
 	if n := run.NextChunkIndex; n > 0 {
@@ -490,7 +490,7 @@ func prepare(plan *Plan, src io.ReaderAt, i int) prepared {
 	ch := plan.Chunks[i]
 	raw := make([]byte, ch.Length)
 	if _, err := src.ReadAt(raw, ch.Offset); err != nil {
-		return prepared{index: i, err: fmt.Errorf("ingest: read chunk %d of the source: %w", i, err)}
+		return prepared{index: i, err: fmt.Errorf("ingest: read chunk %d of the source: %w", i+1, err)}
 	}
 	body, err := chunking.Rebuild(ch, raw, plan.Operation)
 	if err != nil {
@@ -523,7 +523,7 @@ func (c *Client) submit(ctx context.Context, run *Run, ch Chunk, body []byte) (b
 				Results []json.RawMessage `json:"results"`
 			}
 			if jerr := json.Unmarshal(rep.body, &receipt); jerr != nil || len(receipt.Results) != ch.Items {
-				return false, fmt.Errorf("ingest: chunk %d answered no receipt of its %d items: %.200s", ch.Index, ch.Items, rep.body)
+				return false, fmt.Errorf("ingest: chunk %d answered no receipt of its %d items: %.200s", ch.Index+1, ch.Items, rep.body)
 			}
 			return rep.header.Get("Idempotent-Replayed") == "true", nil
 		}

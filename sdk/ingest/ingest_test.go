@@ -61,16 +61,17 @@ func TestMatchesOnlyTheRunOfThisPlan(t *testing.T) {
 	}
 }
 
+// Messages number chunks from 1, as lines are: chunk index 1 is "chunk 2".
 func TestRefusalNamesTheSourceLine(t *testing.T) {
 	p := testPlan(t)
 	c := &Client{}
 	at := "/items/1/data/n"
 	r := c.refusal(runOf(p, 1), p, 1, &Problem{Status: 400, Code: "request.invalid", Detail: "bad", FieldPath: &at})
-	if r.Item != 3 || r.Line != 4 || r.Committed != 2 || !strings.Contains(r.Error(), "line 4 (in chunk 1)") {
+	if r.Item != 3 || r.Line != 4 || r.Committed != 2 || !strings.Contains(r.Error(), "line 4 (in chunk 2)") {
 		t.Fatalf("refusal %+v: %v", r, r)
 	}
 	r = c.refusal(runOf(p, 1), p, 1, &Problem{Status: 412, Code: "precondition.failed", Detail: "moved"})
-	if r.Line != 0 || !strings.Contains(r.Error(), "chunk 1 (lines 3-4)") {
+	if r.Line != 0 || !strings.Contains(r.Error(), "chunk 2 (lines 3-4)") {
 		t.Fatalf("refusal without an item %+v: %v", r, r)
 	}
 	out := "/items/9/data"

@@ -17,6 +17,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -54,11 +55,29 @@ type Options struct {
 	VerifierPort int
 	// Command is how the user invokes registrum, for the printed next steps.
 	Command string
+	// Args are the arguments dev was started with (after the binary), for
+	// the printed command that starts it again with another flag.
+	Args []string
 	// EventDestinations, when set, is a file holding an eventDestinations
 	// block (and optionally instanceId) in the runtime configuration's
 	// format, used instead of the example receiver dev starts; the keys it
 	// names are looked up in the data folder's secrets folder.
 	EventDestinations string
+	// ReviewConfig, when set, is a file holding a reviewAuthorities block
+	// and/or an executors block in the runtime configuration's format: the
+	// project's review authorities (and executors) are the operator's own,
+	// and dev runs no review desk. The secrets it names are looked up in
+	// the data folder's secrets folder.
+	ReviewConfig string
+	// OwnVerifiers leaves the package's http verifiers at the endpoints it
+	// names (the operator's own services, their credentials in the data
+	// folder's secrets folder) instead of serving them with dev's EICAR
+	// scanner. go-plugin verifiers always run as the package pins them.
+	OwnVerifiers bool
+	// ConfirmDestructive lets a changed project's destructive table changes
+	// (dropped fields or entities, whose data is lost) apply on start, as
+	// `registrum activate --confirm-destructive` does.
+	ConfirmDestructive bool
 	// Out receives the next steps; Log the services' logs.
 	Out io.Writer
 	Log *slog.Logger
@@ -85,6 +104,20 @@ func Run(ctx context.Context, o Options) error {
 	}
 	defer dd.close()
 
+	// The operator's own configuration files are checked (their secrets
+	// resolved) before anything starts.
+	ownEvents, err := readOwnEvents(o, data)
+	if err != nil {
+		return err
+	}
+	var review *fragment
+	if o.ReviewConfig != "" {
+		review, err = readFragment("--review-config", o.ReviewConfig, []string{"reviewAuthorities", "executors"}, filepath.Join(data, "secrets"), nil)
+		if err != nil {
+			return err
+		}
+	}
+
 	res, sc, err := preparePackage(o, data)
 	if err != nil {
 		return err
@@ -97,7 +130,10 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	}
 	defer cluster.Stop()
-	lns, err := openListeners(o)
+	// dev runs the review desk for the project's reviewed requests, unless
+	// the operator brings the review authorities.
+	runDesk := review == nil && hasReviewedEntities(res.Package)
+	lns, err := openListeners(o, runDesk)
 	if err != nil {
 		return err
 	}
@@ -110,13 +146,15 @@ func Run(ctx context.Context, o Options) error {
 	gis := planGIS(res.Package, usable, demo.Claims)
 	bulk := planIngest(res.Package, o.ProjectDir, usable, demo.Claims)
 	reviewed := planReviewedJourney(res.Package, usable, demo.Claims, journey)
-	setup, icfg, err := writeIssuerSetup(data, res.Package, demo, lns.issuer)
+	setup, icfg, err := writeIssuerSetup(data, res.Package, demo, lns.issuer, runDesk)
 	if err != nil {
 		return err
 	}
-	rd, err := planReviewDesk(res.Package, data, lns.deskURL(), icfg, lns.issuer.Addr().String())
-	if err != nil {
-		return err
+	var rd *reviewDesk
+	if runDesk {
+		if rd, err = planReviewDesk(res.Package, data, lns.deskURL(), icfg, lns.issuer.Addr().String()); err != nil {
+			return err
+		}
 	}
 	iss, err := openIssuer(icfg, lns.issuer, o.Log)
 	if err != nil {
@@ -127,7 +165,12 @@ func Run(ctx context.Context, o Options) error {
 	svc, ctx := newServices(ctx)
 	defer svc.cancel()
 	svc.start(func() error { return iss.Serve(ctx, lns.issuer) })
-	auth := authBlock(icfg, lns.issuer.Addr().String(), demo.PurposeClaim) + reviewBlock(rd, res.Package, lns.deskURL(), setup)
+	auth := authBlock(icfg, lns.issuer.Addr().String(), demo.PurposeClaim)
+	if rd != nil {
+		auth += reviewBlock(rd, res.Package, lns.deskURL(), setup)
+	} else if review != nil {
+		auth += review.text
+	}
 	if rd != nil {
 		d, err := desk.New(rd.Config, desk.Options{Log: o.Log})
 		if err != nil {
@@ -139,7 +182,7 @@ func Run(ctx context.Context, o Options) error {
 	if sc != nil {
 		svc.start(func() error { return sc.serve(ctx) })
 	}
-	events, err := startEvents(ctx, o, data, res.Package)
+	events, err := startEvents(ctx, ownEvents, data, res.Package)
 	if err != nil {
 		svc.stop()
 		return err
@@ -148,7 +191,8 @@ func Run(ctx context.Context, o Options) error {
 	h, err := openHost(ctx, dd, cluster, lns.host, auth+events.config, o)
 	if err != nil {
 		svc.stop()
-		return err
+		cfgPath := filepath.Join(data, "registrum.yaml")
+		return review.blame(events.own.blame(err, cfgPath), cfgPath)
 	}
 	defer h.Close()
 	svc.start(func() error { return h.Serve(ctx, lns.host, nil) })
@@ -181,6 +225,7 @@ func Run(ctx context.Context, o Options) error {
 		Setup:    setup,
 		Clients:  demo,
 		Desk:     rd,
+		Review:   review,
 		Scanner:  sc,
 		Events:   events,
 		Tour:     walk != nil || journey != nil || gis != nil || bulk != nil || reviewed != nil,
@@ -227,9 +272,11 @@ func preparePackage(o Options, data string) (*project.Result, *scanner, error) {
 	}
 	// The scanner's port is known before the package is written: the
 	// package's copy names it.
-	sc, err := startScanner(res.Package, data, o.VerifierPort)
-	if err != nil {
-		return nil, nil, err
+	var sc *scanner
+	if !o.OwnVerifiers {
+		if sc, err = startScanner(res.Package, data, o.VerifierPort); err != nil {
+			return nil, nil, err
+		}
 	}
 	fail := func(err error) (*project.Result, *scanner, error) {
 		if sc != nil {
@@ -274,14 +321,15 @@ type listeners struct {
 	host net.Listener
 	// issuer is the token issuer's listener (Options.IssuerPort).
 	issuer net.Listener
-	// desk is the review desk's listener (Options.DeskPort); it is opened
-	// even when no desk runs.
+	// desk is the review desk's listener (Options.DeskPort), nil when no
+	// desk runs.
 	desk net.Listener
 }
 
-// openListeners opens the host's, the issuer's and the desk's listeners on
-// their ports in o. On an error the ones already open are closed.
-func openListeners(o Options) (*listeners, error) {
+// openListeners opens the host's and the issuer's listeners on their ports
+// in o, and the desk's when desk is set. On an error the ones already open
+// are closed.
+func openListeners(o Options, desk bool) (*listeners, error) {
 	l := &listeners{}
 	var err error
 	if l.host, err = listen(o.Port); err != nil {
@@ -290,6 +338,9 @@ func openListeners(o Options) (*listeners, error) {
 	if l.issuer, err = listen(o.IssuerPort); err != nil {
 		l.host.Close()
 		return nil, fmt.Errorf("dev: token issuer: %w", err)
+	}
+	if !desk {
+		return l, nil
 	}
 	if l.desk, err = listen(o.DeskPort); err != nil {
 		l.issuer.Close()
@@ -301,27 +352,30 @@ func openListeners(o Options) (*listeners, error) {
 
 // close closes the listeners, the last opened first.
 func (l *listeners) close() {
-	l.desk.Close()
+	if l.desk != nil {
+		l.desk.Close()
+	}
 	l.issuer.Close()
 	l.host.Close()
 }
 
-// deskURL is the review desk's public URL.
+// deskURL is the review desk's public URL; call it only when the desk's
+// listener is open.
 func (l *listeners) deskURL() string {
 	return "http://" + l.desk.Addr().String()
 }
 
 // writeIssuerSetup writes the dev issuer's setup under <data>/issuer, its
 // standard demo client holding every scope the package requires and demo's
-// claims, registers the record host's review client when the package has
-// reviewed entities, and loads the issuer's configuration.
-func writeIssuerSetup(data string, p *model.Package, demo *demoClients, issuerLn net.Listener) (*issuer.DevSetup, *issuer.Config, error) {
+// claims, registers the record host's client of the review desk when desk
+// is set (dev runs one), and loads the issuer's configuration.
+func writeIssuerSetup(data string, p *model.Package, demo *demoClients, issuerLn net.Listener, desk bool) (*issuer.DevSetup, *issuer.Config, error) {
 	devOpts := issuer.DevOptions{Port: issuerLn.Addr().(*net.TCPAddr).Port, Scopes: requiredScopes(p), Claims: demo.Claims}
 	setup, err := issuer.WriteDevSetup(filepath.Join(data, "issuer"), devOpts)
 	if err != nil {
 		return nil, nil, err
 	}
-	if hasReviewedEntities(p) {
+	if desk {
 		if err := writeReviewClient(data, filepath.Dir(setup.ConfigPath)); err != nil {
 			return nil, nil, err
 		}
@@ -499,14 +553,15 @@ func openHost(ctx context.Context, dd *dataDir, cluster *pglocal.Cluster, ln net
 	if err != nil {
 		return nil, err
 	}
-	act, err := store.Activate(ctx, pool, pkg, false)
+	act, err := store.Activate(ctx, pool, pkg, o.ConfirmDestructive)
 	var destructive *store.DestructiveError
 	if errors.As(err, &destructive) {
-		remove := data
-		if dd.marker.ClusterDir != "" {
-			remove += " and " + dd.marker.ClusterDir
-		}
-		return nil, fmt.Errorf("dev: the project changed since the data folder was last used: %w\nRemove %s to start afresh, pass --data with a new folder, or apply them with `%s activate --config %s --confirm-destructive %s`", err, remove, o.Command, cfgPath, cfg.Package)
+		// Every remedy works as printed: dev has stopped its database by the
+		// time the user reads this, so it is dev that must apply them.
+		return nil, fmt.Errorf("dev: the project changed since the data folder was last used: %w\n"+
+			"Apply them (the data they drop is lost) by starting dev again with --confirm-destructive:\n  %s\n"+
+			"or keep this data folder as it is and start afresh in another one with --data NEW_FOLDER.",
+			err, devCommand(o, "--confirm-destructive"))
 	}
 	if err != nil {
 		return nil, err
@@ -586,6 +641,8 @@ type summary struct {
 	Clients *demoClients
 	// Desk is the review desk, nil when none runs.
 	Desk *reviewDesk
+	// Review is the operator's own review configuration, nil when none.
+	Review *fragment
 	// Scanner is the attachment scanner, nil when none runs.
 	Scanner *scanner
 	// Events are the event destinations: the example receiver's log when
@@ -611,13 +668,16 @@ func printSummary(s summary) {
 	if rd := s.Desk; rd != nil {
 		fmt.Fprintf(w, "  review desk   %s  (authority %s; the reviewer's password is in %s)\n", rd.Config.PublicURL, strings.Join(rd.Authorities, ", "), rd.PasswordFile)
 	}
+	if s.Review != nil {
+		fmt.Fprintf(w, "  review        the review authorities and executors of %s\n", s.Review.path)
+	}
 	if sc := s.Scanner; sc != nil {
 		fmt.Fprintf(w, "  scanner       http://%s  (the EICAR scanner of examples/plugins/eicar-verifier as http verifier %s)\n", sc.Addr(), strings.Join(sc.IDs, ", "))
 	}
 	if ev := s.Events; ev != nil && ev.ln != nil {
 		fmt.Fprintf(w, "  webhooks      http://%s%s  (examples/webhookreceiver; its log is %s)\n", ev.ln.Addr(), receiverPath, ev.logPath)
-	} else if ev != nil && ev.own != "" {
-		fmt.Fprintf(w, "  webhooks      the destinations of %s\n", ev.own)
+	} else if ev != nil && ev.own != nil {
+		fmt.Fprintf(w, "  webhooks      the destinations of %s\n", ev.own.path)
 	}
 	fmt.Fprintln(w)
 	s.Clients.print(w, setup)
@@ -637,4 +697,19 @@ func printSummary(s summary) {
 		fmt.Fprintln(w, "The same walk-through, explained: docs/tour.md.")
 		fmt.Fprintln(w)
 	}
+}
+
+// devCommand is the command line that starts dev again as the user did,
+// with extra added: the printed remedy the user can paste.
+func devCommand(o Options, extra ...string) string {
+	parts := []string{o.Command}
+	for _, a := range o.Args {
+		if !slices.Contains(extra, a) {
+			parts = append(parts, invocation.ShellQuote(a))
+		}
+	}
+	for _, a := range extra {
+		parts = append(parts, invocation.ShellQuote(a))
+	}
+	return strings.Join(parts, " ")
 }

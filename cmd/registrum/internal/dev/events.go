@@ -37,7 +37,7 @@ const devInstance = "dev"
 type devEvents struct {
 	config  string
 	logPath string
-	own     string // the operator's own destinations file, when given
+	own     *fragment // the operator's own destinations file, when given
 	srv     *http.Server
 	ln      net.Listener
 	logFile *os.File
@@ -45,10 +45,11 @@ type devEvents struct {
 }
 
 // startEvents binds every destination the package's url hooks name: to
-// the operator's own eventDestinations file when one is given, otherwise to
+// the operator's own eventDestinations file (own, see readOwnEvents) when
+// one is given, otherwise to
 // the example receiver, started here on loopback with a signing key kept in
 // the data folder's secrets and a log in the data folder.
-func startEvents(ctx context.Context, o Options, data string, p *model.Package) (*devEvents, error) {
+func startEvents(ctx context.Context, own *fragment, data string, p *model.Package) (*devEvents, error) {
 	ev := &devEvents{}
 	ceiling := 0
 	for _, e := range p.Entities {
@@ -61,16 +62,8 @@ func startEvents(ctx context.Context, o Options, data string, p *model.Package) 
 			}
 		}
 	}
-	if o.EventDestinations != "" {
-		b, err := os.ReadFile(o.EventDestinations)
-		if err != nil {
-			return nil, fmt.Errorf("dev: --event-destinations: %w", err)
-		}
-		block := string(b)
-		if !strings.Contains(block, "instanceId:") {
-			block = "instanceId: " + devInstance + "\n" + block
-		}
-		ev.config, ev.own = "\n"+strings.TrimRight(block, "\n")+"\n", o.EventDestinations
+	if own != nil {
+		ev.config, ev.own = own.text, own
 		return ev, nil
 	}
 	if len(ev.dests) == 0 {
@@ -134,4 +127,14 @@ func (ev *devEvents) close() {
 	if ev.logFile != nil {
 		ev.logFile.Close()
 	}
+}
+
+// readOwnEvents reads the operator's --event-destinations file (nil when
+// none is given), dev's instanceId put before it when it gives none.
+func readOwnEvents(o Options, data string) (*fragment, error) {
+	if o.EventDestinations == "" {
+		return nil, nil
+	}
+	return readFragment("--event-destinations", o.EventDestinations, []string{"eventDestinations", "instanceId"},
+		filepath.Join(data, "secrets"), map[string]string{"instanceId": "instanceId: " + devInstance})
 }

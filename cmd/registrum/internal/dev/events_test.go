@@ -22,7 +22,18 @@ func TestOwnEventDestinations(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "destinations.yaml")
 	block := "eventDestinations:\n  casework-events:\n    url: http://127.0.0.1:9090/registry-events\n    hmacSha256KeyRef: secret:file/my-key\n    classificationCeiling: internal\n    network: loopback\n"
 	os.WriteFile(file, []byte(block), 0o600)
-	ev, err := startEvents(context.Background(), Options{EventDestinations: file}, data, res.Package)
+	// Its secret is checked before anything starts.
+	if _, err := readOwnEvents(Options{EventDestinations: file}, data); err == nil || !strings.Contains(err.Error(), file+":4") ||
+		!strings.Contains(err.Error(), "hmacSha256KeyRef") || !strings.Contains(err.Error(), filepath.Join(data, "secrets")) {
+		t.Fatalf("a missing secret: %v", err)
+	}
+	os.MkdirAll(filepath.Join(data, "secrets"), 0o700)
+	os.WriteFile(filepath.Join(data, "secrets", "my-key"), make([]byte, 32), 0o600)
+	own, err := readOwnEvents(Options{EventDestinations: file}, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev, err := startEvents(context.Background(), own, data, res.Package)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,7 +42,7 @@ func TestOwnEventDestinations(t *testing.T) {
 		t.Fatalf("config %q (example receiver started: %v)", ev.config, ev.srv != nil)
 	}
 	// Without the flag: the example receiver, on an address kept for the next run.
-	ev2, err := startEvents(context.Background(), Options{}, data, res.Package)
+	ev2, err := startEvents(context.Background(), nil, data, res.Package)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +51,7 @@ func TestOwnEventDestinations(t *testing.T) {
 	if !strings.Contains(ev2.config, "casework-events:\n    url: http://"+strings.TrimSpace(string(addr))+receiverPath) {
 		t.Fatalf("config %q", ev2.config)
 	}
-	ev3, err := startEvents(context.Background(), Options{}, data, res.Package)
+	ev3, err := startEvents(context.Background(), nil, data, res.Package)
 	if err != nil {
 		t.Fatal(err)
 	}

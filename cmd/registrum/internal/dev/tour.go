@@ -43,6 +43,10 @@ type TourOptions struct {
 	// In gives the Enter presses between steps; Out receives the tour.
 	In  io.Reader
 	Out io.Writer
+	// Executable is the registrum binary the bulk-import step runs
+	// (default: this process's own executable, the registrum that runs the
+	// tour; a test running the tour in-process names the built binary).
+	Executable string
 	// Approve, when set, approves the reviewed request in the desk instead
 	// of the tour's own form posts (the browser test drives Chromium with
 	// it). It gets the desk's URL, the reviewer's password and the record.
@@ -669,6 +673,8 @@ type tourEnvelope struct {
 		Request          *tourRequestState
 	} `json:"data"`
 	Request *tourRequestState `json:"request"`
+	// etag is the read's ETag header: the validator of slot writes.
+	etag string
 }
 
 // tourRequestState is a change request's state in a read.
@@ -726,6 +732,7 @@ func (t *tour) read(path string, shown bool, notice string) (*tourEnvelope, erro
 	if err := a.json(&doc); err != nil {
 		return nil, err
 	}
+	doc.etag = a.header.Get("ETag")
 	return &doc, nil
 }
 
@@ -740,6 +747,7 @@ func (t *tour) readUntil(path, what string, done func(*tourEnvelope) bool, notic
 		}
 		var doc tourEnvelope
 		if a.status == http.StatusOK && a.json(&doc) == nil && done(&doc) {
+			doc.etag = a.header.Get("ETag")
 			if n > 1 {
 				notice = fmt.Sprintf("(read %d times until %s) %s", n, what, notice)
 			}
@@ -799,27 +807,28 @@ func (t *tour) draftStep(j *RequestJourney, setup []*SetupRecord) error {
 	slot := j.Slot
 	slotPath := "/v1/records/" + e.Route + "/" + t.request + "/attachments/" + slot.ID + q
 	attach := func(content, key string, d *tourEnvelope, notice string) error {
-		sub := d.Data.Request.offered(model.OpSubmitRequest)
-		if sub == nil {
-			return fmt.Errorf("the draft offers no submit_request: %+v", d.Data.Request)
+		if d.etag == "" {
+			return fmt.Errorf("the read of the draft has no ETag")
 		}
-		_, err := t.call(tourRequest{method: http.MethodPatch, path: slotPath, header: [][2]string{{"If-Match", sub.IfMatch}, t.key(key), {"Content-Type", j.SlotType}}, body: content, binary: true}, http.StatusOK, notice)
+		_, err := t.call(tourRequest{method: http.MethodPatch, path: slotPath, header: [][2]string{{"If-Match", d.etag}, t.key(key), {"Content-Type", j.SlotType}}, body: content, binary: true}, http.StatusOK, notice)
 		return err
 	}
 	if v := slot.Verification; v != nil {
-		if err := attach(string(eicar.Signature()), "attach-eicar", d, fmt.Sprintf("the EICAR anti-virus test string, attached under the submit_request ifMatch; domainData.%s.verificationStatus is pending until the scanner (verifier %s) answers.", slot.ID, v.Verifier)); err != nil {
+		if err := attach(string(eicar.Signature()), "attach-eicar", d, fmt.Sprintf("the EICAR anti-virus test string, attached under the draft's ETag; domainData.%s.verificationStatus is pending until the scanner (verifier %s) answers.", slot.ID, v.Verifier)); err != nil {
 			return err
 		}
 		d, err = t.readUntil(path, "the scanner rejects it", func(d *tourEnvelope) bool { return slotStatus(d, slot.ID) == "rejected" },
-			fmt.Sprintf("domainData.%s.verificationStatus is rejected.", slot.ID))
+			fmt.Sprintf("domainData.%s.verificationStatus is rejected, and data.request.actions no longer offers submit_request: a slot holding rejected content blocks it.", slot.ID))
 		if err != nil {
 			return err
 		}
 		if sub := d.Data.Request.offered(model.OpSubmitRequest); sub != nil {
-			if _, err := t.call(tourRequest{method: http.MethodPost, path: sub.Href, header: [][2]string{{"If-Match", sub.IfMatch}, t.key("submit-eicar"), jsonBody}, body: actionBody()}, http.StatusPreconditionFailed,
-				"412 precondition.failed: a slot holding rejected content blocks submit."); err != nil {
-				return err
-			}
+			return fmt.Errorf("submit_request is offered while slot %s holds rejected content", slot.ID)
+		}
+		submit := "/v1/records/" + e.Route + "/" + t.request + "/actions/submit" + q
+		if _, err := t.call(tourRequest{method: http.MethodPost, path: submit, header: [][2]string{{"If-Match", d.etag}, t.key("submit-eicar"), jsonBody}, body: actionBody()}, http.StatusPreconditionFailed,
+			"412 precondition.failed: sent anyway, the submit is refused, as the missing offer said."); err != nil {
+			return err
 		}
 	}
 	if err := attach(journeyAttachment, "attach", d, "the clean document replaces it, at the request's next revision."); err != nil {
@@ -974,7 +983,7 @@ func (t *tour) review(e *model.Entity, id, applierPath string) error {
 			if err != nil {
 				return fmt.Errorf("review desk: %w", err)
 			}
-			return t.o.Approve(t.ctx, t.st.Desk, string(pw), id)
+			return t.o.Approve(t.ctx, t.st.Desk, strings.TrimSpace(string(pw)), id)
 		}
 		return approveInDesk(t.ctx, t.client, t.st.Desk, t.st.PasswordFile, id)
 	}
@@ -1059,9 +1068,12 @@ func (t *tour) ingestStep(s *IngestStep) error {
 		quoted[i] = invocation.ShellQuote(a)
 	}
 	t.say("  %s %s\n", t.o.Command, strings.Join(quoted, " "))
-	exe, err := os.Executable()
-	if err != nil {
-		return err
+	exe := t.o.Executable
+	if exe == "" {
+		var err error
+		if exe, err = os.Executable(); err != nil {
+			return err
+		}
 	}
 	cmd := exec.CommandContext(t.ctx, exe, args...)
 	out, err := cmd.CombinedOutput()
