@@ -5,39 +5,17 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/registrum/registrum/store/storetest"
 )
-
-// goneReceiver answers 410 Gone until healed, then 204, recording each
-// delivery's headers.
-type goneReceiver struct {
-	mu     sync.Mutex
-	healed bool
-	got    []http.Header
-}
-
-func (r *goneReceiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
-	io.Copy(io.Discard, req.Body)
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.got = append(r.got, req.Header.Clone())
-	if !r.healed {
-		w.WriteHeader(http.StatusGone)
-		return
-	}
-	w.WriteHeader(http.StatusNoContent)
-}
 
 // TestDeliveriesReplayByDestinationAndWindow runs the bulk replay as a
 // process: a destination that answered 410 leaves dead letters at once;
@@ -53,7 +31,7 @@ func TestDeliveriesReplayByDestinationAndWindow(t *testing.T) {
 	os.MkdirAll(filepath.Join(dir, "secrets"), 0o700)
 	os.WriteFile(filepath.Join(dir, "secrets", "host-key"), bytes.Repeat([]byte{9}, 32), 0o600)
 	os.WriteFile(filepath.Join(dir, "secrets", "webhook-key"), bytes.Repeat([]byte("k"), 32), 0o600)
-	rcv := &goneReceiver{}
+	rcv := &flakyReceiver{failing: http.StatusGone}
 	srv := httptest.NewServer(rcv)
 	defer srv.Close()
 	cfg := fmt.Sprintf("version: 1\ndatabase: {url: %q}\npackage: %s\nsecrets: {root: secrets}\nhostKeyRef: secret:file/host-key\n"+

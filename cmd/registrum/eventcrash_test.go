@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -199,12 +200,13 @@ func TestActivateRefusesToStrandPendingDeliveries(t *testing.T) {
 	}
 }
 
-// flakyReceiver answers 500 until healed, then 204, recording each
-// delivery's headers.
+// flakyReceiver answers failing (500 when zero) until healed, then 204,
+// recording each delivery's headers.
 type flakyReceiver struct {
-	mu     sync.Mutex
-	healed bool
-	got    []http.Header
+	failing int
+	mu      sync.Mutex
+	healed  bool
+	got     []http.Header
 }
 
 func (r *flakyReceiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
@@ -213,7 +215,7 @@ func (r *flakyReceiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	defer r.mu.Unlock()
 	r.got = append(r.got, req.Header.Clone())
 	if !r.healed {
-		w.WriteHeader(http.StatusInternalServerError)
+		w.WriteHeader(cmp.Or(r.failing, http.StatusInternalServerError))
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
