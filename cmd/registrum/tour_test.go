@@ -84,6 +84,11 @@ func TestTour(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Fatalf("the tour's statuses are %v, want %v:\n%s", got, want, out)
 	}
+	// The created case cannot point back at its application, nor can one
+	// child be made per listed child: the tour says why, in one notice.
+	if !regexp.MustCompile(`(?m)^  Notice: the case the request created\. Its application stays empty: .*never from the request's own record id.* Nor is a record made per item of children: .*planner`).MatchString(out) {
+		t.Errorf("the reviewed step does not say why the case holds no application and no child is made:\n%s", out)
+	}
 	if !strings.Contains(out, "verified case-status-changed-v1") || !strings.Contains(out, "complete: 250 items in 3 chunks") {
 		t.Fatalf("the tour shows no delivered webhook or no complete import:\n%s", out)
 	}

@@ -917,21 +917,24 @@ func (t *tour) reviewedStep(j *ReviewedJourney) error {
 	}
 	id := doc.Data.RecordIdentifier
 	path := "/v1/records/" + e.Route + "/" + id + q
-	d, err := t.read(path, true, "submit_request is offered.")
+	readNotice := "submit_request is offered."
+	if s := j.Slot; s != nil {
+		readNotice = fmt.Sprintf("submit_request is not offered while the required %s is empty; the ETag is the attachment's If-Match.", s.ID)
+	}
+	d, err := t.read(path, true, readNotice)
 	if err != nil {
 		return err
 	}
 	if s := j.Slot; s != nil {
-		sub := d.Data.Request.offered(model.OpSubmitRequest)
-		if sub == nil {
-			return fmt.Errorf("the draft offers no submit_request: %+v", d.Data.Request)
+		if d.etag == "" {
+			return fmt.Errorf("the read of the draft has no ETag")
 		}
 		if _, err := t.call(tourRequest{method: http.MethodPatch, path: "/v1/records/" + e.Route + "/" + id + "/attachments/" + s.ID + q,
-			header: [][2]string{{"If-Match", sub.IfMatch}, t.key("attach-" + e.ID), {"Content-Type", j.SlotType}}, body: reviewedAttachment, binary: true}, http.StatusOK,
-			fmt.Sprintf("the required %s, attached; the request is at a new revision.", s.ID)); err != nil {
+			header: [][2]string{{"If-Match", d.etag}, t.key("attach-" + e.ID), {"Content-Type", j.SlotType}}, body: reviewedAttachment, binary: true}, http.StatusOK,
+			fmt.Sprintf("the required %s, attached under the draft's ETag; the request is at a new revision.", s.ID)); err != nil {
 			return err
 		}
-		if d, err = t.read(path, true, "the new submit_request ifMatch."); err != nil {
+		if d, err = t.read(path, true, "submit_request is offered now, under the new revision's ifMatch."); err != nil {
 			return err
 		}
 	}
@@ -965,10 +968,41 @@ func (t *tour) reviewedStep(j *ReviewedJourney) error {
 		for old, fresh := range changed {
 			filter = strings.ReplaceAll(filter, "'"+strings.ReplaceAll(old, "'", "''")+"'", "'"+strings.ReplaceAll(fresh, "'", "''")+"'")
 		}
-		_, err = t.call(tourRequest{method: http.MethodGet, path: "/v1/records/" + f.Entity.Route + profileQuery(f.Profile, f.Default), query: [][2]string{{"$filter", filter}}}, http.StatusOK,
-			fmt.Sprintf("the %s the request created.", f.Entity.ID))
+		notice := fmt.Sprintf("the %s the request created.", f.Entity.ID)
+		if why := notCarried(j.Entity, f.Entity); why != "" {
+			notice += " " + why
+		}
+		_, err = t.call(tourRequest{method: http.MethodGet, path: "/v1/records/" + f.Entity.Route + profileQuery(f.Profile, f.Default), query: [][2]string{{"$filter", filter}}}, http.StatusOK, notice)
 	}
 	return err
+}
+
+// notCarried says, in one sentence or two, what a plan cannot write into
+// the record created from request entity req: a reference of created back
+// to the request (no value source of an effect or a planner yields the
+// request's own record id), and, for declarative effects, one record per
+// item of a list the request holds (each effect writes one record).
+// Empty when neither applies.
+func notCarried(req, created *model.Entity) string {
+	var why []string
+	for _, f := range created.Fields {
+		if f.Type == model.TypeReference && f.Target == req.ID {
+			why = append(why, fmt.Sprintf("Its %s stays empty: a plan takes its values from the request's fields, literals and earlier creates, never from the request's own record id, so nothing can point back at the %s.", f.APIName, req.ID))
+			break
+		}
+	}
+	if cr := req.ChangeRequest; cr != nil && cr.Planner == nil {
+		for _, f := range req.Fields {
+			var schema struct {
+				Type string `json:"type"`
+			}
+			if f.Type == model.TypeStructured && json.Unmarshal(f.Schema, &schema) == nil && schema.Type == "array" {
+				why = append(why, fmt.Sprintf("Nor is a record made per item of %s: each declared effect writes one record; that takes a planner (docs/authoring.md).", f.APIName))
+				break
+			}
+		}
+	}
+	return strings.Join(why, " ")
 }
 
 // review has the submitted request approved in the review desk: by the
