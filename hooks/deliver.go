@@ -14,6 +14,7 @@ import (
 
 	"github.com/riverqueue/river"
 
+	"github.com/registrum/registrum/internal/telemetry"
 	"github.com/registrum/registrum/model"
 	"github.com/registrum/registrum/plugins"
 	"github.com/registrum/registrum/plugins/contract"
@@ -223,8 +224,11 @@ func (ev *Events) runLocal(ctx context.Context, l *store.Lease) store.AttemptRes
 	if b == nil || b.module == nil || b.module.SHA256 != l.ModuleDigest || l.PackageRevision != ev.cfg.Package.Revision {
 		return store.AttemptResult{Failure: "module_unbound", Final: true}
 	}
+	ctx, span := telemetry.StartSpan(ctx, "hook.handler "+l.HookID)
+	defer span.End()
 	out, err := ev.cfg.Handlers.HandleEvent(WithCausationOf(ctx, l.Payload), b.module.ID, l.Payload)
 	if err != nil {
+		telemetry.Fail(span, err)
 		kind := string(plugins.FailureKindOf(err))
 		if kind == "" {
 			kind = "execution"

@@ -7,6 +7,8 @@ import (
 	"net/netip"
 	"syscall"
 	"time"
+
+	"github.com/registrum/registrum/internal/telemetry"
 )
 
 // A Doer sends one HTTP request (an *http.Client).
@@ -84,7 +86,9 @@ func newClient(d *Destination) Doer {
 	const timeout = 10 * time.Second // the longest attempt the policy allows
 	dialer := &net.Dialer{Timeout: timeout, Control: control(d.Network)}
 	return &http.Client{
-		Transport: &http.Transport{
+		// With telemetry on, each send is a client span and carries its
+		// traceparent (an extra header; the protocol's stay exact).
+		Transport: telemetry.Transport(&http.Transport{
 			Proxy:                 nil,
 			DialContext:           dialer.DialContext,
 			ForceAttemptHTTP2:     true,
@@ -93,7 +97,7 @@ func newClient(d *Destination) Doer {
 			IdleConnTimeout:       90 * time.Second,
 			TLSHandshakeTimeout:   timeout,
 			ResponseHeaderTimeout: timeout,
-		},
+		}),
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
 }

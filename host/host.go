@@ -36,6 +36,7 @@ import (
 	"github.com/registrum/registrum/host/records"
 	"github.com/registrum/registrum/host/requests"
 	"github.com/registrum/registrum/internal/ratelimit"
+	"github.com/registrum/registrum/internal/telemetry"
 	"github.com/registrum/registrum/model"
 	"github.com/registrum/registrum/planners"
 	"github.com/registrum/registrum/plugins"
@@ -49,6 +50,7 @@ type Host struct {
 	cfg      *config.Config
 	log      *slog.Logger
 	pool     *pgxpool.Pool
+	session  *pgxpool.Pool // for River's LISTEN and the activation watch: database.directUrl's, else pool
 	api      *httpapi.API
 	verifier *auth.Verifier
 	pkg      *model.Package
@@ -74,6 +76,8 @@ type Host struct {
 	// ends their subscription to the runner's events.
 	jobs           *jobMetrics
 	stopJobMetrics func()
+	// telemetry exports the process's traces (a no-op when not configured).
+	telemetry *telemetry.Provider
 }
 
 // errDraining is what /ready reports once the host has begun to stop.
@@ -103,23 +107,49 @@ func Open(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Host, err
 	if err != nil {
 		return nil, err
 	}
-	dsn, err := cfg.DatabaseURL()
+	pool, session, err := connect(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
-	pool, err := store.Connect(ctx, dsn)
-	if err != nil {
-		return nil, err
-	}
-	h, err := assemble(ctx, cfg, log, pool, pkg, keys)
+	h, err := assemble(ctx, cfg, log, pool, session, pkg, keys)
 	if err != nil {
 		pool.Close()
+		if session != pool {
+			session.Close()
+		}
 		return nil, err
 	}
 	return h, nil
 }
 
-func assemble(ctx context.Context, cfg *config.Config, log *slog.Logger, pool *pgxpool.Pool, pkg *model.Package, keys records.Keys) (_ *Host, err error) {
+// connect opens the pool of database.url and the pool for what needs a
+// session of its own (River's LISTEN, the activation watch): the pool of
+// database.directUrl when it is set, url then naming a pooler in
+// transaction mode (store.ConnectPooled); else the same pool.
+func connect(ctx context.Context, cfg *config.Config) (pool, session *pgxpool.Pool, err error) {
+	dsn, err := cfg.DatabaseURL()
+	if err != nil {
+		return nil, nil, err
+	}
+	direct, err := cfg.DirectDatabaseURL()
+	if err != nil {
+		return nil, nil, err
+	}
+	if direct == "" {
+		pool, err := store.Connect(ctx, dsn)
+		return pool, pool, err
+	}
+	if pool, err = store.ConnectPooled(ctx, dsn); err != nil {
+		return nil, nil, err
+	}
+	if session, err = store.Connect(ctx, direct); err != nil {
+		pool.Close()
+		return nil, nil, fmt.Errorf("host: database.directUrl: %w", err)
+	}
+	return pool, session, nil
+}
+
+func assemble(ctx context.Context, cfg *config.Config, log *slog.Logger, pool, session *pgxpool.Pool, pkg *model.Package, keys records.Keys) (_ *Host, err error) {
 	if cfg.ActivateOnStart {
 		act, err := store.Activate(ctx, pool, pkg, false)
 		if err != nil {
@@ -129,7 +159,7 @@ func assemble(ctx context.Context, cfg *config.Config, log *slog.Logger, pool *p
 			log.Info("package activated", "from", act.From, "to", act.To, "changes", len(act.Changes))
 		}
 	}
-	h := &Host{cfg: cfg, log: log, pool: pool, pkg: pkg}
+	h := &Host{cfg: cfg, log: log, pool: pool, session: session, pkg: pkg}
 	// What the steps below open is closed again when a later one fails;
 	// the pool is the caller's.
 	defer func() {
@@ -137,10 +167,16 @@ func assemble(ctx context.Context, cfg *config.Config, log *slog.Logger, pool *p
 			h.closeParts()
 		}
 	}()
+	if h.telemetry, err = startTelemetry(ctx, cfg); err != nil {
+		return nil, err
+	}
 	if h.store, err = store.Open(ctx, pool, pkg); err != nil {
 		return nil, err
 	}
 	st := h.store
+	if session != pool {
+		st.UseSessionPool(session)
+	}
 	decider, verifier, err := decider(cfg, pkg, keys, log)
 	if err != nil {
 		return nil, err
@@ -254,6 +290,9 @@ func (h *Host) ServeMetrics(ctx context.Context, ln net.Listener) error {
 func (h *Host) Close() {
 	h.closeParts()
 	h.pool.Close()
+	if h.session != h.pool {
+		h.session.Close()
+	}
 }
 
 // closeParts closes what assemble opened: the key-set refresh, the plugin
@@ -265,6 +304,25 @@ func (h *Host) closeParts() {
 	closeRuntime(h.mods)
 	closeRuntime(h.hookMods)
 	closeVerifiers(h.verifiers)
+	if h.telemetry != nil {
+		// Export what is still buffered, within a bound.
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := h.telemetry.Shutdown(ctx); err != nil {
+			h.log.Warn("telemetry: spans not exported on close", "error", err)
+		}
+		h.telemetry = nil
+	}
+}
+
+// startTelemetry starts the export of traces configured by telemetry (off
+// when the key is absent).
+func startTelemetry(ctx context.Context, cfg *config.Config) (*telemetry.Provider, error) {
+	t := cfg.Telemetry
+	if t == nil {
+		return nil, nil
+	}
+	return telemetry.Start(ctx, telemetry.Options{Endpoint: t.OTLPEndpoint, ServiceName: t.ServiceName, SampleRatio: t.SampleRatio})
 }
 
 func closeRuntime(rt *plugins.Runtime) {
@@ -315,7 +373,8 @@ func jobRunner(cfg *config.Config, st *store.Store, svc *records.Service, workfl
 	if err := ev.Register(workers, st); err != nil {
 		return nil, err
 	}
-	return st.NewJobRunner(workers, store.JobRunnerOptions{Logger: log, JobTimeout: timeout, RescueAfter: rescue, PeriodicJobs: ev.PeriodicJobs()})
+	return st.NewJobRunner(workers, store.JobRunnerOptions{Logger: log, JobTimeout: timeout, RescueAfter: rescue, PeriodicJobs: ev.PeriodicJobs(),
+		Tracer: telemetry.Current()})
 }
 
 // RunWorkers works the host's post-commit jobs without serving HTTP, until
@@ -516,7 +575,7 @@ func (h *Host) Serve(ctx context.Context, ln, metricsLn net.Listener) error {
 	go func() {
 		// An activation of another package stops this host: it serves the
 		// package it was started with, or nothing.
-		if err := store.WatchActivations(watch, h.pool, h.fingerprint); err != nil {
+		if err := store.WatchActivations(watch, h.session, h.fingerprint); err != nil {
 			errs <- err
 		}
 	}()

@@ -12,6 +12,12 @@
 // Without REGISTRUM_SOAK the soak is skipped; the invariant checker's own
 // test (TestCheckerReportsBrokenState) always runs. See docs/reliability.md.
 //
+// With REGISTRUM_SOAK_POOLER=pgbouncer the hosts and the worker connect
+// through PgBouncer in transaction mode (database.url), and to the cluster
+// itself only for what needs a session (database.directUrl); see
+// docs/record-host.md, "Connection poolers". A missing pgbouncer skips the
+// run unless REGISTRUM_REQUIRE_PGBOUNCER is set.
+//
 // The package's non-test files hold what the soak decides with, so that it
 // can be tested apart from a run: the invariant checker (Check, over a
 // State) and the webhook receiver (Receiver).

@@ -45,6 +45,14 @@ const (
 	// (default receiverDownFor); longer than the retry schedule survives,
 	// it shows what a receiver's longer outage does.
 	EnvReceiverDown = "REGISTRUM_SOAK_RECEIVER_DOWN"
+	// EnvPooler=pgbouncer runs the hosts and the worker behind PgBouncer
+	// in transaction mode: database.url names it, database.directUrl the
+	// cluster (docs/record-host.md, "Connection poolers"). Unset, the
+	// processes connect to the cluster directly.
+	EnvPooler = "REGISTRUM_SOAK_POOLER"
+	// EnvRequirePgBouncer makes a missing pgbouncer binary a failure of
+	// the pooler mode instead of a skip (CI sets it).
+	EnvRequirePgBouncer = "REGISTRUM_REQUIRE_PGBOUNCER"
 )
 
 // kindReap is the periodic River job that reaps expired delivery leases
@@ -82,6 +90,7 @@ type harness struct {
 	stopped atomic.Bool
 	steps   atomic.Int64
 	down    time.Duration // how long the receiver answers 503
+	pooler  bool          // behind PgBouncer (EnvPooler)
 
 	clusterMu sync.Mutex
 	cluster   *pglocal.Cluster
@@ -156,13 +165,37 @@ func soakSettings(t *testing.T) (d time.Duration, clients int, rate float64, ok 
 	return d, clients, rate, true
 }
 
+// poolerSetting reads EnvPooler: whether the processes run behind
+// PgBouncer; it skips the test when pgbouncer is missing and
+// EnvRequirePgBouncer is not set.
+func poolerSetting(t *testing.T) (bool, error) {
+	switch v := os.Getenv(EnvPooler); v {
+	case "":
+		return false, nil
+	case "pgbouncer":
+		if _, err := pglocal.FindPgBouncer(); err != nil {
+			if os.Getenv(EnvRequirePgBouncer) != "" {
+				return false, fmt.Errorf("%s=pgbouncer: %w (%s is set)", EnvPooler, err, EnvRequirePgBouncer)
+			}
+			t.Skipf("%s=pgbouncer: %v; set %s=1 to make this a failure", EnvPooler, err, EnvRequirePgBouncer)
+		}
+		return true, nil
+	default:
+		return false, fmt.Errorf("%s=%q: want pgbouncer or nothing", EnvPooler, v)
+	}
+}
+
 // TestSoak runs the soak (see the package documentation).
 func TestSoak(t *testing.T) {
 	duration, clients, rate, ok := soakSettings(t)
 	if !ok {
 		t.Skipf("set %s=60s (or 10m) to run the soak", EnvDuration)
 	}
-	h := setUp(t)
+	pooler, err := poolerSetting(t)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := setUp(t, pooler)
 	h.down = min(max(duration/10, receiverDownFor), 2*time.Minute)
 	if v := os.Getenv(EnvReceiverDown); v != "" {
 		d, err := time.ParseDuration(v)
@@ -241,9 +274,9 @@ func TestSoak(t *testing.T) {
 
 // setUp starts everything: PostgreSQL, the issuer, the receiver, two hosts
 // and a worker.
-func setUp(t *testing.T) *harness {
+func setUp(t *testing.T, pooler bool) *harness {
 	t.Helper()
-	h := &harness{t: t, http: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}}
+	h := &harness{t: t, pooler: pooler, http: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}}
 	var err error
 	// The run's folder (configurations, process logs, summary.txt) is kept
 	// when the soak fails.
@@ -290,6 +323,21 @@ func setUp(t *testing.T) *harness {
 		t.Fatal(err)
 	}
 	h.dsn = h.cluster.DSN("soak")
+	database := fmt.Sprintf("{url: %q}", h.dsn)
+	if h.pooler {
+		b, err := pglocal.StartPgBouncer(context.Background(), h.dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			if t.Failed() {
+				os.WriteFile(filepath.Join(h.dir, "pgbouncer.log"), []byte(b.Log()), 0o600)
+			}
+			b.Stop()
+		})
+		database = fmt.Sprintf("{url: %q, directUrl: %q}", b.DSN("soak"), h.dsn)
+		t.Logf("soak: the processes connect through PgBouncer (transaction mode) at %s", b.DSN("soak"))
+	}
 
 	is := authtest.StartIssuer(t, issuertest.DevOptions{Scopes: []string{"land:write"}}, nil)
 	h.tokens = is.Source(t, issuertest.StandardClientID, nil)
@@ -326,7 +374,7 @@ func setUp(t *testing.T) *harness {
 	// The host's own client of the issuer, with the review authority and as
 	// the executor: the demo client's key.
 	client := fmt.Sprintf("{tokenUrl: %q, clientId: %s, keyRef: secret:file/client.jwk}", is.Setup.TokenURL, issuertest.StandardClientID)
-	common := fmt.Sprintf("version: 1\ndatabase: {url: %q}\npackage: %s\nsecrets: {root: secrets}\nhostKeyRef: secret:file/host-key\n%s"+
+	common := fmt.Sprintf("version: 1\ndatabase: %s\npackage: %s\nsecrets: {root: secrets}\nhostKeyRef: secret:file/host-key\n%s"+
 		"instanceId: %s\neventDestinations:\n  receiver: {url: %q, hmacSha256KeyRef: secret:file/webhook-key, classificationCeiling: internal, network: loopback}\n"+
 		"  gone: {url: %q, hmacSha256KeyRef: secret:file/webhook-key, classificationCeiling: internal, network: loopback}\n"+
 		"reviewAuthorities:\n  casework: {endpoint: %q, profile: soak, producerId: soak, pollSeconds: 1, client: %s}\n"+
@@ -334,7 +382,7 @@ func setUp(t *testing.T) *harness {
 		// A job a killed process had fetched is worked again after
 		// rescueAfterSeconds (default 120): short, so the run drains.
 		"jobs: {timeoutSeconds: 10, rescueAfterSeconds: 12}\n",
-		h.dsn, pkg, is.HostAuthentication(), instanceID, srv.URL+"/hooks/registry", gone.URL+"/hooks/gone", authority.URL, client, client)
+		database, pkg, is.HostAuthentication(), instanceID, srv.URL+"/hooks/registry", gone.URL+"/hooks/gone", authority.URL, client, client)
 	configFile := func(name string, port int) string {
 		path := filepath.Join(h.dir, name+".yaml")
 		if err := os.WriteFile(path, []byte(fmt.Sprintf("listener: {address: 127.0.0.1, port: %d}\n%s", port, common)), 0o600); err != nil {

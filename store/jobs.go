@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"time"
@@ -9,8 +11,12 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivermigrate"
+	"github.com/riverqueue/river/rivertype"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // JobSchema is the schema that holds River's tables: the post-commit jobs.
@@ -47,7 +53,8 @@ func migrateJobs(ctx context.Context, pool *pgxpool.Pool) error {
 func newInserter(pool *pgxpool.Pool) (*river.Client[pgx.Tx], error) {
 	// FetchCooldown also spaces the notifications an inserting client sends:
 	// River's 100 ms default would delay every job's start by 50 ms on average.
-	c, err := river.NewClient(riverpgxv5.New(pool), &river.Config{Schema: JobSchema, Logger: slog.New(slog.DiscardHandler), FetchCooldown: 10 * time.Millisecond})
+	c, err := river.NewClient(riverpgxv5.New(pool), &river.Config{Schema: JobSchema, Logger: slog.New(slog.DiscardHandler), FetchCooldown: 10 * time.Millisecond,
+		Middleware: []rivertype.Middleware{river.JobInsertMiddlewareFunc(carryTrace)}})
 	if err != nil {
 		return nil, fmt.Errorf("store: job client: %w", err)
 	}
@@ -98,6 +105,9 @@ type JobRunnerOptions struct {
 	// PeriodicJobs are inserted on their schedule by the elected leader
 	// among the hosts (the event reaper).
 	PeriodicJobs []*river.PeriodicJob
+	// Tracer, when set, gives each run of a job a span that continues the
+	// trace of the work that enqueued it (carried in the job's metadata).
+	Tracer trace.TracerProvider
 }
 
 // NewJobRunner returns a River client that works the jobs of workers. Any
@@ -119,7 +129,11 @@ func (s *Store) NewJobRunner(workers *river.Workers, o JobRunnerOptions) (*river
 	if o.RescueAfter == 0 {
 		o.RescueAfter = 2 * time.Minute
 	}
-	c, err := river.NewClient(riverpgxv5.New(s.pool), &river.Config{
+	var driver riverdriver.Driver[pgx.Tx] = riverpgxv5.New(s.pool)
+	if s.session != nil {
+		driver = sessionListener{riverpgxv5.New(s.pool), riverpgxv5.New(s.session)}
+	}
+	c, err := river.NewClient(driver, &river.Config{
 		Schema:               JobSchema,
 		Queues:               map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: o.MaxWorkers}},
 		Workers:              workers,
@@ -128,11 +142,27 @@ func (s *Store) NewJobRunner(workers *river.Workers, o JobRunnerOptions) (*river
 		JobTimeout:           o.JobTimeout,
 		RescueStuckJobsAfter: o.RescueAfter,
 		PeriodicJobs:         o.PeriodicJobs,
+		Middleware:           jobMiddleware(o.Tracer),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("store: job runner: %w", err)
 	}
 	return c, nil
+}
+
+// sessionListener is River's driver for a pool behind a pooler in
+// transaction mode: River's queries (fetches, completions, leader
+// election, the notifications an insert sends) go through the pooler, its
+// LISTEN goes over a connection of the direct pool, which keeps the
+// session the pooler would hand to another client after each transaction.
+type sessionListener struct {
+	*riverpgxv5.Driver
+	session *riverpgxv5.Driver
+}
+
+// GetListener listens on the direct pool.
+func (d sessionListener) GetListener(params *riverdriver.GetListenenerParams) riverdriver.Listener {
+	return d.session.GetListener(params)
 }
 
 // Job kinds: the post-commit work of change requests. The kind strings are
@@ -179,3 +209,78 @@ func (RequestApplyArgs) Kind() string { return KindRequestApply }
 
 // jobAt schedules a job for t.
 func jobAt(t time.Time) *river.InsertOpts { return &river.InsertOpts{ScheduledAt: t} }
+
+// metadataTraceparent is the key of a job's metadata that holds the W3C
+// traceparent of the work that enqueued it.
+const metadataTraceparent = "traceparent"
+
+// carryTrace records the trace context of ctx, when it has one, in the
+// metadata of the jobs inserted under it: the job's run continues that
+// trace (jobMiddleware). Without telemetry there is none and nothing is
+// written.
+func carryTrace(ctx context.Context, many []*rivertype.JobInsertParams, inner func(context.Context) ([]*rivertype.JobInsertResult, error)) ([]*rivertype.JobInsertResult, error) {
+	if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
+		tp := formatTraceparent(sc)
+		for _, p := range many {
+			md := map[string]any{}
+			if len(p.Metadata) > 0 {
+				if err := json.Unmarshal(p.Metadata, &md); err != nil {
+					continue
+				}
+			}
+			md[metadataTraceparent] = tp
+			if b, err := json.Marshal(md); err == nil {
+				p.Metadata = b
+			}
+		}
+	}
+	return inner(ctx)
+}
+
+// jobMiddleware returns the workers' middleware: a consumer span per run,
+// the child of the traceparent the job carries (a root span otherwise).
+func jobMiddleware(tp trace.TracerProvider) []rivertype.Middleware {
+	if tp == nil {
+		return nil
+	}
+	tracer := tp.Tracer("github.com/registrum/registrum/store")
+	return []rivertype.Middleware{river.WorkerMiddlewareFunc(func(ctx context.Context, job *rivertype.JobRow, inner func(context.Context) error) error {
+		var md struct {
+			Traceparent string `json:"traceparent"`
+		}
+		if len(job.Metadata) > 0 && json.Unmarshal(job.Metadata, &md) == nil {
+			if sc, ok := parseTraceparent(md.Traceparent); ok {
+				ctx = trace.ContextWithRemoteSpanContext(ctx, sc)
+			}
+		}
+		ctx, span := tracer.Start(ctx, "river.work "+job.Kind, trace.WithSpanKind(trace.SpanKindConsumer))
+		defer span.End()
+		err := inner(ctx)
+		if err != nil && span.IsRecording() {
+			span.RecordError(err)
+			span.SetStatus(codes.Error, "job failed")
+		}
+		return err
+	})}
+}
+
+// formatTraceparent writes sc as a version 00 traceparent.
+func formatTraceparent(sc trace.SpanContext) string {
+	t, s := sc.TraceID(), sc.SpanID()
+	return "00-" + hex.EncodeToString(t[:]) + "-" + hex.EncodeToString(s[:]) + "-" + hex.EncodeToString([]byte{byte(sc.TraceFlags())})
+}
+
+// parseTraceparent reads a traceparent that formatTraceparent wrote.
+func parseTraceparent(s string) (trace.SpanContext, bool) {
+	if len(s) != 55 || s[:3] != "00-" || s[35] != '-' || s[52] != '-' {
+		return trace.SpanContext{}, false
+	}
+	tid, err1 := trace.TraceIDFromHex(s[3:35])
+	sid, err2 := trace.SpanIDFromHex(s[36:52])
+	flags, err3 := hex.DecodeString(s[53:])
+	if err1 != nil || err2 != nil || err3 != nil {
+		return trace.SpanContext{}, false
+	}
+	sc := trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: sid, TraceFlags: trace.TraceFlags(flags[0]), Remote: true})
+	return sc, sc.IsValid()
+}

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 
@@ -39,7 +40,16 @@ type Store struct {
 	fp string
 	// capture captures events in writes (UseCapture), nil for none.
 	capture Capturer
+	// session is the pool on the direct URL when pool is a pooler in
+	// transaction mode (UseSessionPool), nil when pool is direct.
+	session *pgxpool.Pool
 }
+
+// UseSessionPool names the pool on the direct URL of a store whose own
+// pool goes through a pooler in transaction mode (ConnectPooled): the job
+// runners of NewJobRunner then listen for River's notifications on a
+// connection of session instead of pool. Call it before NewJobRunner.
+func (s *Store) UseSessionPool(session *pgxpool.Pool) { s.session = session }
 
 // SchemaFingerprint returns the schema fingerprint of the package's layout.
 func (s *Store) SchemaFingerprint() string { return s.fp }
@@ -65,17 +75,42 @@ const MinMaxConns = 2
 // at most DefaultMaxConns connections unless dsn sets pool_max_conns (at
 // least MinMaxConns).
 func Connect(ctx context.Context, dsn string) (*pgxpool.Pool, error) {
+	return connect(ctx, dsn, false)
+}
+
+// ConnectPooled is Connect for a connection string that names a pooler in
+// transaction mode (PgBouncer's pool_mode = transaction), whose server
+// connections change between transactions: unless dsn sets pgx's
+// default_query_exec_mode itself, statements run in the cache_describe
+// mode, which sends each statement with the unnamed prepared statement in
+// the same round trip as its execution and keeps no named prepared
+// statement on a server connection (the default cache_statement mode
+// does, and PgBouncer before 1.21 does not track them). What needs a
+// session (the migration lock, LISTEN) goes over the direct URL instead:
+// see host.Open and docs/record-host.md, "Connection poolers".
+func ConnectPooled(ctx context.Context, dsn string) (*pgxpool.Pool, error) {
+	return connect(ctx, dsn, true)
+}
+
+func connect(ctx context.Context, dsn string, pooled bool) (*pgxpool.Pool, error) {
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
 		// The parse error may quote the connection string with its password.
 		return nil, errors.New("store: the database connection string is not valid")
 	}
-	if explicit, err := setsPoolMaxConns(dsn); err != nil {
+	if explicit, err := setsParam(dsn, "pool_max_conns"); err != nil {
 		return nil, err
 	} else if !explicit {
 		cfg.MaxConns = DefaultMaxConns
 	} else if cfg.MaxConns < MinMaxConns {
 		return nil, fmt.Errorf("store: pool_max_conns=%d in the database connection string: the host needs at least %d connections", cfg.MaxConns, MinMaxConns)
+	}
+	if pooled {
+		if explicit, err := setsParam(dsn, "default_query_exec_mode"); err != nil {
+			return nil, err
+		} else if !explicit {
+			cfg.ConnConfig.DefaultQueryExecMode = pgx.QueryExecModeCacheDescribe
+		}
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
@@ -88,15 +123,15 @@ func Connect(ctx context.Context, dsn string) (*pgxpool.Pool, error) {
 	return pool, nil
 }
 
-// setsPoolMaxConns reports whether dsn sets pool_max_conns itself (pgxpool
-// removes the setting from the configuration it returns, so it is read
-// from a plain parse).
-func setsPoolMaxConns(dsn string) (bool, error) {
-	cfg, err := pgx.ParseConfig(dsn)
+// setsParam reports whether dsn sets the pgx or pgxpool setting name
+// itself (pgx removes its settings from the configuration it returns, so
+// they are read from a plain parse of the connection string).
+func setsParam(dsn, name string) (bool, error) {
+	cfg, err := pgconn.ParseConfig(dsn)
 	if err != nil {
 		return false, errors.New("store: the database connection string is not valid")
 	}
-	_, ok := cfg.RuntimeParams["pool_max_conns"]
+	_, ok := cfg.RuntimeParams[name]
 	return ok, nil
 }
 

@@ -116,10 +116,12 @@ func newLogger(level slog.Level) *slog.Logger {
 	return slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 }
 
-// connectDatabase opens a pool on the database of a runtime configuration,
-// as serve and the database-direct operator commands do.
+// connectDatabase opens a pool on the database of a runtime configuration
+// for migrate and the database-direct operator commands: on
+// database.directUrl when it is set (migrate's lock is a session's, and a
+// one-off command needs no pooler), else on database.url.
 func connectDatabase(ctx context.Context, cfg *config.Config) (*pgxpool.Pool, error) {
-	dsn, err := cfg.DatabaseURL()
+	dsn, err := cfg.SessionDatabaseURL()
 	if err != nil {
 		return nil, err
 	}

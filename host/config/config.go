@@ -70,6 +70,9 @@ type Config struct {
 	// default), warn or error. At warn and above the per-request lines
 	// (info) are no longer written.
 	LogLevel string `yaml:"logLevel"`
+	// Telemetry exports OpenTelemetry traces over OTLP/HTTP; off when
+	// absent (docs/operations.md, "Traces").
+	Telemetry *Telemetry `yaml:"telemetry"`
 
 	// path is the configuration file, for messages.
 	path string
@@ -115,10 +118,16 @@ func (c *Config) Drain() time.Duration {
 func (l Listener) Addr() string { return net.JoinHostPort(l.Address, fmt.Sprint(l.Port)) }
 
 // Database names the database: a connection string without a password
-// (url), or a secret holding one (urlRef).
+// (url), or a secret holding one (urlRef). Behind a pooler in transaction
+// mode (PgBouncer), url names the pooler and directUrl (or directUrlRef)
+// the server itself, for what needs a session of its own: the migration
+// lock, River's LISTEN and the activation watch (docs/record-host.md,
+// "Connection poolers").
 type Database struct {
-	URL    string `yaml:"url"`
-	URLRef string `yaml:"urlRef"`
+	URL          string `yaml:"url"`
+	URLRef       string `yaml:"urlRef"`
+	DirectURL    string `yaml:"directUrl"`
+	DirectURLRef string `yaml:"directUrlRef"`
 }
 
 // Secrets holds the file-secret provider's root folder.
@@ -221,6 +230,12 @@ func (c *Config) validate() error {
 	case c.Database.URL != "" && hasPassword(c.Database.URL):
 		return c.fail("database.url", "must not hold a password; put the connection string in a secret and name it with urlRef")
 	}
+	switch {
+	case c.Database.DirectURL != "" && c.Database.DirectURLRef != "":
+		return c.fail("database", "set directUrl or directUrlRef, not both")
+	case c.Database.DirectURL != "" && hasPassword(c.Database.DirectURL):
+		return c.fail("database.directUrl", "must not hold a password; put the connection string in a secret and name it with directUrlRef")
+	}
 	if _, err := ParseLogLevel(c.LogLevel); err != nil {
 		return c.fail("logLevel", "%v", err)
 	}
@@ -243,12 +258,20 @@ func (c *Config) validate() error {
 			return c.fail("database.urlRef", "%v", err)
 		}
 	}
+	if c.Database.DirectURLRef != "" {
+		if _, err := secrets.ParseRef(c.Database.DirectURLRef); err != nil {
+			return c.fail("database.directUrlRef", "%v", err)
+		}
+	}
 	if c.Authentication != nil {
 		if err := c.Authentication.validate(c, dir); err != nil {
 			return err
 		}
 	}
 	if err := c.validateLimits(); err != nil {
+		return err
+	}
+	if err := c.validateTelemetry(); err != nil {
 		return err
 	}
 	if err := c.validateEvents(); err != nil {
@@ -264,6 +287,37 @@ func (c *Config) checkListener(path string, l Listener) error {
 	}
 	if l.Port < 0 || l.Port > 65535 {
 		return c.fail(path+".port", "must be between 0 and 65535")
+	}
+	return nil
+}
+
+// Telemetry configures the export of OpenTelemetry traces.
+type Telemetry struct {
+	// OTLPEndpoint is the OTLP/HTTP endpoint (http or https, no query); spans
+	// are posted to its path, or to /v1/traces when it has none.
+	OTLPEndpoint string `yaml:"otlpEndpoint"`
+	// ServiceName is the service.name of the spans (default "registrum").
+	ServiceName string `yaml:"serviceName"`
+	// SampleRatio is the share of new traces sampled, from 0 to 1 (default
+	// 1); an inbound traceparent's sampled flag is followed.
+	SampleRatio *float64 `yaml:"sampleRatio"`
+}
+
+// validateTelemetry checks telemetry.
+func (c *Config) validateTelemetry() error {
+	t := c.Telemetry
+	if t == nil {
+		return nil
+	}
+	u, err := url.Parse(t.OTLPEndpoint)
+	if t.OTLPEndpoint == "" || err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+		return c.fail("telemetry.otlpEndpoint", "must be an http or https URL without query or fragment")
+	}
+	if u.User != nil {
+		return c.fail("telemetry.otlpEndpoint", "must not hold credentials; give a collector's credentials in OTEL_EXPORTER_OTLP_HEADERS")
+	}
+	if r := t.SampleRatio; r != nil && !(*r >= 0 && *r <= 1) {
+		return c.fail("telemetry.sampleRatio", "must be between 0 and 1")
 	}
 	return nil
 }
@@ -384,16 +438,39 @@ func (c *Config) HostKey() ([]byte, error) {
 
 // DatabaseURL resolves the database connection string.
 func (c *Config) DatabaseURL() (string, error) {
-	if c.Database.URL != "" {
-		return c.Database.URL, nil
+	return c.resolveURL(c.Database.URL, c.Database.URLRef, "database.urlRef")
+}
+
+// DirectDatabaseURL resolves the direct connection string (directUrl or
+// directUrlRef), "" when neither is set: then url names the server itself.
+func (c *Config) DirectDatabaseURL() (string, error) {
+	if c.Database.DirectURL == "" && c.Database.DirectURLRef == "" {
+		return "", nil
 	}
-	b, err := secrets.ResolveFile(c.Secrets.Root, c.Database.URLRef)
+	return c.resolveURL(c.Database.DirectURL, c.Database.DirectURLRef, "database.directUrlRef")
+}
+
+// SessionDatabaseURL is the connection string for what needs a session of
+// its own (the migration lock): the direct URL when set, else url.
+func (c *Config) SessionDatabaseURL() (string, error) {
+	direct, err := c.DirectDatabaseURL()
+	if err != nil || direct != "" {
+		return direct, err
+	}
+	return c.DatabaseURL()
+}
+
+func (c *Config) resolveURL(url, ref, refKey string) (string, error) {
+	if url != "" {
+		return url, nil
+	}
+	b, err := secrets.ResolveFile(c.Secrets.Root, ref)
 	if err != nil {
-		return "", c.fail("database.urlRef", "%v", err)
+		return "", c.fail(refKey, "%v", err)
 	}
 	s := strings.TrimSpace(string(b))
 	if s == "" {
-		return "", c.fail("database.urlRef", "the secret is empty")
+		return "", c.fail(refKey, "the secret is empty")
 	}
 	return s, nil
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/registrum/registrum/host/access"
 	"github.com/registrum/registrum/host/problem"
 	"github.com/registrum/registrum/host/records"
+	"github.com/registrum/registrum/internal/telemetry"
 )
 
 type traceKey struct{}
@@ -196,8 +197,15 @@ func refusalCategory(bearer string, err error) string {
 func (a *API) observe(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
+		// With telemetry on, the request's server span continues an inbound
+		// traceparent and its trace id is the request's; off, the trace id
+		// is adopted from the traceparent or made.
+		ctx, span := telemetry.ServerSpan(r.Context(), r)
 		trace := newTraceID(r)
-		ctx := context.WithValue(r.Context(), traceKey{}, trace)
+		if sc := span.SpanContext(); sc.IsValid() {
+			trace = sc.TraceID().String()
+		}
+		ctx = context.WithValue(ctx, traceKey{}, trace)
 		refusal := &refusalNote{}
 		ctx = context.WithValue(ctx, refusalKey{}, refusal)
 		rctx := chi.NewRouteContext()
@@ -220,6 +228,7 @@ func (a *API) observe(next http.Handler) http.Handler {
 				pattern = "unmatched"
 			}
 			elapsed := time.Since(start)
+			telemetry.EndServerSpan(span, r.Method, pattern, rec.status)
 			if a.metrics != nil {
 				a.metrics.requests.WithLabelValues(r.Method, pattern, strconv.Itoa(rec.status)).Inc()
 				a.metrics.duration.WithLabelValues(r.Method, pattern).Observe(elapsed.Seconds())

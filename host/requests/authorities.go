@@ -26,6 +26,7 @@ import (
 	jose "github.com/go-jose/go-jose/v4"
 
 	"github.com/registrum/registrum/host/config"
+	"github.com/registrum/registrum/internal/telemetry"
 	"github.com/registrum/registrum/sdk/tokensource"
 	"github.com/registrum/registrum/store"
 )
@@ -58,7 +59,7 @@ type authority struct {
 func NewAuthorities(cfg *config.Config) (*Authorities, error) {
 	a := &Authorities{byID: map[string]*authority{}}
 	for id, ac := range cfg.ReviewAuthorities {
-		au := &authority{id: id, cfg: ac, http: &http.Client{Timeout: 30 * time.Second}}
+		au := &authority{id: id, cfg: ac, http: &http.Client{Timeout: 30 * time.Second, Transport: telemetry.Transport(nil)}}
 		if ref := ac.StaticTokenRef; ref != "" {
 			if _, err := cfg.StaticToken(ref); err != nil {
 				return nil, fmt.Errorf("review: authority %s: %w", id, err)

@@ -272,7 +272,7 @@ func (w *applyWorker) Work(ctx context.Context, job *river.Job[store.RequestAppl
 	if err != nil {
 		return err
 	}
-	call := records.Call{TraceID: records.NewTraceID(), Bearer: tok.AccessToken, Profile: x.cfg.AccessProfile, Representation: records.JSON,
+	call := records.Call{TraceID: records.TraceIDOf(ctx), Bearer: tok.AccessToken, Profile: x.cfg.AccessProfile, Representation: records.JSON,
 		IdempotencyKey: fmt.Sprintf("registrum-automatic-apply:%s:%s:%d", args.Entity, args.RecordID, args.ProposalVersion), Executor: x.id}
 	read, err := ws.svc.Get(ctx, call, e, args.RecordID)
 	if err != nil {

@@ -73,7 +73,7 @@ func (w *VerificationWorker) Timeout(*river.Job[store.VerifyAttachmentArgs]) tim
 
 // Work claims the verdict, runs the verifier and settles the verdict.
 func (w *VerificationWorker) Work(ctx context.Context, job *river.Job[store.VerifyAttachmentArgs]) error {
-	trace := records.NewTraceID()
+	trace := records.TraceIDOf(ctx)
 	v, err := w.store.ClaimVerification(ctx, job.Args.VerificationKey, w.opts.Lease, trace)
 	var held *store.ErrLeaseHeld
 	switch {

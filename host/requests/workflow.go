@@ -27,6 +27,7 @@ import (
 	"github.com/registrum/registrum/host/records"
 	"github.com/registrum/registrum/internal/canonjson"
 	"github.com/registrum/registrum/internal/strictjson"
+	"github.com/registrum/registrum/internal/telemetry"
 	"github.com/registrum/registrum/model"
 	"github.com/registrum/registrum/model/values"
 	"github.com/registrum/registrum/planners"
@@ -339,7 +340,10 @@ func (s *Service) plan(ctx context.Context, grant *access.Grant, e *model.Entity
 			fields[f.ID] = values.Encode(f, v)
 		}
 	}
-	p, err := s.planners.For(e).Plan(ctx, planners.Input{RequestID: rec.ID, ProposalVersion: req.ProposalVersion, Fields: fields})
+	pctx, span := telemetry.StartSpan(ctx, "planner "+e.ID)
+	p, err := s.planners.For(e).Plan(pctx, planners.Input{RequestID: rec.ID, ProposalVersion: req.ProposalVersion, Fields: fields})
+	telemetry.Fail(span, err)
+	span.End()
 	var refusal *planners.Refusal
 	switch {
 	case errors.As(err, &refusal):

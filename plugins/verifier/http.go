@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/registrum/registrum/internal/secrets"
+	"github.com/registrum/registrum/internal/telemetry"
 )
 
 // The limits of the http kind.
@@ -104,7 +105,7 @@ func NewHTTP(cfg HTTPConfig) (*HTTP, error) {
 		ForceAttemptHTTP2:   true,
 	}
 	return &HTTP{cfg: cfg, url: u.String(), client: &http.Client{
-		Transport:     transport,
+		Transport:     telemetry.Transport(transport),
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}}, nil
 }
