@@ -35,7 +35,9 @@ type ContentStore interface {
 	// Open returns the content with this hash for reading. The reader
 	// checks the bytes as it goes and fails with ErrContentCorrupt before
 	// returning any byte that does not belong to the content; it fails with
-	// ErrContentCorrupt at the end when the whole does not hash to sha.
+	// ErrContentCorrupt, before handing out the content's last byte, when
+	// the whole does not hash to sha (so a reader never sees a complete
+	// content that is not the one stored).
 	// ErrContentMissing: no such content (never stored, or erased).
 	Open(ctx context.Context, sha string) (io.ReadCloser, error)
 }
@@ -184,6 +186,15 @@ func (r *contentReader) Read(p []byte) (int, error) {
 		r.next++
 		r.read += int64(len(b))
 		r.whole.Write(b)
+		// The chunk that completes the content is handed out only once the
+		// whole hashes to sha: a chunk rewritten with a digest of its own
+		// passes its own check, and its bytes would otherwise complete a
+		// content that is not the one stored (a reader that copies them,
+		// like a download with its Content-Length, would deliver it whole).
+		if r.read == r.size && hex.EncodeToString(r.whole.Sum(nil)) != r.want {
+			r.err = ErrContentCorrupt
+			continue
+		}
 		r.cur = b
 	}
 	n := copy(p, r.cur)
