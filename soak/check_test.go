@@ -124,6 +124,9 @@ func TestCheckerReportsBrokenState(t *testing.T) {
 		{"a delivery to the 410 destination retried", func(s *State) {
 			s.DB.Deliveries[3].State, s.DB.Deliveries[3].Attempt = "pending", 2
 		}, []string{InvGoneDead}},
+		{"a delivery to the 410 destination dead-lettered after an answered attempt", func(s *State) {
+			s.DB.Deliveries[3].Attempt, s.DB.Deliveries[3].AnsweredBefore = 2, 1
+		}, []string{InvGoneDead}},
 		{"a delivery to the 410 destination delivered", func(s *State) {
 			s.DB.Deliveries[3].State = "delivered"
 		}, []string{InvGoneDead}},

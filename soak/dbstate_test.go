@@ -68,10 +68,13 @@ func readDB(ctx context.Context, dsn string) (DB, error) {
 	if err := rows.Err(); err != nil {
 		return db, fmt.Errorf("soak: read audit: %w", err)
 	}
-	rows, _ = conn.Query(ctx, `SELECT event_id::text, hook_id, entity_id, handler_kind, state, generation, attempt FROM registrum.event_deliveries`)
+	rows, _ = conn.Query(ctx, `SELECT d.event_id::text, d.hook_id, d.entity_id, d.handler_kind, d.state, d.generation, d.attempt,
+	    (SELECT count(*) FROM registrum.event_delivery_attempts a
+	      WHERE a.delivery_id = d.delivery_id AND a.generation = d.generation AND a.attempt < d.attempt AND a.status_code IS NOT NULL)
+	  FROM registrum.event_deliveries d`)
 	for rows.Next() {
 		var d EventDelivery
-		if err := rows.Scan(&d.EventID, &d.Hook, &d.Entity, &d.Handler, &d.State, &d.Generation, &d.Attempt); err != nil {
+		if err := rows.Scan(&d.EventID, &d.Hook, &d.Entity, &d.Handler, &d.State, &d.Generation, &d.Attempt, &d.AnsweredBefore); err != nil {
 			return db, fmt.Errorf("soak: read deliveries: %w", err)
 		}
 		db.Deliveries = append(db.Deliveries, d)
