@@ -143,14 +143,15 @@ func TestTracesFollowARequestIntoItsJobsAndDeliveries(t *testing.T) {
 
 	// The OTLP receiver gets the server span (the inbound parent's child),
 	// the job's span and the send's client span, chained, in one trace.
-	var server, job, send *tracepb.Span
+	var server, write, job, send *tracepb.Span
 	deadline := time.Now().Add(15 * time.Second)
 	for {
 		spans := otlp.trace(traceID)
 		server = find(spans, tracepb.Span_SPAN_KIND_SERVER, "POST /v1/records/")
+		write = find(spans, tracepb.Span_SPAN_KIND_CLIENT, "store.write")
 		job = find(spans, tracepb.Span_SPAN_KIND_CONSUMER, "river.work "+store.KindDeliverEvent)
 		send = find(spans, tracepb.Span_SPAN_KIND_CLIENT, "POST")
-		if server != nil && job != nil && send != nil {
+		if server != nil && write != nil && job != nil && send != nil {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -165,8 +166,13 @@ func TestTracesFollowARequestIntoItsJobsAndDeliveries(t *testing.T) {
 	if hex.EncodeToString(server.ParentSpanId) != parentID {
 		t.Fatalf("server span's parent %x, want the inbound %s", server.ParentSpanId, parentID)
 	}
-	if !bytes.Equal(job.ParentSpanId, server.SpanId) {
-		t.Fatalf("the job is not the request's child: %x, request %x", job.ParentSpanId, server.SpanId)
+	// The write transaction is the request's child, and the job it
+	// enqueued is the transaction's.
+	if !bytes.Equal(write.ParentSpanId, server.SpanId) {
+		t.Fatalf("the write transaction is not the request's child: %x, request %x", write.ParentSpanId, server.SpanId)
+	}
+	if !bytes.Equal(job.ParentSpanId, write.SpanId) {
+		t.Fatalf("the job is not the write transaction's child: %x, transaction %x", job.ParentSpanId, write.SpanId)
 	}
 	if !bytes.Equal(send.ParentSpanId, job.SpanId) {
 		t.Fatalf("the send is not the job's child: %x, job %x", send.ParentSpanId, job.SpanId)

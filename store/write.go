@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -84,6 +86,13 @@ func (w *Writer) CommitID() string { return w.commitID }
 // runs, fn sees the failure, and nothing it queued is written. A constraint
 // violated at commit is returned as a *ConstraintError.
 func (s *Store) Write(ctx context.Context, idem *Idempotency, fn func(w *Writer) (*Outcome, error)) (out *Outcome, replayed bool, err error) {
+	// One span per write transaction: the jobs it enqueues (their
+	// traceparent is taken inside it) are its children.
+	ctx, span := startSpan(ctx, "store.write")
+	defer func() {
+		span.SetAttributes(attribute.Bool("registrum.replayed", replayed))
+		endSpan(span, err)
+	}()
 	out, replayed, err = s.write(ctx, idem, fn)
 	if replayed {
 		// The connection is back in the pool: the replay reads on another.
