@@ -11,7 +11,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -97,17 +96,7 @@ func TestWorkerServesMetrics(t *testing.T) {
 	os.WriteFile(cfg, []byte(fmt.Sprintf("version: 1\nlistener: {address: 127.0.0.1, port: %d}\nmetrics: {address: 127.0.0.1, port: %d}\ndatabase: {url: %q}\npackage: %s\nsecrets: {root: secrets}\nhostKeyRef: secret:file/host-key\n%s",
 		freePort(t), port, dsn, pkg, is.HostAuthentication())), 0o600)
 	cmd := exec.Command(binary, "worker", "--config", cfg)
-	stderr := &syncBuffer{}
-	cmd.Stderr = stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() { cmd.Wait(); close(exited) }()
-	t.Cleanup(func() {
-		cmd.Process.Signal(syscall.SIGTERM)
-		<-exited
-	})
+	stderr, exited := startBackground(t, cmd)
 	url := fmt.Sprintf("http://127.0.0.1:%d/metrics", port)
 	deadline := time.Now().Add(30 * time.Second)
 	for {

@@ -59,17 +59,7 @@ func startServeDraining(t *testing.T, dir, pkg, dsn, extra string, drainSeconds 
 	cfg := filepath.Join(dir, fmt.Sprintf("host-%d.yaml", port))
 	os.WriteFile(cfg, []byte(fmt.Sprintf("version: 1\nlistener: {address: 127.0.0.1, port: %d, drainSeconds: %d}\ndatabase: {url: %q}\npackage: %s\nsecrets: {root: secrets}\nhostKeyRef: secret:file/host-key\n%s", port, drainSeconds, dsn, pkg, extra)), 0o600)
 	cmd := exec.Command(binary, "serve", "--config", cfg)
-	stderr := &syncBuffer{}
-	cmd.Stderr = stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() { cmd.Wait(); close(exited) }()
-	t.Cleanup(func() {
-		cmd.Process.Signal(syscall.SIGTERM)
-		<-exited
-	})
+	stderr, exited := startBackground(t, cmd)
 	base := fmt.Sprintf("http://127.0.0.1:%d", port)
 	deadline := time.Now().Add(30 * time.Second)
 	for {
@@ -370,4 +360,23 @@ func TestSIGTERMDrainsRequestsAndJobs(t *testing.T) {
 	if len(got) != 2 || got[0] != "delivered/1" || (got[1] != "pending/0" && got[1] != "delivered/1") {
 		t.Fatalf("deliveries after the drain: %v (want delivered/1, then pending/0 or delivered/1)\n%s", got, host.stderr.String())
 	}
+}
+
+// startBackground starts cmd with its standard error captured; exited is
+// closed once it has exited. It gets SIGTERM when t ends, unless it has
+// exited, and t waits for it.
+func startBackground(t *testing.T, cmd *exec.Cmd) (stderr *syncBuffer, exited chan struct{}) {
+	t.Helper()
+	stderr = &syncBuffer{}
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited = make(chan struct{})
+	go func() { cmd.Wait(); close(exited) }()
+	t.Cleanup(func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		<-exited
+	})
+	return stderr, exited
 }
