@@ -19,9 +19,14 @@ const (
 // Window is a fault window: from Start (the fault injected) to End (its
 // recovery observed) the answers of Host may be unavailable.
 type Window struct {
-	Fault      string // kill-host, kill-worker, postgres-restart, receiver-503
+	Fault      string // kill-host, term-host, kill-worker, postgres-restart, receiver-503, authority-503, verifier-down
 	Host       int    // a host's index, AllHosts or NoHost
 	Start, End time.Time
+	// Drain is the drain delay of a term-host window: from Start (the
+	// SIGTERM) the host keeps serving that long. Every request sent to it
+	// before Start plus half of Drain must be answered (the other half is
+	// slack for the signal's delivery and the client's own start).
+	Drain time.Duration
 }
 
 // covers reports whether an answer of host at t is excused by w, grace
@@ -63,6 +68,15 @@ type Op struct {
 	Items    int // record writes the operation makes when it lands (a batch: its items)
 	Attempts []Attempt
 	Written  []Written // what the acknowledging answer reported
+	// Upload is what an attachment upload sent (nil for other operations).
+	Upload *Upload
+}
+
+// Upload is the content an attachment upload sent and the verdict the
+// scanner gives it.
+type Upload struct {
+	SHA256, ContentType string
+	Want                string // approved or rejected
 }
 
 // last returns the final attempt (the zero Attempt when none was made).
@@ -136,15 +150,46 @@ type Request struct {
 	Application, ApplicationAttention string
 }
 
+// Verification is one row of the attachment verdicts (one per content,
+// media type and verification policy).
+type Verification struct {
+	SHA256, ContentType, Verdict string // verdict: pending, approved or rejected
+	Attempts                     int
+}
+
 // DB is what the checker reads from the database.
 type DB struct {
-	Revisions  []Revision
-	Current    map[RecordKey]Current
-	Audit      []AuditRow
-	Deliveries []EventDelivery
-	Jobs       []Job
-	Requests   []Request
+	Revisions     []Revision
+	Current       map[RecordKey]Current
+	Audit         []AuditRow
+	Deliveries    []EventDelivery
+	Jobs          []Job
+	Requests      []Request
+	Verifications []Verification
 }
+
+// Footprint is a process incarnation's goroutines and heap in use
+// (go_goroutines, go_memstats_heap_inuse_bytes of its metrics listener)
+// after warm-up under traffic and at the end of the run, once everything
+// drained and idle connections were let go.
+type Footprint struct {
+	Process                       string
+	WarmGoroutines, EndGoroutines int
+	WarmHeap, EndHeap             int64 // bytes
+}
+
+// The bounds of goroutines-and-heap-flat: generous, so that a busy run's
+// pools, caches and River's maintenance fit, while a leak of one goroutine
+// per request (hundreds in a minute) or of the heap does not.
+const (
+	// FlatGoroutineSlack is how many goroutines the end may hold beyond
+	// the warm-up sample.
+	FlatGoroutineSlack = 64
+	// FlatHeapFactor and FlatHeapSlack bound the heap at the end:
+	// FlatHeapFactor times the warm-up heap plus FlatHeapSlack bytes.
+	FlatHeapFactor = 3
+	FlatHeapSlack  = 64 << 20
+)
 
 // Received is one delivery the receiver answered.
 type Received struct {
@@ -184,6 +229,9 @@ type State struct {
 	// their deliveries must be dead-lettered after its first attempt, and
 	// they are the only dead letters allowed.
 	GoneHooks []string
+	// Footprints are the processes' goroutines and heap, one per process
+	// incarnation that ran to the end.
+	Footprints []Footprint
 }
 
 // Violation is one broken invariant.
@@ -229,6 +277,9 @@ const (
 	InvJobsSettled    = "jobs-settled"
 	InvReviewSettled  = "review-settled"
 	InvGoneDead       = "gone-destination-dead-lettered-at-once"
+	InvVerification   = "verification-settled"
+	InvDrain          = "drain-answers-in-flight"
+	InvFlat           = "goroutines-and-heap-flat"
 )
 
 // Check checks every invariant of the soak over s.
@@ -525,8 +576,81 @@ func Check(s *State) Findings {
 				r.Entity, r.Record, r.State, r.Submission, r.Delivery, r.Attention, r.Application, r.ApplicationAttention)
 		}
 	}
+	checkVerifications(s, &f, bad)
+	checkDrains(s, &f, bad)
+	checkFootprints(s, &f, bad)
 	sort.SliceStable(f.Violations, func(i, j int) bool { return f.Violations[i].Invariant < f.Violations[j].Invariant })
 	return f
+}
+
+// checkVerifications: every acknowledged upload's content has its verdict,
+// the one the scanner gives that content, and no verdict is left pending.
+func checkVerifications(s *State, f *Findings, bad func(inv, format string, args ...any)) {
+	type key struct{ SHA256, ContentType string }
+	verdicts := map[key]Verification{}
+	for _, v := range s.DB.Verifications {
+		verdicts[key{v.SHA256, v.ContentType}] = v
+		f.Checked[InvVerification]++
+		if v.Verdict != "approved" && v.Verdict != "rejected" {
+			bad(InvVerification, "the verification of %s (%s) is %s after %d attempts", v.SHA256, v.ContentType, v.Verdict, v.Attempts)
+		}
+	}
+	for _, o := range s.Ops {
+		if o.Upload == nil || !o.Acked() {
+			continue
+		}
+		f.Checked[InvVerification]++
+		v, ok := verdicts[key{o.Upload.SHA256, o.Upload.ContentType}]
+		switch {
+		case !ok:
+			bad(InvVerification, "%s %s (trace %s) uploaded %s, which has no verification", o.Kind, o.Key, o.TraceID, o.Upload.SHA256)
+		case v.Verdict != o.Upload.Want && (v.Verdict == "approved" || v.Verdict == "rejected"):
+			bad(InvVerification, "%s %s uploaded %s: verdict %s, the scanner gives %s", o.Kind, o.Key, o.Upload.SHA256, v.Verdict, o.Upload.Want)
+		}
+	}
+}
+
+// checkDrains: a host stopped with SIGTERM answers every request sent to it
+// before the SIGTERM that was still in flight, and those it accepts during
+// its drain delay, without a 5xx.
+func checkDrains(s *State, f *Findings, bad func(inv, format string, args ...any)) {
+	for _, w := range s.Windows {
+		if w.Fault != "term-host" {
+			continue
+		}
+		until := w.Start.Add(w.Drain / 2)
+		for _, o := range s.Ops {
+			for _, a := range o.Attempts {
+				if a.Host != w.Host || !a.At.Before(until) {
+					continue
+				}
+				if a.At.Add(a.Latency).Before(w.Start) {
+					continue // over before the SIGTERM
+				}
+				f.Checked[InvDrain]++
+				switch {
+				case a.Status == 0:
+					bad(InvDrain, "%s on host %d sent at %s, %v before its SIGTERM at %s: no answer (%s)", o.Kind, a.Host, stamp(a.At), w.Start.Sub(a.At).Round(time.Millisecond), stamp(w.Start), a.Err)
+				case a.Status >= 500:
+					bad(InvDrain, "%s on host %d sent at %s during its drain (SIGTERM at %s): %d %s", o.Kind, a.Host, stamp(a.At), stamp(w.Start), a.Status, a.Code)
+				}
+			}
+		}
+	}
+}
+
+// checkFootprints: goroutines and heap at the end within the bounds of the
+// warm-up sample.
+func checkFootprints(s *State, f *Findings, bad func(inv, format string, args ...any)) {
+	for _, p := range s.Footprints {
+		f.Checked[InvFlat]++
+		if p.EndGoroutines > p.WarmGoroutines+FlatGoroutineSlack {
+			bad(InvFlat, "%s: %d goroutines at the end, %d after warm-up (at most %d more allowed)", p.Process, p.EndGoroutines, p.WarmGoroutines, FlatGoroutineSlack)
+		}
+		if limit := FlatHeapFactor*p.WarmHeap + FlatHeapSlack; p.EndHeap > limit {
+			bad(InvFlat, "%s: heap in use %d bytes at the end, %d after warm-up (at most %d allowed)", p.Process, p.EndHeap, p.WarmHeap, limit)
+		}
+	}
 }
 
 // stamp formats t for a finding.

@@ -11,7 +11,11 @@ import (
 // acknowledged, a refused patch, a create whose answer was lost in a host's
 // crash (landed), every revision audited, three events received once (one
 // of them again inside the crash window), one 503 inside the database's
-// restart window, jobs finished.
+// restart window, jobs finished; two uploads whose verifications ended
+// with the scanner's verdicts; a host stopped with SIGTERM that answered
+// the request in flight and one sent during its drain (a later one, after
+// its listener closed, unanswered inside the window); goroutines at the end
+// exactly at the bound.
 func goodState() *State {
 	t0 := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
@@ -30,6 +34,13 @@ func goodState() *State {
 				Written:  []Written{{Entity: "parcel", Record: "r1", Revision: 2}}},
 			{Kind: "patch", Write: true, TraceID: "t4", Key: "k4", Items: 1, Attempts: []Attempt{{Host: 1, At: at(30), Status: 412, Code: "precondition.failed"}}},
 			{Kind: "list", TraceID: "t5", Attempts: []Attempt{ok(0, 31, 200)}},
+			{Kind: "upload", Write: true, TraceID: "t6", Key: "k6", Items: 1, Attempts: []Attempt{ok(1, 32, 200)},
+				Upload: &Upload{SHA256: "s1", ContentType: "application/octet-stream", Want: "approved"}},
+			{Kind: "upload", Write: true, TraceID: "t7", Key: "k7", Items: 1, Attempts: []Attempt{ok(1, 33, 200)},
+				Upload: &Upload{SHA256: "s2", ContentType: "application/octet-stream", Want: "rejected"}},
+			{Kind: "get", TraceID: "t8", Attempts: []Attempt{{Host: 0, At: at(50).Add(-100 * time.Millisecond), Latency: 300 * time.Millisecond, Status: 200}}},
+			{Kind: "list", TraceID: "t9", Attempts: []Attempt{{Host: 0, At: at(50).Add(500 * time.Millisecond), Latency: 20 * time.Millisecond, Status: 200}}},
+			{Kind: "get", TraceID: "t10", Attempts: []Attempt{{Host: 0, At: at(52), Err: "connection refused"}}},
 		},
 		DB: DB{
 			Revisions: []Revision{
@@ -53,6 +64,10 @@ func goodState() *State {
 				{EventID: "e4", Hook: "parcel-removed-gone", Handler: "url", State: "dead_lettered", Generation: 1, Attempt: 1},
 			},
 			Jobs: []Job{{ID: 1, Kind: "registrum.event.deliver", State: "completed"}, {ID: 2, Kind: kindReap, State: "scheduled"}},
+			Verifications: []Verification{
+				{SHA256: "s1", ContentType: "application/octet-stream", Verdict: "approved", Attempts: 3},
+				{SHA256: "s2", ContentType: "application/octet-stream", Verdict: "rejected", Attempts: 1},
+			},
 			Requests: []Request{
 				{Entity: "boundary_change", Record: "q1", State: "applied", Submission: "accepted", Delivery: "received"},
 				{Entity: "boundary_change", Record: "q2", State: "draft"},
@@ -70,7 +85,9 @@ func goodState() *State {
 			{Fault: "kill-host", Host: 1, Start: at(9), End: at(12)},
 			{Fault: "postgres-restart", Host: AllHosts, Start: at(19), End: at(20)},
 			{Fault: "receiver-503", Host: NoHost, Start: at(39), End: at(41)},
+			{Fault: "term-host", Host: 0, Start: at(50), End: at(54), Drain: 2 * time.Second},
 		},
+		Footprints:        []Footprint{{Process: "host0", WarmGoroutines: 40, EndGoroutines: 40 + FlatGoroutineSlack, WarmHeap: 10 << 20, EndHeap: 20 << 20}},
 		Grace:             time.Second,
 		ExpectedEvents:    expectedEvents,
 		WriteOperations:   []string{"create", "patch", "tombstone"},
@@ -154,6 +171,30 @@ func TestCheckerReportsBrokenState(t *testing.T) {
 		{"a job discarded", func(s *State) {
 			s.DB.Jobs[0].State = "discarded"
 		}, []string{InvJobsSettled}},
+		{"a verification left pending", func(s *State) {
+			s.DB.Verifications[0].Verdict = "pending"
+		}, []string{InvVerification}},
+		{"an acknowledged upload without a verification", func(s *State) {
+			s.DB.Verifications = s.DB.Verifications[:1]
+		}, []string{InvVerification}},
+		{"a verification with another verdict than the scanner's", func(s *State) {
+			s.DB.Verifications[1].Verdict = "approved"
+		}, []string{InvVerification}},
+		{"a request in flight at the SIGTERM unanswered", func(s *State) {
+			s.Ops[7].Attempts[0].Status, s.Ops[7].Attempts[0].Err = 0, "EOF"
+		}, []string{InvDrain}},
+		{"a request sent during the drain unanswered", func(s *State) {
+			s.Ops[8].Attempts[0].Status, s.Ops[8].Attempts[0].Err = 0, "connection refused"
+		}, []string{InvDrain}},
+		{"a 503 during the drain", func(s *State) {
+			s.Ops[8].Attempts[0].Status = 503
+		}, []string{InvDrain}},
+		{"goroutines leaked", func(s *State) {
+			s.Footprints[0].EndGoroutines++
+		}, []string{InvFlat}},
+		{"the heap grown", func(s *State) {
+			s.Footprints[0].EndHeap = FlatHeapFactor*s.Footprints[0].WarmHeap + FlatHeapSlack + 1
+		}, []string{InvFlat}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := goodState()

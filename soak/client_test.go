@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -29,6 +30,9 @@ type client struct {
 	rng     *mrand.Rand
 	seq     int
 	parcels []*parcel
+	// children are the ids of the client's children (written only by its
+	// contact changes' applications).
+	children []string
 }
 
 // parcel is a live parcel of the client, as it last saw it.
@@ -142,28 +146,111 @@ func (c *client) parseEnvelope(b []byte) (envelope, int64) {
 	return env, rev
 }
 
+// createRecord creates a record of entity at route under a fresh key
+// (operation kind) and records the revision its acknowledgement reported;
+// ok is false when it was not created.
+func (c *client) createRecord(kind, route, entity string, body []byte) (id, etag string, rev int64, ok bool) {
+	op := c.write(kind, 1)
+	s, hdr, b := c.run(op, "POST", route, "application/json", body, map[string]string{"Idempotency-Key": op.Key})
+	if s != 201 {
+		return "", "", 0, false
+	}
+	env, rev := c.parseEnvelope(b)
+	c.h.written(op, Written{Entity: entity, Record: env.Data.RecordIdentifier, Revision: rev})
+	return env.Data.RecordIdentifier, hdr.Get("ETag"), rev, true
+}
+
 // step runs one operation chosen by weight.
 func (c *client) step() {
 	n := c.rng.IntN(100)
 	switch {
 	case n < 20 || len(c.parcels) < 3:
 		c.create()
-	case n < 45:
+	case n < 43:
 		c.patch()
-	case n < 50:
+	case n < 48:
 		c.tombstone()
-	case n < 58:
+	case n < 56:
 		c.batch()
-	case n < 72:
+	case n < 67:
 		c.list()
-	case n < 79:
+	case n < 74:
 		c.snapshot()
-	case n < 88:
+	case n < 81:
 		c.get()
-	case n < 95:
+	case n < 87:
 		c.changeRequest()
-	default:
+	case n < 92:
 		c.reviewedChange()
+	case n < 96:
+		c.evidence()
+	case n < 98:
+		c.contactChange("tengo", "/v1/records/contact-changes", "contact_change")
+	default:
+		c.contactChange("wasm", "/v1/records/contact-changes-wasm", "contact_change_wasm")
+	}
+}
+
+// contactChange creates a contact change of one of the client's children
+// (creating a child first when it has none, or now and then), planned by
+// the example planner in engine (tengo or wasm), and submits and applies
+// it. One change in three also names a new guardian: the plan then creates
+// a guardian and patches the child, three audited writes with the
+// request's own revision.
+func (c *client) contactChange(engine, route, entity string) {
+	if len(c.children) == 0 || c.rng.IntN(4) == 0 {
+		c.seq++
+		id, _, _, ok := c.createRecord("child-create", "/v1/records/children", "child", []byte(fmt.Sprintf(`{"data":{"name":"child c%d-%d"}}`, c.id, c.seq)))
+		if !ok {
+			return
+		}
+		c.children = append(c.children, id)
+	}
+	child := c.children[c.rng.IntN(len(c.children))]
+	data := map[string]any{"childId": child, "address": fmt.Sprintf("Lane %d", c.rng.IntN(1000)), "phone": fmt.Sprintf("555-%02d %02d", c.rng.IntN(100), c.rng.IntN(100))}
+	if c.rng.IntN(3) == 0 {
+		data["guardian"] = map[string]any{"name": fmt.Sprintf("guardian c%d", c.id), "relationship": "aunt"}
+	}
+	body, _ := json.Marshal(map[string]any{"data": data})
+	id, etag, _, ok := c.createRecord(engine+"-create", route, entity, body)
+	if !ok {
+		return
+	}
+	c.submitAndApply(route+"/"+id, etag, entity, engine+"-submit", engine+"-get", engine+"-apply", 3)
+}
+
+// evidence creates an evidence change of one of the client's parcels and
+// uploads one or two contents into its scan slot, which the harness's
+// scanner verifies; one content in eight carries the marker it rejects.
+// Every content is new (it names its trace id), so each upload asks for a
+// verification of its own rather than reusing a verdict.
+func (c *client) evidence() {
+	p := c.pick()
+	if p == nil {
+		return
+	}
+	body := fmt.Sprintf(`{"data":{"parcelId":%q,"note":"evidence %d"}}`, p.id, c.rng.IntN(1000))
+	id, etag, _, ok := c.createRecord("evidence-create", "/v1/records/evidence-changes", "evidence_change", []byte(body))
+	if !ok {
+		return
+	}
+	loc := "/v1/records/evidence-changes/" + id
+	for i := range 1 + c.rng.IntN(2) {
+		op := c.write("upload", 1)
+		content := fmt.Sprintf("soak evidence of client %d, upload %d, trace %s", c.id, i, op.TraceID)
+		if c.rng.IntN(8) == 0 {
+			content += " " + malwareMarker
+		}
+		sum := sha256.Sum256([]byte(content))
+		op.Upload = &Upload{SHA256: hex.EncodeToString(sum[:]), ContentType: "application/octet-stream", Want: verdictFor([]byte(content))}
+		s, hdr, b := c.run(op, "PATCH", loc+"/attachments/scan", "application/octet-stream", []byte(content),
+			map[string]string{"Idempotency-Key": op.Key, "If-Match": etag})
+		if s != 200 {
+			return
+		}
+		env, rev := c.parseEnvelope(b)
+		c.h.written(op, Written{Entity: "evidence_change", Record: env.Data.RecordIdentifier, Revision: rev})
+		etag = hdr.Get("ETag")
 	}
 }
 
@@ -180,19 +267,16 @@ func (c *client) reviewedChange() {
 	}
 	p := c.parcels[n]
 	c.parcels = c.parcels[:n]
-	op := c.write("reviewed-create", 1)
 	body := fmt.Sprintf(`{"data":{"parcelId":%q,"area":%d}}`, p.id, c.rng.IntN(1000))
-	s, hdr, b := c.run(op, "POST", "/v1/records/boundary-changes", "application/json", []byte(body), map[string]string{"Idempotency-Key": op.Key})
-	if s != 201 {
+	id, etag, _, ok := c.createRecord("reviewed-create", "/v1/records/boundary-changes", "boundary_change", []byte(body))
+	if !ok {
 		return
 	}
-	env, rev := c.parseEnvelope(b)
-	c.h.written(op, Written{Entity: "boundary_change", Record: env.Data.RecordIdentifier, Revision: rev})
-	op = c.write("reviewed-submit", 1)
-	s, _, b = c.run(op, "POST", "/v1/records/boundary-changes/"+env.Data.RecordIdentifier+"/actions/submit", "application/json", []byte(`{"actorReference":"soak"}`),
-		map[string]string{"Idempotency-Key": op.Key, "If-Match": hdr.Get("ETag")})
+	op := c.write("reviewed-submit", 1)
+	s, _, b := c.run(op, "POST", "/v1/records/boundary-changes/"+id+"/actions/submit", "application/json", []byte(`{"actorReference":"soak"}`),
+		map[string]string{"Idempotency-Key": op.Key, "If-Match": etag})
 	if s == 200 {
-		env, rev = c.parseEnvelope(b)
+		env, rev := c.parseEnvelope(b)
 		if env.Data.RecordIdentifier != "" {
 			c.h.written(op, Written{Entity: "boundary_change", Record: env.Data.RecordIdentifier, Revision: rev})
 		}
@@ -238,15 +322,12 @@ func (c *client) drop(p *parcel) {
 
 func (c *client) create() {
 	c.seq++
-	op := c.write("create", 1)
 	body := fmt.Sprintf(`{"data":{"code":"c%d-%d","client":"c%d","area":%d}}`, c.id, c.seq, c.id, c.rng.IntN(1000))
-	s, hdr, b := c.run(op, "POST", "/v1/records/parcels", "application/json", []byte(body), map[string]string{"Idempotency-Key": op.Key})
-	if s != 201 {
+	id, etag, rev, ok := c.createRecord("create", "/v1/records/parcels", "parcel", []byte(body))
+	if !ok {
 		return
 	}
-	env, rev := c.parseEnvelope(b)
-	c.h.written(op, Written{Entity: "parcel", Record: env.Data.RecordIdentifier, Revision: rev})
-	c.parcels = append(c.parcels, &parcel{id: env.Data.RecordIdentifier, etag: hdr.Get("ETag"), rev: rev})
+	c.parcels = append(c.parcels, &parcel{id: id, etag: etag, rev: rev})
 }
 
 func (c *client) patch() {
@@ -380,31 +461,36 @@ func (c *client) changeRequest() {
 	if p == nil {
 		return
 	}
-	op := c.write("request-create", 1)
 	body := fmt.Sprintf(`{"data":{"parcelId":%q,"address":"Street %d"}}`, p.id, c.rng.IntN(1000))
-	s, hdr, b := c.run(op, "POST", "/v1/records/address-changes", "application/json", []byte(body), map[string]string{"Idempotency-Key": op.Key})
-	if s != 201 {
+	id, etag, _, ok := c.createRecord("request-create", "/v1/records/address-changes", "address_change", []byte(body))
+	if !ok {
 		return
+	}
+	if c.submitAndApply("/v1/records/address-changes/"+id, etag, "address_change", "submit", "request-get", "apply", 2) {
+		p.stale = true // the apply patched it
+	}
+}
+
+// submitAndApply submits the change request at loc (its ETag etag) and
+// applies it through the apply action the request then offers; applyItems
+// bounds the audited writes of the application (the request's revision and
+// its effects). It reports whether an application was sent.
+func (c *client) submitAndApply(loc, etag, entity, submitKind, getKind, applyKind string, applyItems int) bool {
+	op := c.write(submitKind, 1)
+	s, _, b := c.run(op, "POST", loc+"/actions/submit", "application/json", []byte(`{"actorReference":"soak"}`),
+		map[string]string{"Idempotency-Key": op.Key, "If-Match": etag})
+	if s != 200 {
+		return false
 	}
 	env, rev := c.parseEnvelope(b)
-	c.h.written(op, Written{Entity: "address_change", Record: env.Data.RecordIdentifier, Revision: rev})
-	loc := "/v1/records/address-changes/" + env.Data.RecordIdentifier
-
-	op = c.write("submit", 1)
-	s, _, b = c.run(op, "POST", loc+"/actions/submit", "application/json", []byte(`{"actorReference":"soak"}`),
-		map[string]string{"Idempotency-Key": op.Key, "If-Match": hdr.Get("ETag")})
-	if s != 200 {
-		return
-	}
-	env, rev = c.parseEnvelope(b)
 	if env.Data.RecordIdentifier != "" {
-		c.h.written(op, Written{Entity: "address_change", Record: env.Data.RecordIdentifier, Revision: rev})
+		c.h.written(op, Written{Entity: entity, Record: env.Data.RecordIdentifier, Revision: rev})
 	}
 	// The apply action as the request offers it now.
-	read := &Op{Kind: "request-get", TraceID: newTraceID()}
+	read := &Op{Kind: getKind, TraceID: newTraceID()}
 	s, _, b = c.run(read, "GET", loc, "", nil, nil)
 	if s != 200 {
-		return
+		return false
 	}
 	env, _ = c.parseEnvelope(b)
 	actions, _ := env.Data.Request["actions"].([]any)
@@ -417,16 +503,16 @@ func (c *client) changeRequest() {
 		ifMatch, _ := act["ifMatch"].(string)
 		pv, _ := act["proposalVersion"].(float64)
 		ed, _ := act["effectDigest"].(string)
-		op = c.write("apply", 2)
+		op = c.write(applyKind, applyItems)
 		s, _, b = c.run(op, "POST", href, "application/json", []byte(fmt.Sprintf(`{"actorReference":"soak","proposalVersion":%d,"effectDigest":%q}`, int64(pv), ed)),
 			map[string]string{"Idempotency-Key": op.Key, "If-Match": ifMatch})
 		if s == 200 {
 			env, rev = c.parseEnvelope(b)
 			if env.Data.RecordIdentifier != "" {
-				c.h.written(op, Written{Entity: "address_change", Record: env.Data.RecordIdentifier, Revision: rev})
+				c.h.written(op, Written{Entity: entity, Record: env.Data.RecordIdentifier, Revision: rev})
 			}
 		}
-		p.stale = true // the apply patched it
-		return
+		return true
 	}
+	return false
 }

@@ -118,24 +118,39 @@ func readDB(ctx context.Context, dsn string) (DB, error) {
 	if err := rows.Err(); err != nil {
 		return db, fmt.Errorf("soak: read requests: %w", err)
 	}
+	rows, _ = conn.Query(ctx, `SELECT sha256, content_type, verdict, attempts FROM registrum.attachment_verifications`)
+	for rows.Next() {
+		var v Verification
+		if err := rows.Scan(&v.SHA256, &v.ContentType, &v.Verdict, &v.Attempts); err != nil {
+			return db, fmt.Errorf("soak: read verifications: %w", err)
+		}
+		db.Verifications = append(db.Verifications, v)
+	}
+	if err := rows.Err(); err != nil {
+		return db, fmt.Errorf("soak: read verifications: %w", err)
+	}
 	return db, nil
 }
 
 // unsettled counts what the end of the run waits for: deliveries not yet
-// ended and jobs not yet finished (the periodic reaper aside).
-func unsettled(ctx context.Context, dsn string) (deliveries, jobs int, err error) {
+// ended, jobs not yet finished (the periodic reaper aside) and attachment
+// verdicts still pending.
+func unsettled(ctx context.Context, dsn string) (deliveries, jobs, verifications int, err error) {
 	conn, err := pgx.Connect(ctx, dsn)
 	if err != nil {
-		return 0, 0, fmt.Errorf("soak: connect: %w", err)
+		return 0, 0, 0, fmt.Errorf("soak: connect: %w", err)
 	}
 	defer conn.Close(ctx)
 	if err := conn.QueryRow(ctx, `SELECT count(*) FROM registrum.event_deliveries WHERE state IN ('pending', 'leased')`).Scan(&deliveries); err != nil {
-		return 0, 0, fmt.Errorf("soak: count deliveries: %w", err)
+		return 0, 0, 0, fmt.Errorf("soak: count deliveries: %w", err)
 	}
 	if err := conn.QueryRow(ctx, `SELECT count(*) FROM registrum_jobs.river_job WHERE state NOT IN ('completed', 'cancelled', 'discarded') AND kind <> $1`, kindReap).Scan(&jobs); err != nil {
-		return 0, 0, fmt.Errorf("soak: count jobs: %w", err)
+		return 0, 0, 0, fmt.Errorf("soak: count jobs: %w", err)
 	}
-	return deliveries, jobs, nil
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM registrum.attachment_verifications WHERE verdict = 'pending'`).Scan(&verifications); err != nil {
+		return 0, 0, 0, fmt.Errorf("soak: count verifications: %w", err)
+	}
+	return deliveries, jobs, verifications, nil
 }
 
 // breakAcknowledged deletes, for the harness's closing self-check, the

@@ -1,8 +1,10 @@
 // Package soak is the soak-and-fault harness of the record host (issue #28):
 // an opt-in test that runs a private PostgreSQL, an issuer, two `registrum
-// serve` hosts, one `registrum worker` and a webhook receiver as real
-// processes over loopback, drives mixed traffic from many clients while it
-// kills hosts, the worker and the database and takes the receiver down, and
+// serve` hosts and one `registrum worker` as real processes, with a webhook
+// receiver, a review authority and an http verifier, all over loopback;
+// drives mixed traffic from many clients while it kills hosts and the
+// worker, stops a host with SIGTERM, restarts the database and takes the
+// receiver, the authority and the verifier down; and
 // then checks, from the database and the receiver rather than from what the
 // clients saw, that nothing acknowledged was lost, nothing was applied
 // twice, every event arrived once per generation and nothing is stuck.

@@ -3,6 +3,7 @@ package soak
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -22,20 +24,31 @@ type proc struct {
 	binary  string
 	args    []string
 	base    string // http base URL of a serve process, "" for the worker
+	metrics string // base URL of its metrics listener
 	logPath string
+	// warmStart is closed when the traffic starts; warmAt then says when
+	// an incarnation ready at the given time is warmed up (its footprint's
+	// first sample).
+	warmStart <-chan struct{}
+	warmAt    func(ready time.Time) time.Time
 
-	mu      sync.Mutex
-	cmd     *exec.Cmd
-	exited  chan struct{}
-	samples []sample // one per incarnation: at start and at its end
+	mu       sync.Mutex
+	cmd      *exec.Cmd
+	exited   chan struct{}
+	exitCode *int     // the incarnation's exit code, once exited is closed
+	samples  []sample // one per incarnation: at start and at its end
 }
 
-// sample is a process's open files, resident memory and threads.
+// sample is a process's open files, resident memory and threads, and its
+// goroutines and heap in use (its metrics listener) after warm-up and at
+// the end of the run; -1 where nothing was read.
 type sample struct {
-	PID                      int
-	FDStart, FDEnd           int
-	RSSKBStart, RSSKBEnd     int
-	ThreadsStart, ThreadsEnd int
+	PID                           int
+	FDStart, FDEnd                int
+	RSSKBStart, RSSKBEnd          int
+	ThreadsStart, ThreadsEnd      int
+	WarmGoroutines, EndGoroutines int
+	WarmHeap, EndHeap             int64
 }
 
 // freePort returns a loopback port free at the time of the call.
@@ -65,9 +78,15 @@ func (p *proc) start(t *testing.T, within time.Duration) error {
 		return fmt.Errorf("soak: start %s: %w", p.name, err)
 	}
 	exited := make(chan struct{})
-	go func() { cmd.Wait(); log.Close(); close(exited) }()
+	code := new(int)
+	go func() {
+		cmd.Wait()
+		*code = cmd.ProcessState.ExitCode()
+		log.Close()
+		close(exited)
+	}()
 	p.mu.Lock()
-	p.cmd, p.exited = cmd, exited
+	p.cmd, p.exited, p.exitCode = cmd, exited, code
 	p.mu.Unlock()
 	deadline := time.Now().Add(within)
 	for {
@@ -84,11 +103,114 @@ func (p *proc) start(t *testing.T, within time.Duration) error {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+	ready := time.Now()
 	fd, rss, threads := procStats(cmd.Process.Pid)
 	p.mu.Lock()
-	p.samples = append(p.samples, sample{PID: cmd.Process.Pid, FDStart: fd, RSSKBStart: rss, ThreadsStart: threads, FDEnd: -1, RSSKBEnd: -1, ThreadsEnd: -1})
+	p.samples = append(p.samples, sample{PID: cmd.Process.Pid, FDStart: fd, RSSKBStart: rss, ThreadsStart: threads, FDEnd: -1, RSSKBEnd: -1, ThreadsEnd: -1,
+		WarmGoroutines: -1, EndGoroutines: -1, WarmHeap: -1, EndHeap: -1})
+	idx := len(p.samples) - 1
 	p.mu.Unlock()
+	if p.metrics != "" && p.warmStart != nil {
+		go func() {
+			select {
+			case <-exited:
+				return
+			case <-p.warmStart:
+			}
+			select {
+			case <-exited:
+				return
+			case <-time.After(time.Until(p.warmAt(ready))):
+			}
+			g, heap, err := p.footprint()
+			if err != nil {
+				return
+			}
+			p.mu.Lock()
+			p.samples[idx].WarmGoroutines, p.samples[idx].WarmHeap = g, heap
+			p.mu.Unlock()
+		}()
+	}
 	return nil
+}
+
+// footprint reads go_goroutines and go_memstats_heap_inuse_bytes from the
+// process's metrics listener.
+func (p *proc) footprint() (goroutines int, heap int64, err error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "GET", p.metrics+"/metrics", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, 0, fmt.Errorf("soak: %s metrics: %w", p.name, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		return 0, 0, fmt.Errorf("soak: %s metrics: %d %v", p.name, resp.StatusCode, err)
+	}
+	got := map[string]float64{}
+	for _, line := range strings.Split(string(b), "\n") {
+		name, value, ok := strings.Cut(line, " ")
+		if ok && (name == "go_goroutines" || name == "go_memstats_heap_inuse_bytes") {
+			v, err := strconv.ParseFloat(strings.TrimSpace(value), 64)
+			if err != nil {
+				return 0, 0, fmt.Errorf("soak: %s metrics: %s %q: %w", p.name, name, value, err)
+			}
+			got[name] = v
+		}
+	}
+	g, okG := got["go_goroutines"]
+	h, okH := got["go_memstats_heap_inuse_bytes"]
+	if !okG || !okH {
+		return 0, 0, fmt.Errorf("soak: %s metrics: go_goroutines or go_memstats_heap_inuse_bytes missing", p.name)
+	}
+	return int(g), int64(h), nil
+}
+
+// endFootprint samples the current incarnation's goroutines and heap at
+// the end of the run.
+func (p *proc) endFootprint() error {
+	g, heap, err := p.footprint()
+	if err != nil {
+		return err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.samples) > 0 {
+		s := &p.samples[len(p.samples)-1]
+		s.EndGoroutines, s.EndHeap = g, heap
+	}
+	return nil
+}
+
+// term sends SIGTERM to the current incarnation.
+func (p *proc) term() error {
+	p.endSample()
+	p.mu.Lock()
+	cmd := p.cmd
+	p.mu.Unlock()
+	if cmd == nil {
+		return fmt.Errorf("soak: %s is not running", p.name)
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		return fmt.Errorf("soak: SIGTERM %s: %w", p.name, err)
+	}
+	return nil
+}
+
+// waitExit waits at most within for the current incarnation to exit and
+// returns its exit code (-1 when a signal ended it).
+func (p *proc) waitExit(within time.Duration) (int, error) {
+	p.mu.Lock()
+	exited, code := p.exited, p.exitCode
+	p.mu.Unlock()
+	select {
+	case <-exited:
+		return *code, nil
+	case <-time.After(within):
+		return 0, fmt.Errorf("soak: %s still runs %v after SIGTERM (log %s)", p.name, within, p.logPath)
+	}
 }
 
 // ready reports whether the current incarnation is ready.

@@ -74,6 +74,21 @@ const goneHook = "parcel-removed-gone"
 // before or during the window is still delivered.
 const receiverDownFor = 6 * time.Second
 
+// hostDrain is the hosts' listener.drainSeconds: after a SIGTERM a host
+// keeps serving (its /ready answering 503) that long before it closes its
+// listener.
+const hostDrain = 2 * time.Second
+
+// termExitWithin bounds how long a host may take to exit 0 after a
+// SIGTERM: its drain delay, then at most 10 s for the requests in flight
+// and 10 s for the jobs (docs/record-host.md, "Shutdown"), and 5 s of
+// slack for a loaded machine.
+const termExitWithin = hostDrain + 25*time.Second
+
+// warmUp is how long the traffic (and an incarnation) runs before the
+// first sample of a process's goroutines and heap.
+const warmUp = 10 * time.Second
+
 // harness runs the processes and holds what the run recorded.
 type harness struct {
 	t       *testing.T
@@ -85,6 +100,8 @@ type harness struct {
 	worker  *proc
 	rcv     *Receiver
 	auth    *Authority
+	scan    *scanner
+	servers []*httptest.Server // the receiver, the 410 destination, the authority
 	tokens  *tokensource.Source
 	http    *http.Client
 	stopped atomic.Bool
@@ -101,6 +118,10 @@ type harness struct {
 	tag     string // the history tag, as last read
 
 	goneHits atomic.Int64 // requests the 410 destination answered
+
+	trafficStarted chan struct{} // closed when the traffic starts
+	trafficStart   time.Time     // set before trafficStarted is closed
+	terms          []string      // what each term-host fault observed, for the summary
 }
 
 func (h *harness) record(op *Op) {
@@ -208,6 +229,8 @@ func TestSoak(t *testing.T) {
 
 	// Traffic.
 	start := time.Now()
+	h.trafficStart = start
+	close(h.trafficStarted)
 	var wg sync.WaitGroup
 	for i := range clients {
 		c := &client{h: h, id: i, rng: mrand.New(mrand.NewPCG(uint64(i), uint64(start.UnixNano())))}
@@ -235,17 +258,44 @@ func TestSoak(t *testing.T) {
 		p.endSample()
 	}
 
-	// Drain: every delivery ended and every job finished, or the limit.
+	// Drain: every delivery ended, every job finished and every verdict
+	// decided, or the limit.
 	drainStart := time.Now()
-	var leftDeliveries, leftJobs int
+	var leftDeliveries, leftJobs, leftVerifications int
 	for deadline := time.Now().Add(90*time.Second + 2*h.down); time.Now().Before(deadline); time.Sleep(500 * time.Millisecond) {
 		var err error
-		if leftDeliveries, leftJobs, err = unsettled(context.Background(), h.dsn); err == nil && leftDeliveries == 0 && leftJobs == 0 {
+		if leftDeliveries, leftJobs, leftVerifications, err = unsettled(context.Background(), h.dsn); err == nil && leftDeliveries == 0 && leftJobs == 0 && leftVerifications == 0 {
 			break
 		}
 	}
 	drained := time.Since(drainStart)
 	time.Sleep(time.Second) // answers in flight to the receiver land
+
+	// Goroutines and heap at the end: the partners and the clients let
+	// their idle keep-alive connections go first (each holds goroutines in
+	// the hosts), then the processes settle.
+	h.http.CloseIdleConnections()
+	for _, srv := range h.servers {
+		srv.Config.SetKeepAlivesEnabled(false)
+	}
+	h.scan.dropIdle()
+	time.Sleep(2 * time.Second)
+	var footprints []Footprint
+	for _, p := range append(slices.Clone(h.hosts), h.worker) {
+		if err := p.endFootprint(); err != nil {
+			t.Errorf("goroutines and heap at the end: %v", err)
+			continue
+		}
+		p.mu.Lock()
+		last := p.samples[len(p.samples)-1]
+		p.mu.Unlock()
+		if last.WarmGoroutines < 0 {
+			t.Errorf("%s: no warm-up sample of its goroutines and heap (incarnation pid %d)", p.name, last.PID)
+			continue
+		}
+		footprints = append(footprints, Footprint{Process: p.name, WarmGoroutines: last.WarmGoroutines, EndGoroutines: last.EndGoroutines,
+			WarmHeap: last.WarmHeap, EndHeap: last.EndHeap})
+	}
 
 	db, err := readDB(context.Background(), h.dsn)
 	if err != nil {
@@ -254,8 +304,9 @@ func TestSoak(t *testing.T) {
 	h.mu.Lock()
 	state := h.state(db)
 	h.mu.Unlock()
+	state.Footprints = footprints
 	f := Check(state)
-	h.summary(t, state, f, trafficEnd.Sub(start), rate, clients, drained, leftDeliveries, leftJobs)
+	h.summary(t, state, f, trafficEnd.Sub(start), rate, clients, drained, leftDeliveries, leftJobs, leftVerifications)
 	for _, v := range f.Violations {
 		t.Errorf("%s", v)
 	}
@@ -276,7 +327,7 @@ func TestSoak(t *testing.T) {
 // and a worker.
 func setUp(t *testing.T, pooler bool) *harness {
 	t.Helper()
-	h := &harness{t: t, pooler: pooler, http: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}}
+	h := &harness{t: t, pooler: pooler, http: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}, trafficStarted: make(chan struct{})}
 	var err error
 	// The run's folder (configurations, process logs, summary.txt) is kept
 	// when the soak fails.
@@ -293,8 +344,41 @@ func setUp(t *testing.T, pooler bool) *harness {
 	if h.binary, err = binarytest.Build(h.dir); err != nil {
 		t.Fatal(err)
 	}
+	// The scanner first: the package names its address.
+	scannerToken := []byte("soak-scanner-token-0123456789")
+	if h.scan, err = startScanner(scannerToken); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.scan.setDown(true) })
+	project := filepath.Join(h.dir, "project")
+	if err := os.CopyFS(project, os.DirFS("testdata")); err != nil {
+		t.Fatal(err)
+	}
+	registry := filepath.Join(project, "registry.yaml")
+	yaml, err := os.ReadFile(registry)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(registry, bytes.ReplaceAll(yaml, []byte("VERIFIER_ENDPOINT"), []byte(h.scan.URL())), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// The example planner itself, not a copy kept here: its tengo script,
+	// and its WebAssembly build, as an author would add them.
+	script, err := os.ReadFile("../examples/plugins/planner/planner.tengo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.MkdirAll(filepath.Join(project, "scripts"), 0o755)
+	if err := os.WriteFile(filepath.Join(project, "scripts", "planner.tengo"), script, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	build := exec.Command("go", "build", "-buildmode=c-shared", "-trimpath", "-o", filepath.Join(project, "plugins", "planner.wasm"), "../examples/plugins/planner/wasm")
+	build.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build the WebAssembly planner: %v\n%s", err, out)
+	}
 	pkg := filepath.Join(h.dir, "package")
-	if out, err := exec.Command(h.binary, "compile", "testdata", "--out", pkg).CombinedOutput(); err != nil {
+	if out, err := exec.Command(h.binary, "compile", project, "--out", pkg).CombinedOutput(); err != nil {
 		t.Fatalf("compile: %v\n%s", err, out)
 	}
 
@@ -346,6 +430,7 @@ func setUp(t *testing.T, pooler bool) *harness {
 	h.rcv = &Receiver{Verifier: webhook.Verifier{Key: key, Path: "/hooks/registry", Source: "urn:engine:registry:soak:instance:" + instanceID}}
 	srv := httptest.NewServer(h.rcv)
 	t.Cleanup(srv.Close)
+	h.servers = append(h.servers, srv)
 
 	// The 410 destination: a partner gone for good.
 	gone := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -353,15 +438,18 @@ func setUp(t *testing.T, pooler bool) *harness {
 		w.WriteHeader(http.StatusGone)
 	}))
 	t.Cleanup(gone.Close)
+	h.servers = append(h.servers, gone)
 
 	h.auth = NewAuthority()
 	authority := httptest.NewServer(h.auth)
 	t.Cleanup(authority.Close)
+	h.servers = append(h.servers, authority)
 
 	secrets := filepath.Join(h.dir, "secrets")
 	os.MkdirAll(secrets, 0o700)
 	os.WriteFile(filepath.Join(secrets, "host-key"), bytes.Repeat([]byte{7}, 32), 0o600)
 	os.WriteFile(filepath.Join(secrets, "webhook-key"), key, 0o600)
+	os.WriteFile(filepath.Join(secrets, "scanner-token"), append(scannerToken, '\n'), 0o600)
 	for _, c := range is.Setup.Clients {
 		if c.ID == issuertest.StandardClientID {
 			jwk, err := os.ReadFile(c.KeyFile)
@@ -383,24 +471,33 @@ func setUp(t *testing.T, pooler bool) *harness {
 		// rescueAfterSeconds (default 120): short, so the run drains.
 		"jobs: {timeoutSeconds: 10, rescueAfterSeconds: 12}\n",
 		database, pkg, is.HostAuthentication(), instanceID, srv.URL+"/hooks/registry", gone.URL+"/hooks/gone", authority.URL, client, client)
-	configFile := func(name string, port int) string {
+	// Each process serves its metrics (its goroutines and heap are sampled
+	// there); a host drains for hostDrain after a SIGTERM.
+	configFile := func(name string, port, metrics int) string {
 		path := filepath.Join(h.dir, name+".yaml")
-		if err := os.WriteFile(path, []byte(fmt.Sprintf("listener: {address: 127.0.0.1, port: %d}\n%s", port, common)), 0o600); err != nil {
+		if err := os.WriteFile(path, []byte(fmt.Sprintf("listener: {address: 127.0.0.1, port: %d, drainSeconds: %d}\nmetrics: {address: 127.0.0.1, port: %d}\n%s",
+			port, int(hostDrain/time.Second), metrics, common)), 0o600); err != nil {
 			t.Fatal(err)
 		}
 		return path
 	}
-	workerCfg := configFile("worker", freePort(t))
+	warmAt := func(ready time.Time) time.Time {
+		return maxTime(ready.Add(warmUp/2), h.trafficStart.Add(warmUp))
+	}
+	workerMetrics := freePort(t)
+	workerCfg := configFile("worker", freePort(t), workerMetrics)
 	if out, err := exec.Command(h.binary, "migrate", "--config", workerCfg).CombinedOutput(); err != nil {
 		t.Fatalf("migrate: %v\n%s", err, out)
 	}
 	for i := range 2 {
-		port := freePort(t)
+		port, metrics := freePort(t), freePort(t)
 		name := fmt.Sprintf("host%d", i)
-		h.hosts = append(h.hosts, &proc{name: name, binary: h.binary, args: []string{"serve", "--config", configFile(name, port)},
-			base: fmt.Sprintf("http://127.0.0.1:%d", port), logPath: filepath.Join(h.dir, name+".log")})
+		h.hosts = append(h.hosts, &proc{name: name, binary: h.binary, args: []string{"serve", "--config", configFile(name, port, metrics)},
+			base: fmt.Sprintf("http://127.0.0.1:%d", port), metrics: fmt.Sprintf("http://127.0.0.1:%d", metrics), logPath: filepath.Join(h.dir, name+".log"),
+			warmStart: h.trafficStarted, warmAt: warmAt})
 	}
-	h.worker = &proc{name: "worker", binary: h.binary, args: []string{"worker", "--config", workerCfg}, logPath: filepath.Join(h.dir, "worker.log")}
+	h.worker = &proc{name: "worker", binary: h.binary, args: []string{"worker", "--config", workerCfg}, logPath: filepath.Join(h.dir, "worker.log"),
+		metrics: fmt.Sprintf("http://127.0.0.1:%d", workerMetrics), warmStart: h.trafficStarted, warmAt: warmAt}
 	for _, p := range append(slices.Clone(h.hosts), h.worker) {
 		if err := p.start(t, 60*time.Second); err != nil {
 			t.Fatal(err)
@@ -445,7 +542,15 @@ func (h *harness) tune(t *testing.T) {
 	}
 }
 
-// injectFaults runs the fault schedule: cycles of six faults spread over
+// maxTime returns the later of a and b.
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+// injectFaults runs the fault schedule: cycles of eight faults spread over
 // the run (one cycle per five minutes, at least one), each waiting for its
 // recovery before the next.
 func (h *harness) injectFaults(start time.Time, d time.Duration) {
@@ -453,7 +558,9 @@ func (h *harness) injectFaults(start time.Time, d time.Duration) {
 	faults := []func(){
 		func() { h.killHost(1) },
 		func() { h.receiverDown() },
+		func() { h.termHost(0) },
 		func() { h.killWorker() },
+		func() { h.verifierDown() },
 		func() { h.restartPostgres() },
 		func() { h.killHost(0) },
 		func() { h.authorityDown() },
@@ -476,6 +583,63 @@ func (h *harness) killHost(i int) {
 	time.Sleep(time.Second)
 	if err := p.start(h.t, 60*time.Second); err != nil {
 		h.t.Errorf("restart %s: %v", p.name, err)
+	}
+	w.End = time.Now()
+	h.window(w)
+}
+
+// termHost stops host i with SIGTERM mid-traffic: its /ready must answer
+// 503 before it exits, it must exit 0 within termExitWithin, and every
+// request sent to it before the SIGTERM (and early in its drain) must be
+// answered (drain-answers-in-flight); then it starts again on its port.
+func (h *harness) termHost(i int) {
+	p := h.hosts[i]
+	w := Window{Fault: "term-host", Host: i, Drain: hostDrain, Start: time.Now()}
+	if err := p.term(); err != nil {
+		h.t.Errorf("%v", err)
+		return
+	}
+	var notReady time.Duration
+	saw503 := false
+	for p.alive() && time.Since(w.Start) < termExitWithin {
+		if s := p.readyStatus(); s == http.StatusServiceUnavailable {
+			saw503, notReady = true, time.Since(w.Start)
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	code, err := p.waitExit(termExitWithin - time.Since(w.Start))
+	exited := time.Since(w.Start)
+	switch {
+	case err != nil:
+		h.t.Errorf("term-host: %v", err)
+		p.kill9()
+	case code != 0:
+		h.t.Errorf("term-host: %s exited %d after SIGTERM, want 0 (log %s)", p.name, code, p.logPath)
+	}
+	if !saw503 {
+		h.t.Errorf("term-host: %s exited without /ready answering 503 first", p.name)
+	}
+	h.mu.Lock()
+	h.terms = append(h.terms, fmt.Sprintf("%s: /ready 503 after %v, exit %d after %v", p.name, notReady.Round(time.Millisecond), code, exited.Round(time.Millisecond)))
+	h.mu.Unlock()
+	if err := p.start(h.t, 60*time.Second); err != nil {
+		h.t.Errorf("restart %s: %v", p.name, err)
+	}
+	w.End = time.Now()
+	h.window(w)
+}
+
+// verifierDown makes the scanner unreachable (connections refused) for as
+// long as the receiver's outage.
+func (h *harness) verifierDown() {
+	w := Window{Fault: "verifier-down", Host: NoHost, Start: time.Now()}
+	if err := h.scan.setDown(true); err != nil {
+		h.t.Errorf("verifier-down: %v", err)
+	}
+	time.Sleep(h.down)
+	if err := h.scan.setDown(false); err != nil {
+		h.t.Errorf("verifier-down: %v", err)
 	}
 	w.End = time.Now()
 	h.window(w)
@@ -551,7 +715,7 @@ func (h *harness) state(db DB) *State {
 		Ops: h.ops, DB: db, Received: h.rcv.Received(), Windows: h.windows,
 		Grace:             5 * time.Second,
 		ExpectedEvents:    expectedEvents,
-		WriteOperations:   []string{"create", "patch", "tombstone", "submit_request", "revise_request", "cancel_request", "apply_request"},
+		WriteOperations:   []string{"create", "patch", "tombstone", "submit_request", "revise_request", "cancel_request", "apply_request", "attachment_upload"},
 		PeriodicJobs:      []string{kindReap},
 		AutomaticRequests: []string{"boundary_change"},
 		GoneHooks:         []string{goneHook},
@@ -615,7 +779,7 @@ func (h *harness) closingSelfCheck(t *testing.T, state *State) {
 }
 
 // summary prints the run's table.
-func (h *harness) summary(t *testing.T, s *State, f Findings, ran time.Duration, target float64, clients int, drained time.Duration, leftDeliveries, leftJobs int) {
+func (h *harness) summary(t *testing.T, s *State, f Findings, ran time.Duration, target float64, clients int, drained time.Duration, leftDeliveries, leftJobs, leftVerifications int) {
 	type kindStats struct {
 		ops, ok, retried, failed int
 		lat                      []time.Duration
@@ -679,7 +843,26 @@ func (h *harness) summary(t *testing.T, s *State, f Findings, ran time.Duration,
 		}
 	}
 	fmt.Fprintf(&b, "410 destination: %d requests answered 410, %d deliveries dead-lettered\n", h.goneHits.Load(), goneDead)
-	fmt.Fprintf(&b, "drain: %v (left: %d deliveries, %d jobs)\n", drained.Round(100*time.Millisecond), leftDeliveries, leftJobs)
+	verdicts := map[string]int{}
+	var retriedVerifications int
+	for _, v := range s.DB.Verifications {
+		verdicts[v.Verdict]++
+		if v.Attempts > 1 {
+			retriedVerifications++
+		}
+	}
+	var uploads int
+	for _, o := range s.Ops {
+		if o.Upload != nil && o.Acked() {
+			uploads++
+		}
+	}
+	fmt.Fprintf(&b, "attachments: %d uploads acknowledged; verifications %d approved, %d rejected, %d pending, %d of them after more than one attempt; the scanner decided %d times\n",
+		uploads, verdicts["approved"], verdicts["rejected"], verdicts["pending"], retriedVerifications, h.scan.calls.Load())
+	for _, line := range h.terms {
+		fmt.Fprintf(&b, "term-host: %s\n", line)
+	}
+	fmt.Fprintf(&b, "drain: %v (left: %d deliveries, %d jobs, %d pending verifications)\n", drained.Round(100*time.Millisecond), leftDeliveries, leftJobs, leftVerifications)
 	fmt.Fprintf(&b, "writes: %d acknowledged by a replay of their key after a lost answer; %d unanswered in the end but landed whole\n", f.Replayed, f.LandedUnanswered)
 	fmt.Fprintf(&b, "processes (open fds, VmRSS kB, threads: at start → at end of each incarnation):\n")
 	for _, p := range append(slices.Clone(h.hosts), h.worker) {
@@ -688,6 +871,10 @@ func (h *harness) summary(t *testing.T, s *State, f Findings, ran time.Duration,
 			parts = append(parts, fmt.Sprintf("fd %d→%d rss %d→%d thr %d→%d", sm.FDStart, sm.FDEnd, sm.RSSKBStart, sm.RSSKBEnd, sm.ThreadsStart, sm.ThreadsEnd))
 		}
 		fmt.Fprintf(&b, "  %-7s %s\n", p.name, strings.Join(parts, "; "))
+	}
+	fmt.Fprintf(&b, "goroutines and heap in use (after warm-up → at the end, last incarnation):\n")
+	for _, fp := range s.Footprints {
+		fmt.Fprintf(&b, "  %-7s goroutines %d→%d heap %.1f→%.1f MiB\n", fp.Process, fp.WarmGoroutines, fp.EndGoroutines, float64(fp.WarmHeap)/(1<<20), float64(fp.EndHeap)/(1<<20))
 	}
 	invs := make([]string, 0, len(f.Checked))
 	for k := range f.Checked {
