@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"slices"
 	"testing"
 
 	"github.com/google/uuid"
@@ -68,5 +69,63 @@ func TestScopeHidesRecordsOutsideTheBoundariesInPagesAndCounts(t *testing.T) {
 	}
 	if _, err := store.Scope(child, []store.Boundary{{FieldID: "national-id", Values: []any{"x", int64(1)}}}); err == nil {
 		t.Fatal("mixed boundary values were accepted")
+	}
+}
+
+// TestPagesSortDecimalsAsNumbersAcrossCursors holds the page order on the
+// column's value, not on the text the select list casts it to ("10.25" sorts
+// before "9.5" as text): the keyset predicate compares numbers, so an order
+// by text would skip or repeat records from one page to the next.
+func TestPagesSortDecimalsAsNumbersAcrossCursors(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openStore(t)
+	child := s.Package().EntityByID("child")
+	amounts := []string{"9.5", "10.25", "100.00", "2.75", "20.10", "1.00", "3.30"}
+	for i, a := range amounts {
+		if _, err := s.Create(ctx, child, uuid.NewString(), map[string]any{"national-id": "N-" + a, "amount": a, "age": int64(i)}, journal()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	allowed := query.Allowed{Readable: []string{"national-id", "amount"}, Sortable: []string{"amount"}}
+	want := []string{"1.00", "2.75", "3.30", "9.5", "10.25", "20.10", "100.00"}
+	for _, desc := range []bool{false, true} {
+		order := "amount"
+		exp := slices.Clone(want)
+		if desc {
+			order = "amount desc"
+			slices.Reverse(exp)
+		}
+		first, err := query.Parse(child, allowed, query.RawOptions{"$orderby": {order}, "$top": {"2"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		scope, err := store.Scope(child, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for q, page := first, 0; page < 10; page++ {
+			recs, err := s.Page(ctx, q, scope)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, r := range recs {
+				if i < q.Top {
+					got = append(got, r.Values["national-id"].(string)[2:])
+				}
+			}
+			if len(recs) <= q.Top {
+				break
+			}
+			// The next page starts after this page's last record, as a
+			// cursor's query does.
+			next := *q
+			last := recs[q.Top-1]
+			next.Position = &query.Row{ID: last.ID, Values: last.Values}
+			q = &next
+		}
+		if !slices.Equal(got, exp) {
+			t.Errorf("$orderby=%s through cursors: %v, want %v", order, got, exp)
+		}
 	}
 }

@@ -34,6 +34,6 @@ func ExampleSealer() {
 	_, err = sealer.Parse(e, allowed, query.RawOptions{"$skiptoken": {next}}, cursor.Caller{Principal: "client-8", Profile: "caseworker", PackageRevision: "sha256:0f"}, now)
 	fmt.Println(err)
 	// Output:
-	// <nil> "f_age" ASC NULLS LAST, record_id ASC 7
+	// <nil> "registrum_data"."e_child"."f_age" ASC NULLS LAST, "registrum_data"."e_child".record_id ASC 7
 	// query.cursor_invalid: The cursor was issued to another caller, access profile, route or package revision.
 }

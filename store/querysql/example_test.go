@@ -20,6 +20,6 @@ func ExampleCompiler_PageStatement() {
 	fmt.Println(stmt.SQL)
 	fmt.Println(stmt.Args...)
 	// Output:
-	// SELECT record_id FROM "registrum_data"."e_child" WHERE (lifecycle = $1) AND (("f_status" = $2::text) AND (NOT COALESCE(("f_age" < $3::bigint), FALSE))) ORDER BY "f_age" DESC NULLS FIRST, record_id DESC LIMIT 11
+	// SELECT record_id FROM "registrum_data"."e_child" WHERE (lifecycle = $1) AND (("f_status" = $2::text) AND (NOT COALESCE(("f_age" < $3::bigint), FALSE))) ORDER BY "registrum_data"."e_child"."f_age" DESC NULLS FIRST, "registrum_data"."e_child".record_id DESC LIMIT 11
 	// active active 5
 }

@@ -189,10 +189,18 @@ func idDesc(q *query.Query) bool { return len(q.Sort) > 0 && q.Sort[len(q.Sort)-
 
 // OrderBy returns the ORDER BY list (without the keywords): the sort keys,
 // ascending with nulls last or descending with nulls first, then the record
-// id in the direction of the last key (ascending when there is none).
+// id in the direction of the last key (ascending when there is none). Each
+// column is qualified with its table: a bare name in ORDER BY means the
+// select list's output column of that name first, and the store's select
+// list casts some columns to text under their own names (record_id::text,
+// a decimal's), which would sort decimals as text ("10.25" before "9.5"),
+// against the keyset predicate's numeric comparison, and keep the record
+// id's index from serving the order.
 func (Compiler) OrderBy(q *query.Query) string {
+	table := layout.Table(q.Entity) + "."
 	var b strings.Builder
 	for _, k := range q.Sort {
+		b.WriteString(table)
 		b.WriteString(layout.Column(k.Field))
 		if k.Desc {
 			b.WriteString(" DESC NULLS FIRST, ")
@@ -200,6 +208,7 @@ func (Compiler) OrderBy(q *query.Query) string {
 			b.WriteString(" ASC NULLS LAST, ")
 		}
 	}
+	b.WriteString(table)
 	b.WriteString(layout.ColRecordID)
 	if idDesc(q) {
 		b.WriteString(" DESC")

@@ -291,25 +291,27 @@ func TestReviewOutcomePseudoField(t *testing.T) {
 
 // TestOrderBy: the sort keys of $orderby compile to their ORDER BY, nulls
 // last ascending and first descending, the record id last in the direction
-// of the last key (ascending when there is none).
+// of the last key (ascending when there is none), each qualified with its
+// table (a bare name would mean the select list's text casts).
 func TestOrderBy(t *testing.T) {
 	e := personEntity()
 	q, err := query.Parse(e, fullAllowed(), opts("accessProfile", "staff"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sql.OrderBy(q) != "record_id ASC" {
+	const tbl = `"registrum_data"."e_person".`
+	if sql.OrderBy(q) != tbl+"record_id ASC" {
 		t.Fatalf("default order %q", sql.OrderBy(q))
 	}
 	q, err = query.Parse(e, fullAllowed(), opts("$select", "age, name", "$orderby", "age desc, name", "$count", "true", "$top", "100", "$filter", "age gt 3"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := sql.OrderBy(q); got != `"f_age" DESC NULLS FIRST, "f_name" ASC NULLS LAST, record_id ASC` {
+	if got := sql.OrderBy(q); got != tbl+`"f_age" DESC NULLS FIRST, `+tbl+`"f_name" ASC NULLS LAST, `+tbl+`record_id ASC` {
 		t.Fatalf("order %q", got)
 	}
 	q, _ = query.Parse(e, fullAllowed(), opts("$orderby", "age desc"))
-	if got := sql.OrderBy(q); got != `"f_age" DESC NULLS FIRST, record_id DESC` {
+	if got := sql.OrderBy(q); got != tbl+`"f_age" DESC NULLS FIRST, `+tbl+`record_id DESC` {
 		t.Fatalf("the record id follows the last key's direction: %q", got)
 	}
 }
