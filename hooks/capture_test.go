@@ -233,17 +233,16 @@ func TestCaptureStoresADeliveryForEachSelectedHook(t *testing.T) {
 	if pkg.Revision, err = model.ComputeRevision(pkg); err != nil {
 		t.Fatal(err)
 	}
-	st, err := store.Open(ctx, storetest.NewPool(t), pkg)
-	if err != nil {
-		t.Fatal(err)
-	}
 	d := newDestination("crm")
 	d.MaximumAttempts, d.AttemptTimeoutMs, d.PayloadRetentionSeconds = 3, 2000, 3600
 	ev, err := New(configFor(pkg, d))
 	if err != nil {
 		t.Fatal(err)
 	}
-	st.UseCapture(ev)
+	st, err := store.Open(ctx, storetest.NewPool(t), pkg, store.Options{Capture: ev})
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	person, application := pkg.EntityByID("person"), pkg.EntityByID("application")
 	personID, requestID := uuid.NewString(), uuid.NewString()

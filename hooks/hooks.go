@@ -77,28 +77,65 @@ func (d *Destination) Keys() [][]byte {
 	return [][]byte{d.Key, d.PreviousKey}
 }
 
-// Config configures the events of one host.
-type Config struct {
+// Options configure the events of one host (New). Package and
+// RecordReference are required; every other field has the default its
+// comment names.
+type Options struct {
+	// Package is the active package whose hooks are captured and
+	// delivered. Required.
 	Package *model.Package
-	// InstanceID names this deployment in the event source.
+	// InstanceID names this deployment in the event source: lowercase
+	// letters, digits and dashes, at most 64. Required when a url hook is
+	// delivered; default "" (a package whose hooks are all local handlers
+	// is sourced as instance "local").
 	InstanceID string
-	// Destinations are the bound webhook destinations by id.
+	// Destinations are the bound webhook destinations by id. Default none:
+	// a production package's url hook is then refused, a development
+	// package's left out.
 	Destinations map[string]*Destination
-	// DataSchemas maps "<entity>.<event>" to the event's dataschema URN.
+	// DataSchemas maps "<entity>.<event>" to the event's dataschema URN;
+	// every hook with a handler needs one. Default none.
 	DataSchemas map[string]string
-	// RecordReference returns the keyed reference of a record.
+	// RecordReference returns the keyed reference of a record, the subject
+	// of its events. Required.
 	RecordReference func(entityID, recordID string) string
-	// Handlers run local handler modules (nil when the package has none).
+	// Handlers run local handler modules. Default nil: the package has
+	// none (a local handler hook is then refused).
 	Handlers *plugins.Set
-	// Logger receives warnings (default: discarded).
+	// Logger receives warnings. Default: discarded.
 	Logger *slog.Logger
-	// ReapEvery is the period of the lease reaper and payload expiry
-	// (default 5 s).
+	// ReapEvery is the period of the lease reaper and payload expiry.
+	// Default 5 s; negative is refused.
 	ReapEvery time.Duration
-	// LeaseGrace is added to the attempt timeout to make a lease (default 5 s).
+	// LeaseGrace is added to the attempt timeout to make a lease. Default
+	// 5 s; negative is refused.
 	LeaseGrace time.Duration
-	// Metrics receives the delivery figures (default: unregistered).
+	// Metrics receives the delivery figures. Default: unregistered.
 	Metrics *Metrics
+}
+
+// check refuses options New cannot work with and fills the defaults.
+func (o *Options) check() error {
+	switch {
+	case o.Package == nil:
+		return errors.New("hooks: Options.Package is required")
+	case o.RecordReference == nil:
+		return errors.New("hooks: Options.RecordReference is required: events name their record by its keyed reference")
+	case o.ReapEvery < 0:
+		return fmt.Errorf("hooks: Options.ReapEvery %s is negative", o.ReapEvery)
+	case o.LeaseGrace < 0:
+		return fmt.Errorf("hooks: Options.LeaseGrace %s is negative", o.LeaseGrace)
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.ReapEvery == 0 {
+		o.ReapEvery = 5 * time.Second
+	}
+	if o.LeaseGrace == 0 {
+		o.LeaseGrace = 5 * time.Second
+	}
+	return nil
 }
 
 // MaxHop is the loop limit: an event caused, through local handlers, by a
@@ -124,7 +161,7 @@ type bound struct {
 
 // Events captures and delivers a package's events.
 type Events struct {
-	cfg    Config
+	cfg    Options
 	source string
 	hooks  map[string]*bound // by hook id
 	log    *slog.Logger
@@ -133,21 +170,15 @@ type Events struct {
 	clients map[string]Doer
 }
 
-// New checks the configuration against the package and returns the events
-// of a host. It refuses a url hook whose classification exceeds its
+// New checks the options (see Options) and the configuration against the
+// package and returns the events of a host. It refuses a url hook whose classification exceeds its
 // destination's ceiling, a runtime limit that widens the compiled one, a
 // production package whose url hook has no destination, and a local handler
 // whose module is not loaded. A development package's url hook without a
 // destination is left out (logged): nothing is captured for it.
-func New(cfg Config) (*Events, error) {
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.DiscardHandler)
-	}
-	if cfg.ReapEvery == 0 {
-		cfg.ReapEvery = 5 * time.Second
-	}
-	if cfg.LeaseGrace == 0 {
-		cfg.LeaseGrace = 5 * time.Second
+func New(cfg Options) (*Events, error) {
+	if err := cfg.check(); err != nil {
+		return nil, err
 	}
 	p := cfg.Package
 	ev := &Events{cfg: cfg, hooks: map[string]*bound{}, log: cfg.Logger, clients: map[string]Doer{}, m: cfg.Metrics,

@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/registrum/registrum/internal/canonjson"
 	"github.com/registrum/registrum/model"
@@ -55,8 +56,8 @@ func newDestination(id string) *Destination {
 
 // configFor returns a configuration binding dests, with a data schema for
 // every hook of pkg and the instance id "host-1".
-func configFor(pkg *model.Package, dests ...*Destination) Config {
-	cfg := Config{Package: pkg, InstanceID: "host-1", Destinations: map[string]*Destination{}, DataSchemas: map[string]string{},
+func configFor(pkg *model.Package, dests ...*Destination) Options {
+	cfg := Options{Package: pkg, InstanceID: "host-1", Destinations: map[string]*Destination{}, DataSchemas: map[string]string{},
 		RecordReference: func(entityID, recordID string) string { return "ref:" + entityID + ":" + recordID }}
 	for _, d := range dests {
 		cfg.Destinations[d.ID] = d
@@ -99,48 +100,52 @@ func TestNewRefusesConfigurationItCannotDeliverUnder(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		hooks []*model.Hook
-		edit  func(cfg *Config)
+		edit  func(cfg *Options)
 		want  string
 	}{
+		{"no package", nil, func(cfg *Options) { cfg.Package = nil }, "Options.Package is required"},
+		{"no record reference", nil, func(cfg *Options) { cfg.RecordReference = nil }, "Options.RecordReference is required"},
+		{"a negative reap period", nil, func(cfg *Options) { cfg.ReapEvery = -time.Second }, "Options.ReapEvery -1s is negative"},
+		{"a negative lease grace", nil, func(cfg *Options) { cfg.LeaseGrace = -time.Second }, "Options.LeaseGrace -1s is negative"},
 		{"a destination bound under another id", nil,
-			func(cfg *Config) { cfg.Destinations["other"] = cfg.Destinations["crm"] },
+			func(cfg *Options) { cfg.Destinations["other"] = cfg.Destinations["crm"] },
 			`destination "crm" is bound under id "other"`},
 		{"a signing key one byte short", nil,
-			func(cfg *Config) { cfg.Destinations["crm"].Key = cfg.Destinations["crm"].Key[1:] },
+			func(cfg *Options) { cfg.Destinations["crm"].Key = cfg.Destinations["crm"].Key[1:] },
 			"the signing key must hold at least 32 bytes"},
 		{"an unused destination with a short key", nil,
-			func(cfg *Config) {
+			func(cfg *Options) {
 				d := newDestination("spare")
 				d.Key = []byte("short")
 				cfg.Destinations["spare"] = d
 			},
 			"destination spare: the signing key"},
 		{"an unknown ceiling", nil,
-			func(cfg *Config) { cfg.Destinations["crm"].Ceiling = "secret" },
+			func(cfg *Options) { cfg.Destinations["crm"].Ceiling = "secret" },
 			`unknown classificationCeiling "secret"`},
 		{"a hook without a data schema", nil,
-			func(cfg *Config) { delete(cfg.DataSchemas, "person.person-created") },
+			func(cfg *Options) { delete(cfg.DataSchemas, "person.person-created") },
 			"event person.person-created has no data schema"},
 		{"a production hook whose destination is not bound", nil,
-			func(cfg *Config) { cfg.Package.Production = true; delete(cfg.Destinations, "crm") },
+			func(cfg *Options) { cfg.Package.Production = true; delete(cfg.Destinations, "crm") },
 			`delivers to destination "crm", which eventDestinations does not bind`},
 		{"no instance id", nil,
-			func(cfg *Config) { cfg.InstanceID = "" },
+			func(cfg *Options) { cfg.InstanceID = "" },
 			"instanceId is required"},
 		{"an instance id in capitals", nil,
-			func(cfg *Config) { cfg.InstanceID = "Host-1" },
+			func(cfg *Options) { cfg.InstanceID = "Host-1" },
 			"instanceId is required"},
 		{"an instance id starting with a dash", nil,
-			func(cfg *Config) { cfg.InstanceID = "-host" },
+			func(cfg *Options) { cfg.InstanceID = "-host" },
 			"instanceId is required"},
 		{"an instance id of 65 characters", nil,
-			func(cfg *Config) { cfg.InstanceID = strings.Repeat("h", 65) },
+			func(cfg *Options) { cfg.InstanceID = strings.Repeat("h", 65) },
 			"instanceId is required"},
 		{"a hook classified above its destination's ceiling", nil,
-			func(cfg *Config) { cfg.Package.Entities[0].Hooks[0].Classification = "restricted" },
+			func(cfg *Options) { cfg.Package.Entities[0].Hooks[0].Classification = "restricted" },
 			"is classified restricted, above the classificationCeiling internal of destination crm"},
 		{"a public ceiling under an internal hook", nil,
-			func(cfg *Config) { cfg.Destinations["crm"].Ceiling = "public" },
+			func(cfg *Options) { cfg.Destinations["crm"].Ceiling = "public" },
 			"above the classificationCeiling public"},
 		{"a local handler whose module is not loaded",
 			[]*model.Hook{{ID: "local", EventType: "local-v1", Trigger: model.TriggerCreated, Classification: "internal",

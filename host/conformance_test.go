@@ -30,6 +30,7 @@ import (
 	"github.com/registrum/registrum/host"
 	"github.com/registrum/registrum/host/auth/authtest"
 	"github.com/registrum/registrum/host/hosttest"
+	"github.com/registrum/registrum/internal/testslack"
 	"github.com/registrum/registrum/issuer/issuertest"
 	"github.com/registrum/registrum/store"
 	"github.com/registrum/registrum/store/storetest"
@@ -714,12 +715,12 @@ func TestSeedClientWalksEveryStateRow(t *testing.T) {
 		{"application", "submitted/queued", "availableUntil passes (the poller's transaction, no job taken)", "submitted/expired", func(t *testing.T) (*requestDoc, *requestDoc) {
 			loc, _ := submitted(t, "auto-changes")
 			end := time.Now().Add(1500 * time.Millisecond)
-			j := store.RequestJob{Entity: "auto_change", RecordID: filepath.Base(loc), ProposalVersion: 1}
+			rid := filepath.Base(loc)
 			_, _, err := h.Store().Write(context.Background(), nil, func(w *store.Writer) (*store.Outcome, error) {
-				if _, err := w.StoreResult(context.Background(), j, &store.ReviewResult{ResultID: "r-walk", Status: "approved", CompletedAt: time.Now(), AvailableUntil: &end, Body: []byte(`{}`)}); err != nil {
+				if _, err := w.StoreResult(context.Background(), "auto_change", rid, 1, &store.ReviewResult{ResultID: "r-walk", Status: "approved", CompletedAt: time.Now(), AvailableUntil: &end, Body: []byte(`{}`)}); err != nil {
 					return nil, err
 				}
-				_, err := w.QueueAutoApplication(context.Background(), j)
+				_, err := w.QueueAutoApplication(context.Background(), "auto_change", rid, 1)
 				return &store.Outcome{}, err
 			})
 			if err != nil {
@@ -753,7 +754,10 @@ func TestSeedClientWalksEveryStateRow(t *testing.T) {
 		}},
 		{"outcome+application", "submitted/ready", "availableUntil passes", "submitted/expired", func(t *testing.T) (*requestDoc, *requestDoc) {
 			loc, rid := submitted(t, "reviewed-changes")
-			auth.settle(rid, "approved", time.Now().Add(2*time.Second), nil)
+			// The approval must still be read as ready before it expires:
+			// the window leaves the scheduling allowance for a loaded machine
+			// (a 2 s window expired before the poller stored the result).
+			auth.settle(rid, "approved", time.Now().Add(2*time.Second+testslack.Scheduling), nil)
 			before := sc.c.until(t, loc, func(r *requestDoc) bool { return resultState(r) == "approved" })
 			after := until(t, loc, "submitted/expired")
 			if after.operations() != "revise_request,cancel_request" || *after.action("revise_request").Rebase {

@@ -16,14 +16,15 @@ import (
 	"github.com/registrum/registrum/host/records"
 	"github.com/registrum/registrum/model"
 	"github.com/registrum/registrum/plugins"
-	"github.com/registrum/registrum/store"
 )
 
 // openEvents binds the package's hooks to the configured destinations and
-// local handler modules, checks retained work against the bindings, and
-// installs event capture in the store's writes. It returns the events and
-// the plugin runtime of the local handlers (nil when there are none).
-func openEvents(ctx context.Context, cfg *config.Config, pkg *model.Package, st *store.Store, keys records.Keys, log *slog.Logger, reg prometheus.Registerer) (*hooks.Events, *plugins.Runtime, error) {
+// local handler modules, before the store opens. It returns the events
+// (the capturer the store is opened with, store.Options.Capture; the
+// caller checks retained work against their bindings once the store is
+// open, Events.CheckBindings) and the plugin runtime of the local handlers
+// (nil when there are none).
+func openEvents(ctx context.Context, cfg *config.Config, pkg *model.Package, keys records.Keys, log *slog.Logger, reg prometheus.Registerer) (*hooks.Events, *plugins.Runtime, error) {
 	dests := map[string]*hooks.Destination{}
 	for id, d := range cfg.EventDestinations {
 		key, err := cfg.EventKey(id)
@@ -70,18 +71,14 @@ func openEvents(ctx context.Context, cfg *config.Config, pkg *model.Package, st 
 			return nil, nil, fmt.Errorf("host: load hook handler modules: %w", err)
 		}
 	}
-	ev, err := hooks.New(hooks.Config{Package: pkg, InstanceID: cfg.InstanceID, Destinations: dests, DataSchemas: schemas,
+	ev, err := hooks.New(hooks.Options{Package: pkg, InstanceID: cfg.InstanceID, Destinations: dests, DataSchemas: schemas,
 		RecordReference: keys.RecordReference, Handlers: set, Logger: log, Metrics: hooks.NewMetrics(reg)})
-	if err == nil {
-		err = ev.CheckBindings(ctx, st)
-	}
 	if err != nil {
 		if rt != nil {
 			rt.Close(ctx)
 		}
 		return nil, nil, err
 	}
-	st.UseCapture(ev)
 	return ev, rt, nil
 }
 

@@ -170,19 +170,25 @@ func assemble(ctx context.Context, cfg *config.Config, log *slog.Logger, pool, s
 	if h.telemetry, err = startTelemetry(ctx, cfg); err != nil {
 		return nil, err
 	}
-	if h.store, err = store.Open(ctx, pool, pkg); err != nil {
+	reg := prometheus.NewRegistry()
+	// The events are built before the store: their capturer is one of the
+	// store's construction inputs. Retained work is checked against their
+	// bindings once the store is open.
+	if h.events, h.hookMods, err = openEvents(ctx, cfg, pkg, keys, log, reg); err != nil {
+		return nil, err
+	}
+	if h.store, err = store.Open(ctx, pool, pkg, store.Options{Capture: h.events, Session: session}); err != nil {
 		return nil, err
 	}
 	st := h.store
-	if session != pool {
-		st.UseSessionPool(session)
+	if err := h.events.CheckBindings(ctx, st); err != nil {
+		return nil, err
 	}
 	decider, verifier, err := decider(cfg, pkg, keys, log)
 	if err != nil {
 		return nil, err
 	}
 	h.verifier = verifier
-	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		newPoolCollector(pool), newCountsCollector(st, log))
 	h.jobs = newJobMetrics(reg)
@@ -204,9 +210,6 @@ func assemble(ctx context.Context, cfg *config.Config, log *slog.Logger, pool, s
 	}
 	workflow, err := requests.New(requests.Options{Records: svc, Planners: ps, Review: auths})
 	if err != nil {
-		return nil, err
-	}
-	if h.events, h.hookMods, err = openEvents(ctx, cfg, pkg, st, keys, log, reg); err != nil {
 		return nil, err
 	}
 	if h.verifiers, err = openVerifiers(cfg, pkg); err != nil {

@@ -299,12 +299,12 @@ func TestApplyingKeepsItsStateAndExpiredOverridesQueued(t *testing.T) {
 	env.owner.until(t, loc2, func(r *requestDoc) bool { return submission(r)["state"] == "accepted" })
 	e := env.h.Package().EntityByID("auto_change")
 	until = time.Now().Add(time.Second)
-	j := store.RequestJob{Entity: e.ID, RecordID: filepath.Base(loc2), ProposalVersion: 1}
+	rid2 := filepath.Base(loc2)
 	_, _, err := env.h.Store().Write(context.Background(), nil, func(w *store.Writer) (*store.Outcome, error) {
-		if _, err := w.StoreResult(context.Background(), j, &store.ReviewResult{ResultID: "r-q", Status: "approved", CompletedAt: time.Now(), AvailableUntil: &until, Body: []byte(`{}`)}); err != nil {
+		if _, err := w.StoreResult(context.Background(), e.ID, rid2, 1, &store.ReviewResult{ResultID: "r-q", Status: "approved", CompletedAt: time.Now(), AvailableUntil: &until, Body: []byte(`{}`)}); err != nil {
 			return nil, err
 		}
-		_, err := w.QueueAutoApplication(context.Background(), j)
+		_, err := w.QueueAutoApplication(context.Background(), e.ID, rid2, 1)
 		return &store.Outcome{}, err
 	})
 	if err != nil {

@@ -131,7 +131,7 @@ func Activate(ctx context.Context, pool *pgxpool.Pool, p *model.Package, confirm
 		return err
 	})
 	if errors.Is(err, errNoPackage) {
-		s, err := Open(ctx, pool, p)
+		s, err := Open(ctx, pool, p, Options{})
 		if err != nil {
 			return nil, err
 		}

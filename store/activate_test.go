@@ -117,16 +117,16 @@ func TestActivationAppliesAdditiveChangesAndRefusesDestructiveOnes(t *testing.T)
 		t.Fatal("the refused write was committed")
 	}
 	fresh := storetest.NewPool(t)
-	if _, err := store.Open(ctx, fresh, additive); err != nil {
+	if _, err := store.Open(ctx, fresh, additive, store.Options{}); err != nil {
 		t.Fatal(err)
 	}
 	if got, want := catalog(t, pool), catalog(t, fresh); got != want {
 		t.Fatalf("activated layout\n%s\nfresh layout\n%s", got, want)
 	}
-	if _, err := store.Open(ctx, pool, testPackage(t)); !errors.Is(err, store.ErrLayoutMismatch) {
+	if _, err := store.Open(ctx, pool, testPackage(t), store.Options{}); !errors.Is(err, store.ErrLayoutMismatch) {
 		t.Fatalf("the old package after the activation: %v", err)
 	}
-	s2, err := store.Open(ctx, pool, additive)
+	s2, err := store.Open(ctx, pool, additive, store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,7 +170,7 @@ func TestActivationAppliesAdditiveChangesAndRefusesDestructiveOnes(t *testing.T)
 		t.Fatal(err)
 	}
 	fresh2 := storetest.NewPool(t)
-	if _, err := store.Open(ctx, fresh2, destructive); err != nil {
+	if _, err := store.Open(ctx, fresh2, destructive, store.Options{}); err != nil {
 		t.Fatal(err)
 	}
 	if got, want := catalog(t, pool), catalog(t, fresh2); got != want {

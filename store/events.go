@@ -40,13 +40,11 @@ type Lifecycle struct {
 }
 
 // A Capturer captures the events of a change inside the write's own
-// transaction (package hooks implements it). An error rolls the write back.
+// transaction (package hooks implements it; Options.Capture gives it to
+// the store). An error rolls the write back.
 type Capturer interface {
 	Capture(ctx context.Context, w *Writer, c Change) error
 }
-
-// UseCapture installs the capturer every write of s calls.
-func (s *Store) UseCapture(c Capturer) { s.capture = c }
 
 // capturing reports whether a change of e under trigger may capture events.
 func (w *Writer) capturing(e *model.Entity, trigger string) bool {
@@ -172,7 +170,9 @@ func scanDelivery(row pgx.Row) (*Delivery, error) {
 }
 
 // Delivery reads one delivery.
-func (s *Store) Delivery(ctx context.Context, id string) (*Delivery, error) {
+func (s *Store) Delivery(ctx context.Context, id string) (_ *Delivery, err error) {
+	ctx, span := startOp(ctx, spanRead, "Delivery")
+	defer func() { endOp(span, err) }()
 	return scanDelivery(s.pool.QueryRow(ctx, "SELECT "+deliveryColumns+" FROM registrum.event_deliveries WHERE delivery_id = $1", id))
 }
 
@@ -190,7 +190,9 @@ type Lease struct {
 // (delivered, leased by another worker, or not yet due): the caller then
 // has nothing to do. Two claims of one delivery serialise on its row; the
 // second finds it leased.
-func (s *Store) ClaimDelivery(ctx context.Context, id string, grace time.Duration) (*Lease, error) {
+func (s *Store) ClaimDelivery(ctx context.Context, id string, grace time.Duration) (_ *Lease, err error) {
+	ctx, span := startOp(ctx, spanTx, "ClaimDelivery")
+	defer func() { endOp(span, err) }()
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	d, err := scanDelivery(s.pool.QueryRow(ctx, `WITH d AS (
     UPDATE registrum.event_deliveries SET state = 'leased', attempt = attempt + 1,
@@ -246,7 +248,9 @@ type AttemptResult struct {
 // expires), or failed with its payload erased when the result is final. It returns the new
 // state. A lease that is no longer held (reaped meanwhile) changes nothing
 // and returns "".
-func (s *Store) FinishAttempt(ctx context.Context, l *Lease, r AttemptResult) (string, error) {
+func (s *Store) FinishAttempt(ctx context.Context, l *Lease, r AttemptResult) (_ string, err error) {
+	ctx, span := startOp(ctx, spanTx, "FinishAttempt")
+	defer func() { endOp(span, err) }()
 	if r.Delivered {
 		// The common case in one statement: audit, state and erasure.
 		tag, err := s.pool.Exec(ctx, `WITH d AS (
@@ -264,7 +268,7 @@ WHERE delivery_id = $1 AND generation = $2 AND attempt = $3 AND EXISTS (SELECT 1
 		return DeliveryDelivered, nil
 	}
 	var state string
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		var ok bool
 		err := tx.QueryRow(ctx, `SELECT true FROM registrum.event_deliveries
     WHERE delivery_id = $1 AND state = 'leased' AND generation = $2 AND attempt = $3 FOR UPDATE`, l.DeliveryID, l.Generation, l.Attempt).Scan(&ok)
@@ -333,9 +337,11 @@ func wrap(what string, err error) error {
 // ReapLeases ends the attempts whose lease expired (their worker died or
 // hung): each counts as a failed attempt ("lease_expired") and the
 // delivery moves on as after any failure. It returns how many it reaped.
-func (s *Store) ReapLeases(ctx context.Context) (int, error) {
+func (s *Store) ReapLeases(ctx context.Context) (_ int, err error) {
+	ctx, span := startOp(ctx, spanTx, "ReapLeases")
+	defer func() { endOp(span, err) }()
 	n := 0
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, "SELECT "+deliveryColumns+` FROM registrum.event_deliveries
     WHERE state = 'leased' AND lease_expires_at < now() ORDER BY lease_expires_at LIMIT 1000 FOR UPDATE SKIP LOCKED`)
 		if err != nil {
@@ -361,7 +367,9 @@ func (s *Store) ReapLeases(ctx context.Context) (int, error) {
 // terminal audit (an "expired" row of the delivery audit, under operator
 // ExpiryOperator), the state change and the erasure commit together, in
 // one statement. It returns how many it expired.
-func (s *Store) ExpirePayloads(ctx context.Context) (int64, error) {
+func (s *Store) ExpirePayloads(ctx context.Context) (_ int64, err error) {
+	ctx, span := startOp(ctx, spanTx, "ExpirePayloads")
+	defer func() { endOp(span, err) }()
 	tag, err := s.pool.Exec(ctx, `WITH d AS (
     UPDATE registrum.event_deliveries SET state = 'expired', payload = NULL, lease_expires_at = NULL, updated_at = now()
     WHERE payload IS NOT NULL AND payload_expires_at <= now() AND state IN ('pending', 'dead_lettered')
@@ -389,7 +397,9 @@ type Binding struct {
 // PendingBindings lists the destination bindings of pending and leased
 // url deliveries: a host whose destinations no longer match one of them
 // would strand that work.
-func (s *Store) PendingBindings(ctx context.Context) ([]Binding, error) {
+func (s *Store) PendingBindings(ctx context.Context) (_ []Binding, err error) {
+	ctx, span := startOp(ctx, spanRead, "PendingBindings")
+	defer func() { endOp(span, err) }()
 	rows, err := s.pool.Query(ctx, `SELECT destination_id, binding_digest, count(*) FROM registrum.event_deliveries
     WHERE state IN ('pending', 'leased') AND handler_kind = 'url' GROUP BY 1, 2 ORDER BY 1, 2`)
 	if err != nil {
@@ -425,7 +435,9 @@ const MaxDeliveryList = 100
 
 // ListDeliveries lists the latest deliveries, newest first, in one state
 // when state is not "".
-func (s *Store) ListDeliveries(ctx context.Context, state string, limit int) ([]DeliverySummary, error) {
+func (s *Store) ListDeliveries(ctx context.Context, state string, limit int) (_ []DeliverySummary, err error) {
+	ctx, span := startOp(ctx, spanRead, "ListDeliveries")
+	defer func() { endOp(span, err) }()
 	rows, err := s.pool.Query(ctx, `SELECT event_id::text, delivery_id::text, entity_id, hook_id, handler_kind, coalesce(destination_id, ''),
     generation, state, attempt, payload IS NOT NULL, payload_expires_at, CASE WHEN state = 'pending' THEN next_attempt_at END, captured_at
     FROM registrum.event_deliveries WHERE ($1 = '' OR state = $1) ORDER BY captured_at DESC, delivery_id LIMIT $2`, state, limit)
@@ -451,10 +463,12 @@ var ErrReplayRefused = errors.New("the delivery is unavailable for replay")
 // digest must be modules[hook]). It resets the attempt count, makes the
 // delivery due now, enqueues its job, and audits the replay (or the
 // refusal) under operator. It returns the new generation.
-func (s *Store) Replay(ctx context.Context, eventID, deliveryID string, expectedGeneration int, bindings, modules map[string]string, operator string) (int, error) {
+func (s *Store) Replay(ctx context.Context, eventID, deliveryID string, expectedGeneration int, bindings, modules map[string]string, operator string) (_ int, err error) {
+	ctx, span := startOp(ctx, spanTx, "Replay")
+	defer func() { endOp(span, err) }()
 	var gen int
 	refused := false
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		var d *Delivery
 		err := ErrNotFound
 		if values.IsUUID(eventID) && values.IsUUID(deliveryID) {
@@ -533,7 +547,9 @@ type DeliveryAttempt struct {
 }
 
 // DeliveryAttempts returns the attempt audit of a delivery in order.
-func (s *Store) DeliveryAttempts(ctx context.Context, deliveryID string) ([]DeliveryAttempt, error) {
+func (s *Store) DeliveryAttempts(ctx context.Context, deliveryID string) (_ []DeliveryAttempt, err error) {
+	ctx, span := startOp(ctx, spanRead, "DeliveryAttempts")
+	defer func() { endOp(span, err) }()
 	rows, err := s.pool.Query(ctx, `SELECT generation, attempt, delivery_time, coalesce(outcome, ''), coalesce(status_code, 0), coalesce(failure, ''),
     next_attempt_at FROM registrum.event_delivery_attempts WHERE delivery_id = $1 ORDER BY generation, attempt`, deliveryID)
 	if err != nil {

@@ -87,7 +87,7 @@ func openTagHost(t *testing.T, dsn string) *tagHost {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := store.Open(ctx, pool, testPackage(t))
+	s, err := store.Open(ctx, pool, testPackage(t), store.Options{})
 	if err != nil {
 		pool.Close()
 		t.Fatal(err)

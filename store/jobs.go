@@ -165,48 +165,6 @@ func (d sessionListener) GetListener(params *riverdriver.GetListenenerParams) ri
 	return d.session.GetListener(params)
 }
 
-// Job kinds: the post-commit work of change requests. The kind strings are
-// stored with the jobs; never change them.
-const (
-	KindReviewSubmit   = "registrum.review.submit"
-	KindReviewPoll     = "registrum.review.poll"
-	KindRequestApply   = "registrum.request.apply"
-	KindReviewWithdraw = "registrum.review.withdraw"
-)
-
-// RequestJob names one proposal of a request record: all a change-request
-// job carries.
-type RequestJob struct {
-	Entity          string `json:"entity"`
-	RecordID        string `json:"recordId"`
-	ProposalVersion int64  `json:"proposalVersion"`
-}
-
-// ReviewSubmitArgs sends a proposal's submission to its review authority.
-type ReviewSubmitArgs struct{ RequestJob }
-
-// Kind implements river.JobArgs.
-func (ReviewSubmitArgs) Kind() string { return KindReviewSubmit }
-
-// ReviewPollArgs pulls the authority's result of a proposal.
-type ReviewPollArgs struct{ RequestJob }
-
-// Kind implements river.JobArgs.
-func (ReviewPollArgs) Kind() string { return KindReviewPoll }
-
-// ReviewWithdrawArgs tells the review authority that a proposal's
-// submission is withdrawn (its request was cancelled while under review).
-type ReviewWithdrawArgs struct{ RequestJob }
-
-// Kind implements river.JobArgs.
-func (ReviewWithdrawArgs) Kind() string { return KindReviewWithdraw }
-
-// RequestApplyArgs applies an approved proposal by its executor.
-type RequestApplyArgs struct{ RequestJob }
-
-// Kind implements river.JobArgs.
-func (RequestApplyArgs) Kind() string { return KindRequestApply }
-
 // jobAt schedules a job for t.
 func jobAt(t time.Time) *river.InsertOpts { return &river.InsertOpts{ScheduledAt: t} }
 
@@ -256,8 +214,9 @@ func jobMiddleware(tp trace.TracerProvider) []rivertype.Middleware {
 		ctx, span := tracer.Start(ctx, "river.work "+job.Kind, trace.WithSpanKind(trace.SpanKindConsumer))
 		defer span.End()
 		err := inner(ctx)
-		if err != nil && span.IsRecording() {
-			span.RecordError(err)
+		if err != nil {
+			// Like the logs, traces carry no values: the error's text,
+			// which may quote one, stays out of the span.
 			span.SetStatus(codes.Error, "job failed")
 		}
 		return err

@@ -74,11 +74,10 @@ func TestPgBouncerTransactionMode(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer pooled.Close()
-	s, err := store.Open(ctx, pooled, testPackage(t))
+	s, err := store.Open(ctx, pooled, testPackage(t), store.Options{Session: direct})
 	if err != nil {
 		t.Fatalf("open through pgbouncer: %v", err)
 	}
-	s.UseSessionPool(direct)
 
 	// Writes and reads, concurrently, on more client connections than
 	// PgBouncer hands out one server connection to at a time.

@@ -176,7 +176,9 @@ func scanRequest(row pgx.Row) (*Request, error) {
 }
 
 // Request reads the workflow state of a request record.
-func (s *Store) Request(ctx context.Context, e *model.Entity, id string) (*Request, error) {
+func (s *Store) Request(ctx context.Context, e *model.Entity, id string) (_ *Request, err error) {
+	ctx, span := startOp(ctx, spanRead, "Request")
+	defer func() { endOp(span, err) }()
 	r, err := scanRequest(s.pool.QueryRow(ctx, "SELECT "+requestColumns, e.ID, id))
 	if err != nil {
 		return nil, err
@@ -241,7 +243,9 @@ func (w *Writer) LockWithRequest(ctx context.Context, e *model.Entity, id string
 // (see Stored), the request's workflow state, and, with withRecord, the
 // request record. A missing record or request is ErrNotFound, returned
 // after the stored outcome (a replay is answered first).
-func (s *Store) ActionInputs(ctx context.Context, idem *Idempotency, e *model.Entity, id string, withRecord bool) (*Outcome, *Record, *Request, error) {
+func (s *Store) ActionInputs(ctx context.Context, idem *Idempotency, e *model.Entity, id string, withRecord bool) (_ *Outcome, _ *Record, _ *Request, err error) {
+	ctx, span := startOp(ctx, spanRead, "ActionInputs")
+	defer func() { endOp(span, err) }()
 	b := &pgx.Batch{}
 	b.Queue(`SELECT request_digest, outcome, outcome_erased_at IS NOT NULL FROM registrum.idempotency WHERE key_reference = $1`, idem.KeyReference)
 	b.Queue("SELECT "+requestColumns, e.ID, id)
@@ -338,7 +342,9 @@ func (w *Writer) Now() time.Time { return w.now }
 // ErrIdempotencyConflict when it was used with another request. It lets a
 // caller answer a replay before doing work the write would need (a
 // planner's run, say); the write itself checks again.
-func (s *Store) Stored(ctx context.Context, idem *Idempotency) (*Outcome, error) {
+func (s *Store) Stored(ctx context.Context, idem *Idempotency) (_ *Outcome, err error) {
+	ctx, span := startOp(ctx, spanRead, "Stored")
+	defer func() { endOp(span, err) }()
 	return storedOutcome(s.pool.QueryRow(ctx, `SELECT request_digest, outcome, outcome_erased_at IS NOT NULL FROM registrum.idempotency WHERE key_reference = $1`, idem.KeyReference), idem)
 }
 
@@ -369,7 +375,9 @@ func storedOutcome(row pgx.Row, idem *Idempotency) (*Outcome, error) {
 
 // KeyUsed reports whether an idempotency key reference was used before,
 // whatever the request.
-func (s *Store) KeyUsed(ctx context.Context, keyReference string) (bool, error) {
+func (s *Store) KeyUsed(ctx context.Context, keyReference string) (_ bool, err error) {
+	ctx, span := startOp(ctx, spanRead, "KeyUsed")
+	defer func() { endOp(span, err) }()
 	var used bool
 	if err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM registrum.idempotency WHERE key_reference = $1)`, keyReference).Scan(&used); err != nil {
 		return false, fmt.Errorf("store: read idempotency key: %w", err)
@@ -378,44 +386,48 @@ func (s *Store) KeyUsed(ctx context.Context, keyReference string) (bool, error) 
 }
 
 // QueueAutoApplication records, in the transaction that enqueues the
-// executor's apply job, that the automatic application of proposal j is
+// executor's apply job, that the automatic application of the proposal is
 // queued. A proposal's automatic application is queued once: a second call
 // changes nothing and reports false (the caller then enqueues nothing).
-func (w *Writer) QueueAutoApplication(ctx context.Context, j RequestJob) (bool, error) {
+func (w *Writer) QueueAutoApplication(ctx context.Context, entity, recordID string, version int64) (bool, error) {
 	tag, err := w.exec(ctx, `INSERT INTO registrum.request_auto_applications
     (entity_id, record_id, proposal_version, state, created_at, updated_at)
-    VALUES ($1, $2, $3, 'queued', $4, $4) ON CONFLICT DO NOTHING`, j.Entity, j.RecordID, j.ProposalVersion, w.now)
+    VALUES ($1, $2, $3, 'queued', $4, $4) ON CONFLICT DO NOTHING`, entity, recordID, version, w.now)
 	if err != nil {
 		return false, fmt.Errorf("store: queue automatic application: %w", err)
 	}
 	return tag.RowsAffected() == 1, nil
 }
 
-// StartAutoApplication moves the automatic application of proposal j from
+// StartAutoApplication moves the automatic application of the proposal from
 // queued (or applying, for a retried job) to applying and counts the
 // attempt. It reports the state found: anything but queued or applying
 // (blocked, or no row) is left as it was, and the job does nothing.
-func (s *Store) StartAutoApplication(ctx context.Context, j RequestJob) (string, error) {
+func (s *Store) StartAutoApplication(ctx context.Context, entity, recordID string, version int64) (_ string, err error) {
+	ctx, span := startOp(ctx, spanTx, "StartAutoApplication")
+	defer func() { endOp(span, err) }()
 	var state string
-	err := s.pool.QueryRow(ctx, `WITH moved AS (
+	err = s.pool.QueryRow(ctx, `WITH moved AS (
     UPDATE registrum.request_auto_applications SET state = 'applying', attempts = attempts + 1, updated_at = now()
     WHERE entity_id = $1 AND record_id = $2 AND proposal_version = $3 AND state IN ('queued', 'applying')
     RETURNING 'applying'::text AS state)
 SELECT coalesce((SELECT state FROM moved),
     (SELECT state FROM registrum.request_auto_applications WHERE entity_id = $1 AND record_id = $2 AND proposal_version = $3), '')`,
-		j.Entity, j.RecordID, j.ProposalVersion).Scan(&state)
+		entity, recordID, version).Scan(&state)
 	if err != nil {
 		return "", fmt.Errorf("store: start automatic application: %w", err)
 	}
 	return state, nil
 }
 
-// BlockAutoApplication records that the automatic application of proposal
-// j was refused: it is blocked until an operator acts, with the reason
-// code attention.
-func (s *Store) BlockAutoApplication(ctx context.Context, j RequestJob, attention string) error {
-	_, err := s.pool.Exec(ctx, `UPDATE registrum.request_auto_applications SET state = 'blocked', attention = $4, updated_at = now()
-    WHERE entity_id = $1 AND record_id = $2 AND proposal_version = $3`, j.Entity, j.RecordID, j.ProposalVersion, attention)
+// BlockAutoApplication records that the automatic application of the
+// proposal was refused: it is blocked until an operator acts, with the
+// reason code attention.
+func (s *Store) BlockAutoApplication(ctx context.Context, entity, recordID string, version int64, attention string) (err error) {
+	ctx, span := startOp(ctx, spanTx, "BlockAutoApplication")
+	defer func() { endOp(span, err) }()
+	_, err = s.pool.Exec(ctx, `UPDATE registrum.request_auto_applications SET state = 'blocked', attention = $4, updated_at = now()
+    WHERE entity_id = $1 AND record_id = $2 AND proposal_version = $3`, entity, recordID, version, attention)
 	if err != nil {
 		return fmt.Errorf("store: block automatic application: %w", err)
 	}

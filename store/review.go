@@ -35,7 +35,9 @@ const (
 // Submission is what was, or will be, sent to a review authority for one
 // proposal.
 type Submission struct {
-	RequestJob
+	// Entity, RecordID and ProposalVersion name the proposal.
+	Entity, RecordID    string
+	ProposalVersion     int64
 	Authority, PolicyID string
 	State               string
 	// Body is the exact body sent; SubmissionDigest the SHA-256 of its
@@ -93,9 +95,11 @@ func scanSubmission(row pgx.Row) (*Submission, error) {
 }
 
 // Submission reads the submission of one proposal.
-func (s *Store) Submission(ctx context.Context, j RequestJob) (*Submission, error) {
+func (s *Store) Submission(ctx context.Context, entity, recordID string, version int64) (_ *Submission, err error) {
+	ctx, span := startOp(ctx, spanRead, "Submission")
+	defer func() { endOp(span, err) }()
 	return scanSubmission(s.pool.QueryRow(ctx, "SELECT "+submissionColumns+` FROM registrum.review_submissions
-    WHERE entity_id = $1 AND record_id = $2 AND proposal_version = $3`, j.Entity, j.RecordID, j.ProposalVersion))
+    WHERE entity_id = $1 AND record_id = $2 AND proposal_version = $3`, entity, recordID, version))
 }
 
 // UpdateSubmission records the outcome of a send, or of a poll: its state,
@@ -104,8 +108,10 @@ func (s *Store) Submission(ctx context.Context, j RequestJob) (*Submission, erro
 // submission keeps its withdrawal: an acceptance recorded after it makes
 // it cancelling again (the authority now holds a request to cancel), and
 // sub.State is set to the state stored.
-func (s *Store) UpdateSubmission(ctx context.Context, sub *Submission) error {
-	err := s.pool.QueryRow(ctx, `UPDATE registrum.review_submissions SET
+func (s *Store) UpdateSubmission(ctx context.Context, sub *Submission) (err error) {
+	ctx, span := startOp(ctx, spanTx, "UpdateSubmission")
+	defer func() { endOp(span, err) }()
+	err = s.pool.QueryRow(ctx, `UPDATE registrum.review_submissions SET
     state = CASE WHEN state IN ('cancelling', 'cancelled') THEN
         CASE WHEN $4 = 'accepted' THEN 'cancelling' ELSE state END
       ELSE $4 END,
@@ -124,7 +130,7 @@ func (s *Store) UpdateSubmission(ctx context.Context, sub *Submission) error {
 // transaction that cancels its request, when the authority may hold it
 // and has settled no result; it reports whether it did (the caller then
 // enqueues the job that tells the authority).
-func (w *Writer) WithdrawSubmission(ctx context.Context, j RequestJob) (bool, error) {
+func (w *Writer) WithdrawSubmission(ctx context.Context, entity, recordID string, version int64) (bool, error) {
 	var n int
 	err := w.queryRow(ctx, `WITH moved AS (
     UPDATE registrum.review_submissions s SET state = 'cancelling', updated_at = now()
@@ -132,7 +138,7 @@ func (w *Writer) WithdrawSubmission(ctx context.Context, j RequestJob) (bool, er
       AND NOT EXISTS (SELECT 1 FROM registrum.review_results x
         WHERE x.entity_id = s.entity_id AND x.record_id = s.record_id AND x.proposal_version = s.proposal_version)
     RETURNING 1)
-    SELECT count(*) FROM moved`, j.Entity, j.RecordID, j.ProposalVersion).Scan(&n)
+    SELECT count(*) FROM moved`, entity, recordID, version).Scan(&n)
 	if err != nil {
 		return false, fmt.Errorf("store: withdraw submission: %w", err)
 	}
@@ -141,9 +147,11 @@ func (w *Writer) WithdrawSubmission(ctx context.Context, j RequestJob) (bool, er
 
 // SubmissionWithdrawn records that the authority no longer holds a
 // withdrawn submission: cancelling becomes cancelled.
-func (s *Store) SubmissionWithdrawn(ctx context.Context, j RequestJob) error {
-	_, err := s.pool.Exec(ctx, `UPDATE registrum.review_submissions SET state = 'cancelled', attempts = attempts + 1, updated_at = now()
-    WHERE entity_id = $1 AND record_id = $2 AND proposal_version = $3 AND state = 'cancelling'`, j.Entity, j.RecordID, j.ProposalVersion)
+func (s *Store) SubmissionWithdrawn(ctx context.Context, entity, recordID string, version int64) (err error) {
+	ctx, span := startOp(ctx, spanTx, "SubmissionWithdrawn")
+	defer func() { endOp(span, err) }()
+	_, err = s.pool.Exec(ctx, `UPDATE registrum.review_submissions SET state = 'cancelled', attempts = attempts + 1, updated_at = now()
+    WHERE entity_id = $1 AND record_id = $2 AND proposal_version = $3 AND state = 'cancelling'`, entity, recordID, version)
 	if err != nil {
 		return fmt.Errorf("store: record withdrawal: %w", err)
 	}
@@ -166,12 +174,12 @@ const sqlResultReceived = `UPDATE registrum.review_submissions SET delivery_stat
 // in the write's transaction: a result already stored is kept (the
 // authority's result is final), and the submission's delivery becomes
 // received. It reports whether this call stored it.
-func (w *Writer) StoreResult(ctx context.Context, j RequestJob, r *ReviewResult) (bool, error) {
-	tag, err := w.exec(ctx, sqlStoreResult, j.Entity, j.RecordID, j.ProposalVersion, r.ResultID, r.Status, r.CompletedAt, r.AvailableUntil, string(r.Body), r.Stage)
+func (w *Writer) StoreResult(ctx context.Context, entity, recordID string, version int64, r *ReviewResult) (bool, error) {
+	tag, err := w.exec(ctx, sqlStoreResult, entity, recordID, version, r.ResultID, r.Status, r.CompletedAt, r.AvailableUntil, string(r.Body), r.Stage)
 	if err != nil {
 		return false, fmt.Errorf("store: store review result: %w", err)
 	}
-	if _, err := w.exec(ctx, sqlResultReceived, j.Entity, j.RecordID, j.ProposalVersion); err != nil {
+	if _, err := w.exec(ctx, sqlResultReceived, entity, recordID, version); err != nil {
 		return false, fmt.Errorf("store: store review result: %w", err)
 	}
 	return tag.RowsAffected() == 1, nil

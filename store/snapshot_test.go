@@ -208,7 +208,7 @@ func TestOpenRebasesHistoryWrittenUnderAnotherCounter(t *testing.T) {
 	if got := snapshotIDs(t, s, snap); len(got) != 0 {
 		t.Fatalf("ids ahead of the counter are visible: %v", got)
 	}
-	reopened, err := store.Open(ctx, pool, s.Package())
+	reopened, err := store.Open(ctx, pool, s.Package(), store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -222,7 +222,7 @@ func TestOpenRebasesHistoryWrittenUnderAnotherCounter(t *testing.T) {
 	if got := snapshotIDs(t, reopened, snap); !slices.Equal(got, []string{id}) {
 		t.Fatalf("after the rebase: %v", got)
 	}
-	again, err := store.Open(ctx, pool, s.Package())
+	again, err := store.Open(ctx, pool, s.Package(), store.Options{})
 	if err != nil || again.HistoryTag() != reopened.HistoryTag() {
 		t.Fatalf("a second open changed the tag again: %v", err)
 	}
@@ -241,7 +241,7 @@ func TestOpenDrawsANewTagForHistoryRestoredElsewhere(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := store.Open(ctx, pool, testPackage(t))
+	s, err := store.Open(ctx, pool, testPackage(t), store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -254,7 +254,7 @@ func TestOpenDrawsANewTagForHistoryRestoredElsewhere(t *testing.T) {
 	if _, err := pool.Exec(ctx, `UPDATE registrum.history_state SET origin = NULL`); err != nil {
 		t.Fatal(err)
 	}
-	if first, err := store.Open(ctx, pool, s.Package()); err != nil || first.HistoryTag() != tag {
+	if first, err := store.Open(ctx, pool, s.Package(), store.Options{}); err != nil || first.HistoryTag() != tag {
 		t.Fatalf("recording the origin for the first time changed the tag: %v", err)
 	}
 	if n := count(t, pool, `SELECT count(*) FROM registrum.history_state WHERE origin IS NOT NULL`); n != 1 {
@@ -268,7 +268,7 @@ func TestOpenDrawsANewTagForHistoryRestoredElsewhere(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer copyPool.Close()
-	restored, err := store.Open(ctx, copyPool, s.Package())
+	restored, err := store.Open(ctx, copyPool, s.Package(), store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -282,7 +282,7 @@ func TestOpenDrawsANewTagForHistoryRestoredElsewhere(t *testing.T) {
 	if got := snapshotIDs(t, restored, snap); !slices.Equal(got, []string{id}) {
 		t.Fatalf("the copy's latest state: %v", got)
 	}
-	if again, err := store.Open(ctx, copyPool, s.Package()); err != nil || again.HistoryTag() != restored.HistoryTag() {
+	if again, err := store.Open(ctx, copyPool, s.Package(), store.Options{}); err != nil || again.HistoryTag() != restored.HistoryTag() {
 		t.Fatalf("a second open of the copy changed the tag again: %v", err)
 	}
 	original, err := pgxpool.New(ctx, dsn)
@@ -290,7 +290,7 @@ func TestOpenDrawsANewTagForHistoryRestoredElsewhere(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer original.Close()
-	back, err := store.Open(ctx, original, s.Package())
+	back, err := store.Open(ctx, original, s.Package(), store.Options{})
 	if err != nil || back.HistoryTag() != tag {
 		t.Fatalf("the original's tag changed: %v", err)
 	}
@@ -314,7 +314,7 @@ func TestOpenDrawsANewTagForHistoryRestoredElsewhere(t *testing.T) {
 	if err := back.CheckSnapshot(ctx, snap); err != store.ErrNoSnapshot {
 		t.Fatalf("a snapshot read by a host that outlived the restore: %v, want ErrNoSnapshot", err)
 	}
-	if restarted, err := store.Open(ctx, original, s.Package()); err != nil || restarted.HistoryTag() == tag {
+	if restarted, err := store.Open(ctx, original, s.Package(), store.Options{}); err != nil || restarted.HistoryTag() == tag {
 		t.Fatalf("the restored database opened under the old tag: %v", err)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -38,18 +39,40 @@ type Store struct {
 	origin string
 	// fp is the schema fingerprint of the package's layout.
 	fp string
-	// capture captures events in writes (UseCapture), nil for none.
+	// capture captures events in writes (Options.Capture), nil for none.
 	capture Capturer
 	// session is the pool on the direct URL when pool is a pooler in
-	// transaction mode (UseSessionPool), nil when pool is direct.
+	// transaction mode (Options.Session), nil when pool is direct.
 	session *pgxpool.Pool
 }
 
-// UseSessionPool names the pool on the direct URL of a store whose own
-// pool goes through a pooler in transaction mode (ConnectPooled): the job
-// runners of NewJobRunner then listen for River's notifications on a
-// connection of session instead of pool. Call it before NewJobRunner.
-func (s *Store) UseSessionPool(session *pgxpool.Pool) { s.session = session }
+// Options configure a Store at Open. The zero value is a store whose
+// writes capture no events, over a direct pool.
+type Options struct {
+	// Capture captures the events of a change inside the write's own
+	// transaction (package hooks builds one). Default nil: writes capture
+	// no events.
+	Capture Capturer
+	// Session is the pool on the direct URL of a store whose own pool goes
+	// through a pooler in transaction mode (ConnectPooled): the job runners
+	// of NewJobRunner listen for River's notifications on a connection of
+	// Session instead of the store's pool. Default nil: the store's pool is
+	// direct and serves them itself (a Session that is the store's own
+	// pool is the same as nil).
+	Session *pgxpool.Pool
+}
+
+// check refuses options Open cannot use: a Capture that holds a nil
+// pointer would fail the first write that captures an event, far from
+// the wiring that caused it.
+func (o *Options) check() error {
+	if o.Capture != nil {
+		if v := reflect.ValueOf(o.Capture); v.Kind() == reflect.Pointer && v.IsNil() {
+			return fmt.Errorf("store: Options.Capture is a nil %T; leave it unset for no capture", o.Capture)
+		}
+	}
+	return nil
+}
 
 // SchemaFingerprint returns the schema fingerprint of the package's layout.
 func (s *Store) SchemaFingerprint() string { return s.fp }
@@ -145,8 +168,18 @@ var ErrLayoutMismatch = errors.New("the database holds the tables of a package w
 
 // Open checks the schema version and activates p: on an empty database it
 // creates p's entity tables; on a database that already holds p's layout it
-// records p as the active package. A database holding another layout is refused.
-func Open(ctx context.Context, pool *pgxpool.Pool, p *model.Package) (*Store, error) {
+// records p as the active package. A database holding another layout is
+// refused. o configures the store (see Options); it is checked first.
+func Open(ctx context.Context, pool *pgxpool.Pool, p *model.Package, o Options) (*Store, error) {
+	if pool == nil || p == nil {
+		return nil, errors.New("store: Open needs a pool and a package")
+	}
+	if err := o.check(); err != nil {
+		return nil, err
+	}
+	if o.Session == pool {
+		o.Session = nil
+	}
 	if err := CheckSchema(ctx, pool); err != nil {
 		return nil, err
 	}
@@ -204,7 +237,7 @@ func Open(ctx context.Context, pool *pgxpool.Pool, p *model.Package) (*Store, er
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{pool: pool, pkg: p, owners: layout.Owners(p), jobs: jobs, origin: origin, fp: fp}
+	s := &Store{pool: pool, pkg: p, owners: layout.Owners(p), jobs: jobs, origin: origin, fp: fp, capture: o.Capture, session: o.Session}
 	s.setTag(tag)
 	return s, nil
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -31,7 +32,7 @@ func journal() store.Journal {
 
 func openStore(t *testing.T) (*store.Store, *pgxpool.Pool) {
 	pool := storetest.NewPool(t)
-	s, err := store.Open(context.Background(), pool, testPackage(t))
+	s, err := store.Open(context.Background(), pool, testPackage(t), store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -196,22 +197,60 @@ func TestOpenRefusesAnotherLayoutAndAcceptsTheSame(t *testing.T) {
 	ctx := context.Background()
 	pool := storetest.NewPool(t)
 	p := testPackage(t)
-	if _, err := store.Open(ctx, pool, p); err != nil {
+	if _, err := store.Open(ctx, pool, p, store.Options{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := store.Open(ctx, pool, testPackage(t)); err != nil {
+	if _, err := store.Open(ctx, pool, testPackage(t), store.Options{}); err != nil {
 		t.Fatalf("reopening with the same layout: %v", err)
 	}
 	q := testPackage(t)
 	q.Entities[0].Fields[0].MaxLength = intp(11)
 	q.SchemaFingerprint, _ = layout.Fingerprint(q)
-	if _, err := store.Open(ctx, pool, q); !errors.Is(err, store.ErrLayoutMismatch) {
+	if _, err := store.Open(ctx, pool, q, store.Options{}); !errors.Is(err, store.ErrLayoutMismatch) {
 		t.Fatalf("err = %v, want ErrLayoutMismatch", err)
 	}
 	r := testPackage(t)
 	r.SchemaFingerprint = "sha256:" + string(make([]byte, 0)) + "00"
-	if _, err := store.Open(ctx, pool, r); err == nil {
+	if _, err := store.Open(ctx, pool, r, store.Options{}); err == nil {
 		t.Fatal("a package whose recorded fingerprint differs from its layout was accepted")
+	}
+}
+
+// refusingCapturer is a Capturer whose nil pointer Open must refuse.
+type refusingCapturer struct{}
+
+func (*refusingCapturer) Capture(context.Context, *store.Writer, store.Change) error {
+	return errors.New("refusingCapturer captures nothing")
+}
+
+// Open checks its options before it touches the database: a capturer that
+// is a nil pointer (which would fail the first write capturing an event)
+// and a missing pool or package are refused, and nothing is activated.
+func TestOpenRefusesOptionsItCannotUseBeforeActivating(t *testing.T) {
+	ctx := context.Background()
+	pool := storetest.NewPool(t)
+	var nilCapturer *refusingCapturer
+	if _, err := store.Open(ctx, pool, testPackage(t), store.Options{Capture: nilCapturer}); err == nil || !strings.Contains(err.Error(), "Options.Capture is a nil *store_test.refusingCapturer") {
+		t.Fatalf("a nil capturer: err = %v", err)
+	}
+	if n := count(t, pool, `select count(*) from registrum.package_state`); n != 0 {
+		t.Fatalf("a refused Open activated the package (%d rows)", n)
+	}
+	if _, err := store.Open(ctx, nil, testPackage(t), store.Options{}); err == nil {
+		t.Fatal("Open without a pool returned a store")
+	}
+	if _, err := store.Open(ctx, pool, nil, store.Options{}); err == nil {
+		t.Fatal("Open without a package returned a store")
+	}
+	// A capturer that is set is the store's: the writes call it.
+	s, err := store.Open(ctx, pool, testPackage(t), store.Options{Capture: &refusingCapturer{}, Session: pool})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hooked := s.Package().EntityByID("household")
+	hooked.Hooks = []*model.Hook{{ID: "household-created", Trigger: model.TriggerCreated}}
+	if _, err := s.Create(ctx, hooked, uuid.NewString(), map[string]any{"name": "Ada"}, journal()); err == nil || !strings.Contains(err.Error(), "refusingCapturer captures nothing") {
+		t.Fatalf("a write of an entity with a hook did not go through the capturer: %v", err)
 	}
 }
 
@@ -233,7 +272,7 @@ func TestSchemaVersionChecks(t *testing.T) {
 	if _, err := store.Migrate(ctx, pool); !errors.Is(err, store.ErrSchemaTooNew) {
 		t.Fatalf("migrate on a newer schema: err = %v", err)
 	}
-	if _, err := store.Open(ctx, pool, testPackage(t)); !errors.Is(err, store.ErrSchemaTooNew) {
+	if _, err := store.Open(ctx, pool, testPackage(t), store.Options{}); !errors.Is(err, store.ErrSchemaTooNew) {
 		t.Fatalf("open on a newer schema: err = %v", err)
 	}
 	if _, err := pool.Exec(ctx, "drop schema registrum cascade"); err != nil {

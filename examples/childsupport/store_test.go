@@ -23,7 +23,7 @@ func journal() store.Journal {
 func TestLayoutInPostgreSQL(t *testing.T) {
 	ctx := context.Background()
 	_, p := compile(t)
-	s, err := store.Open(ctx, storetest.NewPool(t), p)
+	s, err := store.Open(ctx, storetest.NewPool(t), p, store.Options{})
 	if err != nil {
 		t.Fatalf("the store refuses the example's layout: %v", err)
 	}

@@ -6,6 +6,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/registrum/registrum/host/records"
+	"github.com/registrum/registrum/host/requests"
 	"github.com/registrum/registrum/model"
 )
 
@@ -16,7 +17,7 @@ func (a *API) requestAction(action string) entityHandler {
 	return func(w http.ResponseWriter, r *http.Request, e *model.Entity) error {
 		c := a.call(r)
 		body := readBody(r, records.MaxActionBodyBytes, "application/json")
-		res, err := a.requests.ActOn(r.Context(), c, e, chi.URLParam(r, "recordId"), action, r.Header.Get("If-Match"), body)
+		res, err := a.requests.Act(r.Context(), c, e, chi.URLParam(r, "recordId"), action, r.Header.Get("If-Match"), requests.ReceivedBody(body))
 		if err != nil {
 			return err
 		}

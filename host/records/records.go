@@ -215,41 +215,6 @@ func (s *Service) Idempotency(c Call, grant *access.Grant, parts ...string) (*st
 	}, nil
 }
 
-// StoreRefusal turns a refusal the store decides into the problem the
-// client gets: a key used with another request, a key whose outcome was
-// erased, a record not found (concealed) and a stale validator. Any other
-// error is returned as it is. It is the one map of store refusals: every
-// write and every read of a stored outcome answers through it.
-func StoreRefusal(err error) error {
-	switch {
-	case errors.Is(err, store.ErrIdempotencyConflict):
-		return problem.New(problem.IdempotencyConflict, "the Idempotency-Key was used before with a different request")
-	case errors.Is(err, store.ErrOutcomeErased):
-		return problem.New(problem.IdempotencyOutcomeErased, "the request under this Idempotency-Key happened; its answer was erased with the record's history")
-	case errors.Is(err, store.ErrNotFound):
-		return problem.Concealed(problem.ReasonNoRecord)
-	case errors.Is(err, store.ErrStale):
-		return StaleValidator()
-	}
-	return err
-}
-
-// StaleValidator is the refusal of a write whose If-Match (or a batch or
-// chunk item's ifMatch) does not name the record's current revision.
-func StaleValidator() error {
-	return problem.New(problem.PreconditionFailed, "the record changed since the validator named for it (If-Match, or an item's ifMatch) was read")
-}
-
-// Refusal turns the error of a write of e into the client's problem: a
-// store refusal through StoreRefusal, a constraint violation in the
-// author's terms (WriteRefusal), anything else as it is.
-func (s *Service) Refusal(e *model.Entity, err error) error {
-	if refused := StoreRefusal(err); refused != err {
-		return refused
-	}
-	return s.WriteRefusal(e, err)
-}
-
 // Write runs fn as one write under an optional idempotency binding (a
 // replay answers the stored outcome) and turns its refusals into problems:
 // the store's through StoreRefusal, a constraint violation in the author's
@@ -633,60 +598,6 @@ func (s *Service) WriteSnapshot(ctx context.Context, w *store.Writer) (string, e
 	return tok, nil
 }
 
-// createData parses a create body and returns its data member.
-func createData(body []byte) (map[string]any, error) {
-	doc, err := strictjson.Decode(body)
-	if err != nil {
-		return nil, BodyFault(err)
-	}
-	top, ok := doc.(map[string]any)
-	if !ok {
-		return nil, problem.At(problem.RequestInvalid, "", "the body must be a JSON object with a data member")
-	}
-	for _, k := range sortedKeys(top) {
-		if k != "data" {
-			return nil, problem.At(problem.RequestInvalid, strictjson.Pointer(k), "unknown member %q: a create body has only the member data", k)
-		}
-	}
-	raw, ok := top["data"]
-	if !ok {
-		return nil, problem.At(problem.RequestInvalid, "/data", "the member data is required")
-	}
-	data, ok := raw.(map[string]any)
-	if !ok {
-		return nil, problem.At(problem.RequestInvalid, "/data", "data must be an object of field values")
-	}
-	return data, nil
-}
-
-// ActionBodyObject reads the body of an action (a change request's or an
-// immediate action's): at most MaxActionBodyBytes of strict JSON holding
-// one object, its members returned. notObject is the detail of the refusal
-// of a body that is not an object.
-func ActionBodyObject(body []byte, notObject string) (map[string]any, error) {
-	if len(body) > MaxActionBodyBytes {
-		return nil, problem.At(problem.RequestInvalid, "", "the body is larger than %d bytes", MaxActionBodyBytes)
-	}
-	doc, err := strictjson.Decode(body)
-	if err != nil {
-		return nil, BodyFault(err)
-	}
-	top, ok := doc.(map[string]any)
-	if !ok {
-		return nil, problem.At(problem.RequestInvalid, "", "%s", notObject)
-	}
-	return top, nil
-}
-
-// BodyFault turns a strict-decoding error into a refusal naming the member.
-func BodyFault(err error) error {
-	var se *strictjson.SyntaxError
-	if errors.As(err, &se) {
-		return problem.At(problem.RequestInvalid, se.Pointer, "the body is not acceptable JSON: %s", se.Msg)
-	}
-	return problem.At(problem.RequestInvalid, "", "the body is not acceptable JSON")
-}
-
 // decodeFields checks every member of data against the entity and the grant
 // and returns the storage values by field id. Required fields must be present.
 func (s *Service) decodeFields(e *model.Entity, grant *access.Grant, data map[string]any) (map[string]any, error) {
@@ -725,43 +636,6 @@ func (s *Service) decodeValue(f *model.Field, v any) (any, error) {
 		return nil, err
 	}
 	return out, nil
-}
-
-// WriteRefusal explains a constraint violation in the author's terms; a
-// problem is returned as it is, and any other error too.
-func (s *Service) WriteRefusal(e *model.Entity, err error) error {
-	var pe *problem.Error
-	if errors.As(err, &pe) {
-		return pe
-	}
-	var ce *store.ConstraintError
-	if !errors.As(err, &ce) {
-		return err
-	}
-	if owner := s.pkg.EntityByID(ce.Owner.EntityID); owner != nil {
-		e = owner
-	}
-	var at *string
-	if f := e.Field(ce.Owner.FieldID); f != nil {
-		p := strictjson.Pointer("data", f.APIName)
-		at = &p
-	}
-	var detail string
-	switch ce.Owner.Kind {
-	case model.ConstraintUnique:
-		detail = fmt.Sprintf("another live %s record already has this value (unique constraint %s)", e.ID, ce.Owner.ConstraintID)
-	case model.ConstraintReference:
-		detail = "the referenced record does not exist"
-	case model.ConstraintTemporalNonOverlap:
-		detail = fmt.Sprintf("the validity interval overlaps another record's (constraint %s)", ce.Owner.ConstraintID)
-	case model.ConstraintCheck:
-		detail = fmt.Sprintf("the values violate the check %s", ce.Owner.ConstraintID)
-	case layout.KindFieldBounds:
-		detail = "the value is outside the bounds of the field"
-	default:
-		detail = "the write violates a constraint of the registry"
-	}
-	return &problem.Error{Code: problem.RequestInvalid, Detail: detail, FieldPath: at, Cause: err}
 }
 
 func sortedKeys(m map[string]any) []string {

@@ -37,7 +37,7 @@ var actionOperations = map[string]string{
 // review evidence says, "" when nothing but the evidence is left to decide:
 // a read offers apply when the review outcome (database clock) is also
 // approved; an apply decides the evidence with the service clock once it
-// has fetched the authority's result (EvidenceRefusal).
+// has fetched the authority's result (host/requests decides that).
 func (s *Service) ApplyRefusal(e *model.Entity, req *store.Request, grant *access.Grant, executor string) string {
 	cr := e.ChangeRequest
 	switch {

@@ -52,38 +52,6 @@ func ReviseOffer(outcome string) (offered, rebase bool) {
 	return true, false // none yet, changesRequested, approvedExpired
 }
 
-// EvidenceRefusal reports why the stored review evidence of req does not
-// allow apply by the service clock now, "" when it does: under review mode
-// none nothing is needed; under an authority the result of the current
-// proposal must be stored, approved, and available after now. Apply decides
-// with it once it has fetched and stored the authority's result (apply is
-// authoritative); reads decide with ReviewOutcome and the database clock.
-func EvidenceRefusal(e *model.Entity, req *store.Request, now time.Time) string {
-	if e.ChangeRequest.Review.Mode == model.ReviewNone {
-		return ""
-	}
-	r := req.Result
-	switch {
-	case r == nil:
-		return "the review authority has settled no result"
-	case r.Status != ResultApproved:
-		return "the review result is " + r.Status
-	case r.AvailableUntil != nil && !r.AvailableUntil.After(now):
-		return "the approval is no longer available"
-	}
-	return ""
-}
-
-// ReviewStage is the review stage the authority reported with the result
-// of req's current proposal, "" when none is known: lifecycle events carry
-// it as their stage.
-func ReviewStage(req *store.Request) string {
-	if req.Result == nil {
-		return ""
-	}
-	return req.Result.Stage
-}
-
 // reviewView is data.request.review: the submission, the result (with the
 // stage the authority reported), its delivery (receivedAt once stored), the
 // application and whether an operator is needed (a submission's, or the

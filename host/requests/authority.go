@@ -106,8 +106,8 @@ func (s *Service) submission(e *model.Entity, rec *store.Record, req *store.Requ
 	}
 	sum := sha256.Sum256(b)
 	return &store.Submission{
-		RequestJob: store.RequestJob{Entity: e.ID, RecordID: rec.ID, ProposalVersion: req.ProposalVersion},
-		Authority:  review.Authority, PolicyID: review.PolicyID,
+		Entity: e.ID, RecordID: rec.ID, ProposalVersion: req.ProposalVersion,
+		Authority: review.Authority, PolicyID: review.PolicyID,
 		Body: b, SubmissionDigest: "sha256:" + hex.EncodeToString(sum[:]),
 		RecoveryDeadline: time.Now().Add(recovery),
 	}, nil
@@ -127,7 +127,7 @@ func (s *Service) reviewProducer(authority string) (string, time.Duration, bool)
 // whatever a read offered, and needs no poller to have stored the result
 // first. It runs before the apply's transaction, with the authority's own
 // network budget; the transaction decides again on the stored result with
-// the service clock (records.EvidenceRefusal) under its locks.
+// the service clock (evidenceRefusal) under its locks.
 func (s *Service) checkEvidence(ctx context.Context, e *model.Entity, req *store.Request) error {
 	if e.ChangeRequest.Review.Mode == model.ReviewNone {
 		return nil
@@ -158,6 +158,38 @@ func (s *Service) checkEvidence(ctx context.Context, e *model.Entity, req *store
 	return nil
 }
 
+// evidenceRefusal reports why the stored review evidence of req does not
+// allow apply by the service clock now, "" when it does: under review mode
+// none nothing is needed; under an authority the result of the current
+// proposal must be stored, approved, and available after now. Apply decides
+// with it once it has fetched and stored the authority's result (apply is
+// authoritative); reads decide with records.ReviewOutcome and the database clock.
+func evidenceRefusal(e *model.Entity, req *store.Request, now time.Time) string {
+	if e.ChangeRequest.Review.Mode == model.ReviewNone {
+		return ""
+	}
+	r := req.Result
+	switch {
+	case r == nil:
+		return "the review authority has settled no result"
+	case r.Status != records.ResultApproved:
+		return "the review result is " + r.Status
+	case r.AvailableUntil != nil && !r.AvailableUntil.After(now):
+		return "the approval is no longer available"
+	}
+	return ""
+}
+
+// reviewStage is the review stage the authority reported with the result
+// of req's current proposal, "" when none is known: lifecycle events carry
+// it as their stage.
+func reviewStage(req *store.Request) string {
+	if req.Result == nil {
+		return ""
+	}
+	return req.Result.Stage
+}
+
 // TransitionReview is the lifecycle transition of a review result the
 // authority settled for a submitted proposal: the request stays submitted,
 // and the event carries the stage the authority reported.
@@ -176,7 +208,7 @@ func (s *Service) storeResult(ctx context.Context, e *model.Entity, sub *store.S
 		if err != nil {
 			return nil, err
 		}
-		stored, err := w.StoreResult(ctx, sub.RequestJob, &store.ReviewResult{
+		stored, err := w.StoreResult(ctx, sub.Entity, sub.RecordID, sub.ProposalVersion, &store.ReviewResult{
 			ResultID: res.ResultID, Status: res.Status, CompletedAt: res.CompletedAt, AvailableUntil: res.AvailableUntil, Stage: res.Stage, Body: res.Raw,
 		})
 		if err != nil || !stored || req.State != store.RequestSubmitted || req.ProposalVersion != sub.ProposalVersion {

@@ -70,20 +70,73 @@ func RegisterReviewWorkers(w *river.Workers, cfg *config.Config, st *store.Store
 	return ws, nil
 }
 
+// Job kinds: the post-commit work of change requests. The kind strings are
+// stored with the jobs in the database (and name the jobs' spans and
+// metrics); never change them, or the jobs already queued stop running.
+const (
+	KindReviewSubmit   = "registrum.review.submit"
+	KindReviewPoll     = "registrum.review.poll"
+	KindRequestApply   = "registrum.request.apply"
+	KindReviewWithdraw = "registrum.review.withdraw"
+)
+
+// RequestJob names one proposal of a request record: all a change-request
+// job carries. Its JSON members are stored with the jobs; never rename them.
+type RequestJob struct {
+	Entity          string `json:"entity"`
+	RecordID        string `json:"recordId"`
+	ProposalVersion int64  `json:"proposalVersion"`
+}
+
+// jobOf names the proposal of a submission.
+func jobOf(sub *store.Submission) RequestJob {
+	return RequestJob{Entity: sub.Entity, RecordID: sub.RecordID, ProposalVersion: sub.ProposalVersion}
+}
+
+// submission reads the submission of the job's proposal.
+func (j RequestJob) submission(ctx context.Context, st *store.Store) (*store.Submission, error) {
+	return st.Submission(ctx, j.Entity, j.RecordID, j.ProposalVersion)
+}
+
+// ReviewSubmitArgs sends a proposal's submission to its review authority.
+type ReviewSubmitArgs struct{ RequestJob }
+
+// Kind implements river.JobArgs.
+func (ReviewSubmitArgs) Kind() string { return KindReviewSubmit }
+
+// ReviewPollArgs pulls the authority's result of a proposal.
+type ReviewPollArgs struct{ RequestJob }
+
+// Kind implements river.JobArgs.
+func (ReviewPollArgs) Kind() string { return KindReviewPoll }
+
+// ReviewWithdrawArgs tells the review authority that a proposal's
+// submission is withdrawn (its request was cancelled while under review).
+type ReviewWithdrawArgs struct{ RequestJob }
+
+// Kind implements river.JobArgs.
+func (ReviewWithdrawArgs) Kind() string { return KindReviewWithdraw }
+
+// RequestApplyArgs applies an approved proposal by its executor.
+type RequestApplyArgs struct{ RequestJob }
+
+// Kind implements river.JobArgs.
+func (RequestApplyArgs) Kind() string { return KindRequestApply }
+
 // onePerProposal makes one job of a kind per proposal at a time (a job's
 // arguments name the proposal).
 var onePerProposal = &river.InsertOpts{UniqueOpts: river.UniqueOpts{ByArgs: true}}
 
 type submitWorker struct {
-	river.WorkerDefaults[store.ReviewSubmitArgs]
+	river.WorkerDefaults[ReviewSubmitArgs]
 	ws *Workers
 }
 
 // Work sends the submission once: an accepted one only schedules its poll
 // (a host that died after the authority accepted it finds it so).
-func (w *submitWorker) Work(ctx context.Context, job *river.Job[store.ReviewSubmitArgs]) error {
+func (w *submitWorker) Work(ctx context.Context, job *river.Job[ReviewSubmitArgs]) error {
 	ws := w.ws
-	sub, err := ws.store.Submission(ctx, job.Args.RequestJob)
+	sub, err := job.Args.submission(ctx, ws.store)
 	if err != nil {
 		return err
 	}
@@ -93,7 +146,7 @@ func (w *submitWorker) Work(ctx context.Context, job *river.Job[store.ReviewSubm
 		// by the withdrawal job): nothing to send.
 		return nil
 	case store.SubmissionAccepted:
-		return ws.store.Enqueue(ctx, store.ReviewPollArgs{RequestJob: sub.RequestJob}, onePerProposal)
+		return ws.store.Enqueue(ctx, ReviewPollArgs{RequestJob: jobOf(sub)}, onePerProposal)
 	}
 	au, ok := ws.authorities.byID[sub.Authority]
 	if !ok {
@@ -130,22 +183,22 @@ func (w *submitWorker) Work(ctx context.Context, job *river.Job[store.ReviewSubm
 	if sub.State == store.SubmissionCancelling {
 		// The request was cancelled while this submission was on its way:
 		// the authority now holds a request to cancel.
-		return ws.store.Enqueue(ctx, store.ReviewWithdrawArgs{RequestJob: sub.RequestJob}, onePerProposal)
+		return ws.store.Enqueue(ctx, ReviewWithdrawArgs{RequestJob: jobOf(sub)}, onePerProposal)
 	}
-	return ws.store.Enqueue(ctx, store.ReviewPollArgs{RequestJob: sub.RequestJob}, onePerProposal)
+	return ws.store.Enqueue(ctx, ReviewPollArgs{RequestJob: jobOf(sub)}, onePerProposal)
 }
 
 type pollWorker struct {
-	river.WorkerDefaults[store.ReviewPollArgs]
+	river.WorkerDefaults[ReviewPollArgs]
 	ws *Workers
 }
 
 // Work pulls the result; until there is one it snoozes for the authority's
 // poll interval. A result is stored only when it matches the submission
 // exactly; an approved one of an automatic request schedules the apply.
-func (w *pollWorker) Work(ctx context.Context, job *river.Job[store.ReviewPollArgs]) error {
+func (w *pollWorker) Work(ctx context.Context, job *river.Job[ReviewPollArgs]) error {
 	ws := w.ws
-	sub, err := ws.store.Submission(ctx, job.Args.RequestJob)
+	sub, err := job.Args.submission(ctx, ws.store)
 	if err != nil {
 		return err
 	}
@@ -185,17 +238,17 @@ func (w *pollWorker) Work(ctx context.Context, job *river.Job[store.ReviewPollAr
 // req's current proposal by its executor: the row that reports it queued
 // and the apply job, once per proposal (a second call does nothing).
 func queueAutoApply(ctx context.Context, w *store.Writer, req *store.Request) error {
-	j := store.RequestJob{Entity: req.EntityID, RecordID: req.RecordID, ProposalVersion: req.ProposalVersion}
-	queued, err := w.QueueAutoApplication(ctx, j)
+	queued, err := w.QueueAutoApplication(ctx, req.EntityID, req.RecordID, req.ProposalVersion)
 	if err != nil || !queued {
 		return err
 	}
 	req.AutoApplication = &store.AutoApplication{State: store.AutoQueued}
-	return w.Enqueue(ctx, store.RequestApplyArgs{RequestJob: j}, onePerProposal)
+	j := RequestJob{Entity: req.EntityID, RecordID: req.RecordID, ProposalVersion: req.ProposalVersion}
+	return w.Enqueue(ctx, RequestApplyArgs{RequestJob: j}, onePerProposal)
 }
 
 type withdrawWorker struct {
-	river.WorkerDefaults[store.ReviewWithdrawArgs]
+	river.WorkerDefaults[ReviewWithdrawArgs]
 	ws *Workers
 }
 
@@ -205,9 +258,9 @@ type withdrawWorker struct {
 // job again); an accepted one is cancelled at the authority, retried with
 // River's backoff until the authority answers or the recovery deadline
 // passes (then an operator is needed).
-func (w *withdrawWorker) Work(ctx context.Context, job *river.Job[store.ReviewWithdrawArgs]) error {
+func (w *withdrawWorker) Work(ctx context.Context, job *river.Job[ReviewWithdrawArgs]) error {
 	ws := w.ws
-	sub, err := ws.store.Submission(ctx, job.Args.RequestJob)
+	sub, err := job.Args.submission(ctx, ws.store)
 	if err != nil {
 		return err
 	}
@@ -215,7 +268,7 @@ func (w *withdrawWorker) Work(ctx context.Context, job *river.Job[store.ReviewWi
 		return nil
 	}
 	if sub.AuthorityRequestID == "" {
-		return ws.store.SubmissionWithdrawn(ctx, sub.RequestJob)
+		return ws.store.SubmissionWithdrawn(ctx, sub.Entity, sub.RecordID, sub.ProposalVersion)
 	}
 	au, ok := ws.authorities.byID[sub.Authority]
 	if !ok {
@@ -228,11 +281,11 @@ func (w *withdrawWorker) Work(ctx context.Context, job *river.Job[store.ReviewWi
 		}
 		return err // River retries with backoff
 	}
-	return ws.store.SubmissionWithdrawn(ctx, sub.RequestJob)
+	return ws.store.SubmissionWithdrawn(ctx, sub.Entity, sub.RecordID, sub.ProposalVersion)
 }
 
 type applyWorker struct {
-	river.WorkerDefaults[store.RequestApplyArgs]
+	river.WorkerDefaults[RequestApplyArgs]
 	ws *Workers
 }
 
@@ -242,7 +295,7 @@ type applyWorker struct {
 // The application is applying from the job's first start; a refusal (which
 // retrying cannot change) blocks it for an operator, a passing failure
 // leaves it applying while River retries.
-func (w *applyWorker) Work(ctx context.Context, job *river.Job[store.RequestApplyArgs]) error {
+func (w *applyWorker) Work(ctx context.Context, job *river.Job[RequestApplyArgs]) error {
 	ws := w.ws
 	args := job.Args.RequestJob
 	e := ws.svc.Package().EntityByID(args.Entity)
@@ -256,14 +309,16 @@ func (w *applyWorker) Work(ctx context.Context, job *river.Job[store.RequestAppl
 	if req.State != store.RequestSubmitted || req.Proposal == nil || req.ProposalVersion != args.ProposalVersion {
 		return nil // done, or another proposal is current
 	}
-	state, err := ws.store.StartAutoApplication(ctx, args)
+	state, err := ws.store.StartAutoApplication(ctx, args.Entity, args.RecordID, args.ProposalVersion)
 	if err != nil {
 		return err
 	}
 	if state != store.AutoApplying {
 		return nil // blocked: an operator decides
 	}
-	attention := func(code string) error { return ws.store.BlockAutoApplication(ctx, args, code) }
+	attention := func(code string) error {
+		return ws.store.BlockAutoApplication(ctx, args.Entity, args.RecordID, args.ProposalVersion, code)
+	}
 	x, ok := ws.executors[e.ChangeRequest.Application.Executor]
 	if !ok {
 		return attention(AttentionExecutorMissing)
@@ -278,8 +333,8 @@ func (w *applyWorker) Work(ctx context.Context, job *river.Job[store.RequestAppl
 	if err != nil {
 		return classify(err, attention)
 	}
-	body, _ := json.Marshal(map[string]any{"actorReference": "executor:" + x.id, "proposalVersion": args.ProposalVersion, "effectDigest": req.Proposal.EffectDigest})
-	_, err = ws.requests.Act(ctx, call, e, args.RecordID, records.ActionApply, read.ETag, body)
+	in := ApplyInput{ActorReference: "executor:" + x.id, ProposalVersion: args.ProposalVersion, EffectDigest: req.Proposal.EffectDigest}
+	_, err = ws.requests.Act(ctx, call, e, args.RecordID, records.ActionApply, read.ETag, in.Input())
 	if err != nil {
 		return classify(err, attention)
 	}

@@ -14,11 +14,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"net/http"
-	"slices"
 	"strconv"
-	"unicode/utf8"
 
 	"github.com/google/uuid"
 
@@ -26,7 +23,6 @@ import (
 	"github.com/registrum/registrum/host/problem"
 	"github.com/registrum/registrum/host/records"
 	"github.com/registrum/registrum/internal/canonjson"
-	"github.com/registrum/registrum/internal/strictjson"
 	"github.com/registrum/registrum/internal/telemetry"
 	"github.com/registrum/registrum/model"
 	"github.com/registrum/registrum/model/values"
@@ -34,144 +30,22 @@ import (
 	"github.com/registrum/registrum/store"
 )
 
-// Bounds of action bodies.
-const (
-	// MaxActorReferenceBytes bounds actorReference.
-	MaxActorReferenceBytes = 256
-	// MaxReasonCharacters bounds an apply's reason (Unicode characters).
-	MaxReasonCharacters = 4096
-)
-
 // ownerAction reports whether only the request's owner may do the action.
 func ownerAction(action string) bool { return action != records.ActionApply }
 
-// actionBody is a parsed action body.
-type actionBody struct {
-	// ActorReference is the actor recorded with the action and returned
-	// in its response: the body's actorReference, else the caller's keyed
-	// principal reference.
-	ActorReference string
-	// Rebase is a revise's rebase: the body's, else the value the offered
-	// revise_request carries (set by Act once the request is locked).
-	Rebase          *bool
-	ProposalVersion *int64
-	EffectDigest    string
-	Reason          *string
-}
-
-// parseActionBody judges an action body, once the caller's access to the
-// request and the action's offer are decided: a JSON object whose members
-// are those of the action. The specification names no member of submit,
-// revise or cancel; each body may carry an actorReference, recorded with
-// the action (principal, the caller's keyed principal reference, when it
-// is absent), a revise its rebase (the offered value when absent), and an
-// apply names the proposal with proposalVersion and effectDigest and may
-// give a reason.
-func parseActionBody(action string, in records.Body, principal string) (*actionBody, error) {
-	body, err := in.Bytes()
-	if err != nil {
-		return nil, err
-	}
-	top, err := records.ActionBodyObject(body, "the body must be a JSON object")
-	if err != nil {
-		return nil, err
-	}
-	allowed := map[string]bool{"actorReference": true}
-	switch action {
-	case records.ActionRevise:
-		allowed["rebase"] = true
-	case records.ActionApply:
-		allowed["proposalVersion"], allowed["effectDigest"], allowed["reason"] = true, true, true
-	}
-	for _, k := range slices.Sorted(maps.Keys(top)) {
-		if !allowed[k] {
-			return nil, problem.At(problem.RequestInvalid, strictjson.Pointer(k), "unknown member %q: not a member of a %s body", k, action)
-		}
-	}
-	out := &actionBody{ActorReference: principal}
-	if raw, present := top["actorReference"]; present {
-		actor, ok := raw.(string)
-		switch {
-		case !ok:
-			return nil, problem.At(problem.RequestInvalid, "/actorReference", "actorReference, when sent, is a string naming who acts")
-		case actor == "" || len(actor) > MaxActorReferenceBytes:
-			return nil, problem.At(problem.RequestInvalid, "/actorReference", "actorReference must have 1 to %d bytes", MaxActorReferenceBytes)
-		case !utf8.ValidString(actor) || containsControl(actor):
-			return nil, problem.At(problem.RequestInvalid, "/actorReference", "actorReference must not contain control characters")
-		}
-		out.ActorReference = actor
-	}
-	if raw, present := top["rebase"]; present && action == records.ActionRevise {
-		b, ok := raw.(bool)
-		if !ok {
-			return nil, problem.At(problem.RequestInvalid, "/rebase", "rebase, when sent, is true or false, as the offered revise_request says")
-		}
-		out.Rebase = &b
-	}
-	if action == records.ActionApply {
-		n, ok := top["proposalVersion"].(json.Number)
-		v, err := strconv.ParseInt(string(n), 10, 64)
-		if !ok || err != nil || v < 1 {
-			return nil, problem.At(problem.RequestInvalid, "/proposalVersion", "proposalVersion is required: the positive integer of the read that offered apply")
-		}
-		out.ProposalVersion = &v
-		d, ok := top["effectDigest"].(string)
-		if !ok || d == "" {
-			return nil, problem.At(problem.RequestInvalid, "/effectDigest", "effectDigest is required: the digest of the read that offered apply")
-		}
-		out.EffectDigest = d
-		if raw, present := top["reason"]; present {
-			r, ok := raw.(string)
-			switch {
-			case !ok:
-				return nil, problem.At(problem.RequestInvalid, "/reason", "reason must be a string")
-			case utf8.RuneCountInString(r) > MaxReasonCharacters:
-				return nil, problem.At(problem.RequestInvalid, "/reason", "reason must have at most %d characters", MaxReasonCharacters)
-			case containsNUL(r):
-				return nil, problem.At(problem.RequestInvalid, "/reason", "reason must not contain NUL characters")
-			}
-			out.Reason = &r
-		}
-	}
-	return out, nil
-}
-
-func containsNUL(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] == 0 {
-			return true
-		}
-	}
-	return false
-}
-
-func containsControl(s string) bool {
-	for _, r := range s {
-		if r < 0x20 || r == 0x7f {
-			return true
-		}
-	}
-	return false
-}
-
-// Act performs a change-request action with a body already read and
-// trusted to be within its bound (the automatic-apply job's); the edge
-// calls ActOn with the body as received.
-func (s *Service) Act(ctx context.Context, c records.Call, e *model.Entity, id, action, ifMatch string, body []byte) (*records.Result, error) {
-	return s.ActOn(ctx, c, e, id, action, ifMatch, records.BodyOf(body))
-}
-
-// ActOn performs a change-request action (submit, revise, cancel, apply)
-// on request record id of e. It needs If-Match and an Idempotency-Key; its
-// answer is the action response of the specification, not an envelope.
+// Act performs a change-request action (submit, revise, cancel, apply)
+// on request record id of e, with in: the body the edge received
+// (ReceivedBody) or an input built in Go (ApplyInput). It needs If-Match
+// and an Idempotency-Key; its answer is the action response of the
+// specification, not an envelope.
 //
 // The order of its checks is the contract: the grant (else the concealed
 // not-found), the request's visibility and row boundary (else the
 // concealed not-found), the validator, ownership and the action's offer
 // (412, or 409 for a revise the review outcome refuses), and only then
-// the body's members, so that a non-owner, a stale If-Match or an action
-// not on offer is answered as such whatever the body holds.
-func (s *Service) ActOn(ctx context.Context, c records.Call, e *model.Entity, id, action, ifMatch string, body records.Body) (*records.Result, error) {
+// the input's members, so that a non-owner, a stale If-Match or an action
+// not on offer is answered as such whatever the input holds.
+func (s *Service) Act(ctx context.Context, c records.Call, e *model.Entity, id, action, ifMatch string, in ActionInput) (*records.Result, error) {
 	op := records.ActionOperation(action)
 	if op == "" || !e.IsRequestEntity() {
 		return nil, problem.NotFound()
@@ -192,7 +66,11 @@ func (s *Service) ActOn(ctx context.Context, c records.Call, e *model.Entity, id
 	if grant.PrincipalReference == "" {
 		return nil, problem.NotFound()
 	}
-	idem, err := s.records.Idempotency(c, grant, "action", action, e.ID, id, ifMatch, string(body.Received()))
+	binding, err := in.binding()
+	if err != nil {
+		return nil, err
+	}
+	idem, err := s.records.Idempotency(c, grant, "action", action, e.ID, id, ifMatch, string(binding))
 	if err != nil {
 		return nil, err
 	}
@@ -202,7 +80,7 @@ func (s *Service) ActOn(ctx context.Context, c records.Call, e *model.Entity, id
 		// result) comes first: the replay of an action is answered before
 		// it is done again.
 		var res *records.Result
-		if res, plan, err = s.beforeAction(ctx, c, e, id, action, ifMatch, grant, idem, body); res != nil || err != nil {
+		if res, plan, err = s.beforeAction(ctx, c, e, id, action, ifMatch, grant, idem, in); res != nil || err != nil {
 			return res, err
 		}
 	}
@@ -217,22 +95,22 @@ func (s *Service) ActOn(ctx context.Context, c records.Call, e *model.Entity, id
 		if err := s.admitAction(e, cur, req, grant, action, ifMatch, c.Executor); err != nil {
 			return nil, err
 		}
-		in, err := parseActionBody(action, body, grant.PrincipalReference)
+		body, err := in.judge(action, grant.PrincipalReference)
 		if err != nil {
 			return nil, err
 		}
-		if action == records.ActionRevise && in.Rebase == nil {
+		if action == records.ActionRevise && body.Rebase == nil {
 			// No rebase sent: the one the offered revise_request carries.
 			_, rebase := records.ReviseOffer(records.ReviewOutcome(e, req))
-			in.Rebase = &rebase
+			body.Rebase = &rebase
 		}
 		fromState := req.State
 		// The stage the request was at before the action (a revise clears
 		// the result it came from).
-		stage := records.ReviewStage(req)
+		stage := reviewStage(req)
 		switch action {
 		case records.ActionSubmit:
-			err = s.submit(ctx, w, e, cur, req, plan, grant, in)
+			err = s.submit(ctx, w, e, cur, req, plan, grant, body)
 		case records.ActionCancel:
 			wasSubmitted := req.State == store.RequestSubmitted
 			err = w.SetRequestState(ctx, e, id, store.RequestCancelled, req.ProposalVersion)
@@ -241,9 +119,9 @@ func (s *Service) ActOn(ctx context.Context, c records.Call, e *model.Entity, id
 				err = s.withdraw(ctx, w, e, req)
 			}
 		case records.ActionRevise:
-			err = s.revise(ctx, w, e, req, in)
+			err = s.revise(ctx, w, e, req, body)
 		case records.ActionApply:
-			err = s.apply(ctx, w, c, e, req, grant, in)
+			err = s.apply(ctx, w, c, e, req, grant, body)
 		}
 		if err != nil {
 			return nil, err
@@ -268,7 +146,7 @@ func (s *Service) ActOn(ctx context.Context, c records.Call, e *model.Entity, id
 		if err != nil {
 			return nil, err
 		}
-		return s.actionOutcome(rec, req, in.ActorReference, c.Representation, tok)
+		return s.actionOutcome(rec, req, body.ActorReference, c.Representation, tok)
 	})
 }
 
@@ -413,7 +291,7 @@ func (s *Service) submit(ctx context.Context, w *store.Writer, e *model.Entity, 
 	if err := w.InsertSubmission(ctx, sub); err != nil {
 		return err
 	}
-	return w.Enqueue(ctx, store.ReviewSubmitArgs{RequestJob: sub.RequestJob}, nil)
+	return w.Enqueue(ctx, ReviewSubmitArgs{RequestJob: jobOf(sub)}, nil)
 }
 
 // withdraw marks the submission of a cancelled (or revised) request's
@@ -421,15 +299,14 @@ func (s *Service) submit(ctx context.Context, w *store.Writer, e *model.Entity, 
 // the job that tells the authority (never a network call in the
 // transaction).
 func (s *Service) withdraw(ctx context.Context, w *store.Writer, e *model.Entity, req *store.Request) error {
-	j := store.RequestJob{Entity: e.ID, RecordID: req.RecordID, ProposalVersion: req.ProposalVersion}
-	moved, err := w.WithdrawSubmission(ctx, j)
+	moved, err := w.WithdrawSubmission(ctx, e.ID, req.RecordID, req.ProposalVersion)
 	if err != nil || !moved {
 		return err
 	}
 	if req.Submission != nil {
 		req.Submission.State = store.SubmissionCancelling
 	}
-	return w.Enqueue(ctx, store.ReviewWithdrawArgs{RequestJob: j}, nil)
+	return w.Enqueue(ctx, ReviewWithdrawArgs{RequestJob: RequestJob{Entity: e.ID, RecordID: req.RecordID, ProposalVersion: req.ProposalVersion}}, nil)
 }
 
 // revise moves a submitted request back to a draft of the next proposal
@@ -484,7 +361,7 @@ func (s *Service) apply(ctx context.Context, w *store.Writer, c records.Call, e 
 	if *in.ProposalVersion != req.ProposalVersion || in.EffectDigest != req.Proposal.EffectDigest {
 		return problem.New(problem.PreconditionFailed, "the proposal named by proposalVersion and effectDigest is not the current one")
 	}
-	if why := records.EvidenceRefusal(e, req, w.Now()); why != "" {
+	if why := evidenceRefusal(e, req, w.Now()); why != "" {
 		return problem.New(problem.PreconditionFailed, "apply is not offered: %s", why)
 	}
 	if err := checkManifest(e, req); err != nil {
@@ -627,9 +504,9 @@ func (s *Service) actionOutcome(rec *store.Record, req *store.Request, actor str
 // authority, needs before its transaction: it reads the stored outcome of
 // the key (a replay is answered at once) with the request and its record
 // in one round trip, checks them as the transaction will (admitAction),
-// judges the body, then runs the planner or fetches the authority's
+// judges the input, then runs the planner or fetches the authority's
 // result. The transaction checks again that nothing moved.
-func (s *Service) beforeAction(ctx context.Context, c records.Call, e *model.Entity, id, action, ifMatch string, grant *access.Grant, idem *store.Idempotency, body records.Body) (*records.Result, *planners.Plan, error) {
+func (s *Service) beforeAction(ctx context.Context, c records.Call, e *model.Entity, id, action, ifMatch string, grant *access.Grant, idem *store.Idempotency, in ActionInput) (*records.Result, *planners.Plan, error) {
 	stored, rec, req, err := s.store.ActionInputs(ctx, idem, e, id, true)
 	switch {
 	case err != nil && (stored == nil || !errors.Is(err, store.ErrNotFound)):
@@ -642,7 +519,7 @@ func (s *Service) beforeAction(ctx context.Context, c records.Call, e *model.Ent
 	if err := s.admitAction(e, rec, req, grant, action, ifMatch, c.Executor); err != nil {
 		return nil, nil, err
 	}
-	if _, err := parseActionBody(action, body, grant.PrincipalReference); err != nil {
+	if _, err := in.judge(action, grant.PrincipalReference); err != nil {
 		return nil, nil, err
 	}
 	if action == records.ActionSubmit {

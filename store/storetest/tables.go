@@ -81,7 +81,7 @@ func Complete(t testing.TB, p *model.Package) *model.Package {
 // the test on error.
 func Open(t testing.TB, pool *pgxpool.Pool, p *model.Package) *store.Store {
 	t.Helper()
-	st, err := store.Open(context.Background(), pool, p)
+	st, err := store.Open(context.Background(), pool, p, store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
