@@ -2,94 +2,19 @@ package host_test
 
 import (
 	"bytes"
-	"compress/gzip"
 	"encoding/hex"
 	"encoding/json"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
-	"google.golang.org/protobuf/proto"
 
+	"github.com/registrum/registrum/host/requests"
+	"github.com/registrum/registrum/internal/telemetry/telemetrytest"
 	"github.com/registrum/registrum/store"
 	"github.com/registrum/registrum/store/storetest"
 )
-
-// otlpReceiver is an OTLP/HTTP trace receiver: it decodes the protobuf
-// export requests posted to /v1/traces and keeps their spans.
-type otlpReceiver struct {
-	srv   *httptest.Server
-	mu    sync.Mutex
-	spans []*tracepb.Span
-}
-
-func newOTLPReceiver(t *testing.T) *otlpReceiver {
-	r := &otlpReceiver{}
-	r.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		if req.Method != http.MethodPost || req.URL.Path != "/v1/traces" || req.Header.Get("Content-Type") != "application/x-protobuf" {
-			t.Errorf("OTLP receiver: %s %s (%s)", req.Method, req.URL.Path, req.Header.Get("Content-Type"))
-			w.WriteHeader(http.StatusBadRequest)
-			return
-		}
-		var body io.Reader = req.Body
-		if req.Header.Get("Content-Encoding") == "gzip" {
-			zr, err := gzip.NewReader(req.Body)
-			if err != nil {
-				w.WriteHeader(http.StatusBadRequest)
-				return
-			}
-			body = zr
-		}
-		b, _ := io.ReadAll(body)
-		var ex coltracepb.ExportTraceServiceRequest
-		if err := proto.Unmarshal(b, &ex); err != nil {
-			t.Errorf("OTLP receiver: %v", err)
-			w.WriteHeader(http.StatusBadRequest)
-			return
-		}
-		r.mu.Lock()
-		for _, rs := range ex.ResourceSpans {
-			for _, ss := range rs.ScopeSpans {
-				r.spans = append(r.spans, ss.Spans...)
-			}
-		}
-		r.mu.Unlock()
-		out, _ := proto.Marshal(&coltracepb.ExportTraceServiceResponse{})
-		w.Header().Set("Content-Type", "application/x-protobuf")
-		w.Write(out)
-	}))
-	t.Cleanup(r.srv.Close)
-	return r
-}
-
-// trace returns the spans received of trace id (hex).
-func (r *otlpReceiver) trace(id string) []*tracepb.Span {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var out []*tracepb.Span
-	for _, s := range r.spans {
-		if hex.EncodeToString(s.TraceId) == id {
-			out = append(out, s)
-		}
-	}
-	return out
-}
-
-// find returns the first span of kind whose name starts with prefix.
-func find(spans []*tracepb.Span, kind tracepb.Span_SpanKind, prefix string) *tracepb.Span {
-	for _, s := range spans {
-		if s.Kind == kind && strings.HasPrefix(s.Name, prefix) {
-			return s
-		}
-	}
-	return nil
-}
 
 // A request that creates a record, the job that delivers its event, and
 // the webhook send are one trace: the inbound traceparent's, which is also
@@ -97,11 +22,11 @@ func find(spans []*tracepb.Span, kind tracepb.Span_SpanKind, prefix string) *tra
 func TestTracesFollowARequestIntoItsJobsAndDeliveries(t *testing.T) {
 	// Export every 100 ms (the SDK's standard setting) rather than 5 s.
 	t.Setenv("OTEL_BSP_SCHEDULE_DELAY", "100")
-	otlp := newOTLPReceiver(t)
+	otlp := telemetrytest.NewReceiver(t)
 	rcv := newReceiver(t)
 	dsn := storetest.NewDatabase(t)
 	cfg := eventsDeployment(t, dsn, rcv.srv.URL+"/hooks/registry",
-		"telemetry: {otlpEndpoint: \""+otlp.srv.URL+"\", serviceName: registrum-test}\n")
+		"telemetry: {otlpEndpoint: \""+otlp.URL()+"\", serviceName: registrum-test}\n")
 	h, srv := serve(t, cfg)
 	runWorkers(t, h)
 	c := caller{srv: srv}
@@ -146,20 +71,16 @@ func TestTracesFollowARequestIntoItsJobsAndDeliveries(t *testing.T) {
 	var server, write, job, send *tracepb.Span
 	deadline := time.Now().Add(15 * time.Second)
 	for {
-		spans := otlp.trace(traceID)
-		server = find(spans, tracepb.Span_SPAN_KIND_SERVER, "POST /v1/records/")
-		write = find(spans, tracepb.Span_SPAN_KIND_CLIENT, "store.write")
-		job = find(spans, tracepb.Span_SPAN_KIND_CONSUMER, "river.work "+store.KindDeliverEvent)
-		send = find(spans, tracepb.Span_SPAN_KIND_CLIENT, "POST")
+		spans := otlp.Trace(traceID)
+		server = telemetrytest.Find(spans, tracepb.Span_SPAN_KIND_SERVER, "POST /v1/records/")
+		write = telemetrytest.Find(spans, tracepb.Span_SPAN_KIND_CLIENT, "store.write")
+		job = telemetrytest.Find(spans, tracepb.Span_SPAN_KIND_CONSUMER, "river.work "+store.KindDeliverEvent)
+		send = telemetrytest.Find(spans, tracepb.Span_SPAN_KIND_CLIENT, "POST")
 		if server != nil && write != nil && job != nil && send != nil {
 			break
 		}
 		if time.Now().After(deadline) {
-			names := []string{}
-			for _, s := range spans {
-				names = append(names, s.Kind.String()+" "+s.Name)
-			}
-			t.Fatalf("spans of trace %s: %q", traceID, names)
+			t.Fatalf("spans of trace %s: %q", traceID, telemetrytest.Names(spans))
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -180,11 +101,11 @@ func TestTracesFollowARequestIntoItsJobsAndDeliveries(t *testing.T) {
 	if tp[36:52] != hex.EncodeToString(send.SpanId) {
 		t.Fatalf("delivery traceparent %q, want the send's span %x", tp, send.SpanId)
 	}
-	if len(otlp.trace(otherTrace)) == 0 {
+	if len(otlp.Trace(otherTrace)) == 0 {
 		// The refused request's span may still be buffered; it is exported
 		// within the schedule delay.
 		time.Sleep(300 * time.Millisecond)
-		if len(otlp.trace(otherTrace)) == 0 {
+		if len(otlp.Trace(otherTrace)) == 0 {
 			t.Fatalf("no span of the refused request's trace %s", otherTrace)
 		}
 	}
@@ -195,19 +116,17 @@ func TestTracesFollowARequestIntoItsJobsAndDeliveries(t *testing.T) {
 // that job, in the same trace.
 func TestTracesFollowASubmissionToTheReviewAuthority(t *testing.T) {
 	t.Setenv("OTEL_BSP_SCHEDULE_DELAY", "100")
-	otlp := newOTLPReceiver(t)
+	otlp := telemetrytest.NewReceiver(t)
 	// The telemetry block comes from the environment, as any key can.
-	t.Setenv("REGISTRUM_CONFIG_TELEMETRY_OTLP_ENDPOINT", otlp.srv.URL)
+	t.Setenv("REGISTRUM_CONFIG_TELEMETRY_OTLP_ENDPOINT", otlp.URL())
 	env := startApplication(t, applicationOptions{staticToken: "casework-issued-token-1"})
 	env.submitted(t, "staged-changes", "777")
 
 	deadline := time.Now().Add(15 * time.Second)
 	for {
-		otlp.mu.Lock()
-		spans := append([]*tracepb.Span(nil), otlp.spans...)
-		otlp.mu.Unlock()
-		if job := find(spans, tracepb.Span_SPAN_KIND_CONSUMER, "river.work "+store.KindReviewSubmit); job != nil {
-			trace := otlp.trace(hex.EncodeToString(job.TraceId))
+		spans := otlp.Spans()
+		if job := telemetrytest.Find(spans, tracepb.Span_SPAN_KIND_CONSUMER, "river.work "+requests.KindReviewSubmit); job != nil {
+			trace := otlp.Trace(hex.EncodeToString(job.TraceId))
 			var parent, call *tracepb.Span
 			for _, s := range trace {
 				if s.Kind == tracepb.Span_SPAN_KIND_SERVER && bytes.Equal(s.SpanId, job.ParentSpanId) {
@@ -225,11 +144,7 @@ func TestTracesFollowASubmissionToTheReviewAuthority(t *testing.T) {
 			}
 		}
 		if time.Now().After(deadline) {
-			names := []string{}
-			for _, s := range spans {
-				names = append(names, s.Kind.String()+" "+s.Name)
-			}
-			t.Fatalf("no submission job under its request with a call to the authority: %q", names)
+			t.Fatalf("no submission job under its request with a call to the authority: %q", telemetrytest.Names(spans))
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

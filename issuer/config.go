@@ -17,6 +17,7 @@ import (
 	"github.com/registrum/registrum/internal/envconfig"
 	"github.com/registrum/registrum/internal/secrets"
 	"github.com/registrum/registrum/internal/strictyaml"
+	"github.com/registrum/registrum/internal/telemetry"
 	"github.com/registrum/registrum/issuer/audit"
 	"github.com/registrum/registrum/issuer/keys"
 )
@@ -118,6 +119,10 @@ type Config struct {
 	ClientAssertion ClientAssertionConfig
 	// ClientsDirectory is the absolute folder of the client registration files.
 	ClientsDirectory string
+	// Telemetry is the export of OpenTelemetry traces, as the record host's
+	// telemetry block configures it; nil when the document has none (no
+	// exporter is built: docs/operations.md, "Traces").
+	Telemetry *telemetry.Options
 
 	// effective is the document as loaded, environment overrides applied;
 	// overrides lists them.
@@ -220,6 +225,14 @@ type fileConfig struct {
 	AccessTokens    *fileAccessTokens    `yaml:"accessTokens"`
 	ClientAssertion *fileClientAssertion `yaml:"clientAssertion"`
 	Clients         *fileClients         `yaml:"clients"`
+	Telemetry       *fileTelemetry       `yaml:"telemetry"`
+}
+
+// fileTelemetry is the telemetry block, with the record host's keys.
+type fileTelemetry struct {
+	OTLPEndpoint *string  `yaml:"otlpEndpoint"`
+	ServiceName  *string  `yaml:"serviceName"`
+	SampleRatio  *float64 `yaml:"sampleRatio"`
 }
 
 type fileListener struct {
@@ -400,7 +413,30 @@ func validateConfig(d *strictyaml.Document, fc *fileConfig) (*Config, error) {
 	if err := validateClients(d, fc.Clients, c, resolve); err != nil {
 		return nil, err
 	}
+	if err := validateTelemetry(d, fc.Telemetry, c); err != nil {
+		return nil, err
+	}
 	return c, nil
+}
+
+// validateTelemetry checks the optional telemetry block by the rule the
+// record host's configuration applies (telemetry.Options.Check) into c.
+func validateTelemetry(d *strictyaml.Document, t *fileTelemetry, c *Config) error {
+	if t == nil {
+		return nil
+	}
+	o := &telemetry.Options{SampleRatio: t.SampleRatio}
+	if t.OTLPEndpoint != nil {
+		o.Endpoint = *t.OTLPEndpoint
+	}
+	if t.ServiceName != nil {
+		o.ServiceName = *t.ServiceName
+	}
+	if key, rule := o.Check(); key != "" {
+		return d.Fail("telemetry."+key, rule, nil)
+	}
+	c.Telemetry = o
+	return nil
 }
 
 // validateVersionAndMode checks version (required, 1) and validationMode

@@ -22,10 +22,12 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/go-jose/go-jose/v4"
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/codes"
 
 	"github.com/registrum/registrum/internal/canonjson"
 	"github.com/registrum/registrum/internal/ratelimit"
 	"github.com/registrum/registrum/internal/secrets"
+	"github.com/registrum/registrum/internal/telemetry"
 	"github.com/registrum/registrum/issuer/audit"
 	"github.com/registrum/registrum/issuer/signer"
 )
@@ -85,6 +87,9 @@ type Server struct {
 	signerReady atomic.Bool
 	metrics     *metrics // nil without WithMetrics
 	probing     atomic.Bool
+	// telemetry exports traces when the configuration has a telemetry
+	// block; nil otherwise.
+	telemetry *telemetry.Provider
 
 	jwks     []byte
 	metadata []byte
@@ -120,6 +125,7 @@ func New(cfg *Config, logger *slog.Logger, opt ...Option) (*Server, error) {
 		if s.audit != nil {
 			s.audit.Close()
 		}
+		s.stopTelemetry()
 		return nil, err
 	}
 	if s.signer.KeyID() != cfg.Signing.Active.KeyID {
@@ -155,6 +161,11 @@ func New(cfg *Config, logger *slog.Logger, opt ...Option) (*Server, error) {
 	}
 	if s.audit, err = audit.Open(auditCfg); err != nil {
 		return fail(fmt.Errorf("issuer: %s: audit.path: %w", cfg.File, err))
+	}
+	if cfg.Telemetry != nil {
+		if s.telemetry, err = telemetry.Start(context.Background(), *cfg.Telemetry); err != nil {
+			return fail(fmt.Errorf("issuer: %s: telemetry: %w", cfg.File, err))
+		}
 	}
 	s.handler = s.routes()
 	s.wg.Add(1)
@@ -312,8 +323,23 @@ func (s *Server) Close() error {
 		close(s.stop)
 		s.wg.Wait()
 		err = errors.Join(s.audit.Close(), s.signer.Close())
+		s.stopTelemetry()
 	})
 	return err
+}
+
+// stopTelemetry exports the spans still buffered, within a bound, and stops
+// the export (nothing when telemetry is off).
+func (s *Server) stopTelemetry() {
+	if s.telemetry == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := s.telemetry.Shutdown(ctx); err != nil {
+		s.log.Warn("telemetry: spans not exported on close", "error", err.Error())
+	}
+	s.telemetry = nil
 }
 
 func (s *Server) selfTestLoop() {
@@ -351,7 +377,7 @@ func (s *Server) selfTest() {
 
 func (s *Server) routes() http.Handler {
 	r := chi.NewRouter()
-	r.Use(commonHeaders)
+	r.Use(traced, commonHeaders)
 	r.Post(tokenPath, s.limitTokenRequests(s.handleToken))
 	r.Get(s.cfg.Signing.JWKSPath, s.serveStatic("application/jwk-set+json", s.jwks))
 	r.Get(metadataPath, s.serveStatic("application/json", s.metadata))
@@ -364,6 +390,48 @@ func (s *Server) routes() http.Handler {
 	r.NotFound(notFound)
 	r.MethodNotAllowed(notFound)
 	return r
+}
+
+// traced gives each request a server span named by its route pattern, the
+// child of an inbound traceparent, when telemetry is on (off, the span is a
+// no-op one and the request goes through as it came).
+func traced(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx, span := telemetry.ServerSpan(r.Context(), r)
+		if !span.IsRecording() {
+			// Off: ctx is the request's own. Sampled out: it carries the
+			// trace context, for the work under it.
+			span.End()
+			if ctx != r.Context() {
+				r = r.WithContext(ctx)
+			}
+			next.ServeHTTP(w, r)
+			return
+		}
+		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
+		defer func() {
+			// chi's route context is the one the router put in the
+			// request's context before the middleware ran.
+			pattern := "unmatched"
+			if rc := chi.RouteContext(r.Context()); rc != nil && rc.RoutePattern() != "" {
+				pattern = rc.RoutePattern()
+			}
+			telemetry.EndServerSpan(span, r.Method, pattern, rec.status)
+		}()
+		next.ServeHTTP(rec, r.WithContext(ctx))
+	})
+}
+
+// statusRecorder notes the status a handler answered, for its span.
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+// WriteHeader implements http.ResponseWriter.
+func (s *statusRecorder) WriteHeader(code int) {
+	s.status = code
+	s.ResponseWriter.WriteHeader(code)
 }
 
 func commonHeaders(next http.Handler) http.Handler {
@@ -436,7 +504,7 @@ func (s *Server) handleToken(w http.ResponseWriter, r *http.Request) {
 	// The record must be durable before anything is released, even if the
 	// client has gone away meanwhile.
 	start := time.Now()
-	err := s.audit.Append(context.WithoutCancel(r.Context()), d.entry)
+	err := s.appendAudit(context.WithoutCancel(r.Context()), d.entry)
 	appendTook = time.Since(start)
 	if err != nil {
 		d.code = ErrorServerError
@@ -451,6 +519,21 @@ func (s *Server) handleToken(w http.ResponseWriter, r *http.Request) {
 	}
 	s.log.Info("token issued", "operation", opID, "token", d.entry.TokenID)
 	writeJSON(w, http.StatusOK, d.body)
+}
+
+// appendAudit appends the request's audit record and waits for the group
+// commit that makes it durable, under a span "audit.append" of the request
+// (one span per request waiting for its group: a group holds requests of
+// several traces). A failed append marks the span failed without the
+// error's text.
+func (s *Server) appendAudit(ctx context.Context, e audit.Entry) error {
+	ctx, span := telemetry.StartSpan(ctx, "audit.append")
+	defer span.End()
+	err := s.audit.Append(ctx, e)
+	if err != nil {
+		span.SetStatus(codes.Error, "the audit record was not appended")
+	}
+	return err
 }
 
 // decide parses, authenticates and mints. It never writes the response.

@@ -103,7 +103,9 @@ func scanAttachmentsOf(rows pgx.Rows, withRecord bool) ([]Attachment, map[string
 
 // CurrentAttachments returns the filled slots of the current proposal
 // version of each request record in ids, by record id, in one query.
-func (s *Store) CurrentAttachments(ctx context.Context, e *model.Entity, ids []string) (map[string][]Attachment, error) {
+func (s *Store) CurrentAttachments(ctx context.Context, e *model.Entity, ids []string) (_ map[string][]Attachment, err error) {
+	ctx, span := startOp(ctx, spanRead, "CurrentAttachments")
+	defer func() { endOp(span, err) }()
 	rows, err := s.pool.Query(ctx, `SELECT a.record_id::text, `+attachmentSelect+`
 JOIN registrum.requests r ON r.entity_id = a.entity_id AND r.record_id = a.record_id AND r.proposal_version = a.proposal_version
 WHERE a.entity_id = $1 AND a.record_id = ANY($2::uuid[]) ORDER BY a.record_id, a.slot_id`, e.ID, ids)
@@ -127,7 +129,9 @@ func attachments(ctx context.Context, db rowsQuerier, entity, id string, version
 }
 
 // Attachments returns the filled slots of one proposal version of a request.
-func (s *Store) Attachments(ctx context.Context, e *model.Entity, id string, version int64) ([]Attachment, error) {
+func (s *Store) Attachments(ctx context.Context, e *model.Entity, id string, version int64) (_ []Attachment, err error) {
+	ctx, span := startOp(ctx, spanRead, "Attachments")
+	defer func() { endOp(span, err) }()
 	return attachments(ctx, s.pool, e.ID, id, version)
 }
 
@@ -276,9 +280,11 @@ func (e *ErrLeaseHeld) Error() string { return "store: the verification is lease
 // and records the attempt in the audit trail, in one committed transaction.
 // It returns nil when the verdict is no longer pending (nothing to do) and
 // *ErrLeaseHeld while another worker's lease runs.
-func (s *Store) ClaimVerification(ctx context.Context, k VerificationKey, lease time.Duration, traceID string) (*Verification, error) {
+func (s *Store) ClaimVerification(ctx context.Context, k VerificationKey, lease time.Duration, traceID string) (_ *Verification, err error) {
+	ctx, span := startOp(ctx, spanTx, "ClaimVerification")
+	defer func() { endOp(span, err) }()
 	var v *Verification
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		var verdict string
 		var expires *time.Time
 		x := &Verification{VerificationKey: k}
@@ -326,7 +332,9 @@ func (s *Store) ClaimVerification(ctx context.Context, k VerificationKey, lease 
 
 // ReleaseVerification gives a lease back without a verdict (the verifier
 // failed; the job retries later). A lease that was lost is left alone.
-func (s *Store) ReleaseVerification(ctx context.Context, v *Verification, traceID string) error {
+func (s *Store) ReleaseVerification(ctx context.Context, v *Verification, traceID string) (err error) {
+	ctx, span := startOp(ctx, spanTx, "ReleaseVerification")
+	defer func() { endOp(span, err) }()
 	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, `UPDATE registrum.attachment_verifications SET lease_id = NULL, lease_expires_at = NULL
     WHERE sha256 = $1 AND content_type = $2 AND policy_digest = $3 AND lease_id = $4`, v.SHA256, v.ContentType, v.PolicyDigest, v.LeaseID)
@@ -344,12 +352,14 @@ func (s *Store) ReleaseVerification(ctx context.Context, v *Verification, traceI
 // audit entry. A verdict that lost its lease, or whose content was erased
 // meanwhile, is discarded: it returns false and writes only the audit of
 // the discarded verdict.
-func (s *Store) SettleVerification(ctx context.Context, v *Verification, verdict, traceID string) (bool, error) {
+func (s *Store) SettleVerification(ctx context.Context, v *Verification, verdict, traceID string) (_ bool, err error) {
+	ctx, span := startOp(ctx, spanTx, "SettleVerification")
+	defer func() { endOp(span, err) }()
 	if verdict != VerificationApproved && verdict != VerificationRejected {
 		return false, fmt.Errorf("store: settle verification: %q is not a verdict", verdict)
 	}
 	settled := false
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, `UPDATE registrum.attachment_verifications SET verdict = $5, decided_at = now(), lease_id = NULL, lease_expires_at = NULL
     WHERE sha256 = $1 AND content_type = $2 AND policy_digest = $3 AND lease_id = $4 AND verdict = 'pending'
       AND EXISTS (SELECT 1 FROM registrum.attachment_blobs b WHERE b.sha256 = $1)`,
@@ -374,9 +384,11 @@ func (s *Store) SettleVerification(ctx context.Context, v *Verification, verdict
 }
 
 // Verdict returns the status of the verdict for k ("" when there is none).
-func (s *Store) Verdict(ctx context.Context, k VerificationKey) (string, error) {
+func (s *Store) Verdict(ctx context.Context, k VerificationKey) (_ string, err error) {
+	ctx, span := startOp(ctx, spanRead, "Verdict")
+	defer func() { endOp(span, err) }()
 	var verdict string
-	err := s.pool.QueryRow(ctx, `SELECT verdict FROM registrum.attachment_verifications WHERE sha256 = $1 AND content_type = $2 AND policy_digest = $3`,
+	err = s.pool.QueryRow(ctx, `SELECT verdict FROM registrum.attachment_verifications WHERE sha256 = $1 AND content_type = $2 AND policy_digest = $3`,
 		k.SHA256, k.ContentType, k.PolicyDigest).Scan(&verdict)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return "", nil
@@ -521,6 +533,8 @@ func dropOrphanVerification(ctx context.Context, tx pgx.Tx, k VerificationKey) e
 
 // DropOrphanVerification deletes the pending verdict of k when its content
 // is gone (erased before it could be verified).
-func (s *Store) DropOrphanVerification(ctx context.Context, k VerificationKey) error {
+func (s *Store) DropOrphanVerification(ctx context.Context, k VerificationKey) (err error) {
+	ctx, span := startOp(ctx, spanTx, "DropOrphanVerification")
+	defer func() { endOp(span, err) }()
 	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error { return dropOrphanVerification(ctx, tx, k) })
 }

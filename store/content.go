@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Content names stored attachment content: its SHA-256 (64 lowercase hex
@@ -68,7 +69,9 @@ func (s *Store) Content() *PGContent { return &PGContent{pool: s.pool} }
 // under a staged row with no hash; at the end the row takes the hash, or,
 // when the same content is already kept, the transaction is rolled back and
 // the kept content answers.
-func (c *PGContent) Put(ctx context.Context, r io.Reader, maxBytes int64) (Content, error) {
+func (c *PGContent) Put(ctx context.Context, r io.Reader, maxBytes int64) (_ Content, err error) {
+	ctx, span := startOp(ctx, spanTx, "Content.Put")
+	defer func() { endOp(span, err) }()
 	var out Content
 	tx, err := c.pool.Begin(ctx)
 	if err != nil {
@@ -128,9 +131,17 @@ func (c *PGContent) Put(ctx context.Context, r io.Reader, maxBytes int64) (Conte
 
 // Open implements ContentStore. The chunks are read by one query whose rows
 // arrive as they are consumed; the connection is held until Close.
-func (c *PGContent) Open(ctx context.Context, sha string) (io.ReadCloser, error) {
+// Its span ("store.read Content.Open") lasts until Close: the chunks are
+// read while the caller reads.
+func (c *PGContent) Open(ctx context.Context, sha string) (_ io.ReadCloser, err error) {
+	ctx, span := startOp(ctx, spanRead, "Content.Open")
+	defer func() {
+		if err != nil {
+			endOp(span, err)
+		}
+	}()
 	var blob, size int64
-	err := c.pool.QueryRow(ctx, `SELECT blob_id, byte_size FROM registrum.attachment_blobs WHERE sha256 = $1`, sha).Scan(&blob, &size)
+	err = c.pool.QueryRow(ctx, `SELECT blob_id, byte_size FROM registrum.attachment_blobs WHERE sha256 = $1`, sha).Scan(&blob, &size)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, ErrContentMissing
 	}
@@ -141,7 +152,7 @@ func (c *PGContent) Open(ctx context.Context, sha string) (io.ReadCloser, error)
 	if err != nil {
 		return nil, fmt.Errorf("store: open content: %w", err)
 	}
-	return &contentReader{rows: rows, want: sha, size: size, whole: sha256.New()}, nil
+	return &contentReader{rows: rows, want: sha, size: size, whole: sha256.New(), span: span}, nil
 }
 
 // contentReader streams chunk rows, checking each chunk's digest before
@@ -155,6 +166,9 @@ type contentReader struct {
 	whole hash.Hash
 	cur   []byte
 	err   error
+	// span is Open's, ended by Close: failed when the content was not read
+	// whole and intact (a reader closed early is not a failure).
+	span trace.Span
 }
 
 func (r *contentReader) Read(p []byte) (int, error) {
@@ -204,5 +218,10 @@ func (r *contentReader) Read(p []byte) (int, error) {
 
 func (r *contentReader) Close() error {
 	r.rows.Close()
+	err := r.err
+	if err == io.EOF {
+		err = nil
+	}
+	endOp(r.span, err)
 	return nil
 }

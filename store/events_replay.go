@@ -45,7 +45,9 @@ var ErrReplayFilter = errors.New("store: replay filter")
 // capture first, each through Replay (its own transaction, its own audit
 // entry under operator, a new generation with a new key). With dryRun it
 // only counts. bindings and modules are as for Replay.
-func (s *Store) ReplayMatching(ctx context.Context, f ReplayFilter, bindings, modules map[string]string, operator string, dryRun bool) (ReplayCount, error) {
+func (s *Store) ReplayMatching(ctx context.Context, f ReplayFilter, bindings, modules map[string]string, operator string, dryRun bool) (_ ReplayCount, err error) {
+	ctx, span := startOp(ctx, spanTx, "ReplayMatching")
+	defer func() { endOp(span, err) }()
 	var n ReplayCount
 	if f.DestinationID == "" {
 		return n, fmt.Errorf("%w: a destination is required", ErrReplayFilter)
@@ -118,7 +120,9 @@ type DeliveryAuditEntry struct {
 }
 
 // DeliveryAudit returns the audit of a delivery, oldest first.
-func (s *Store) DeliveryAudit(ctx context.Context, deliveryID string) ([]DeliveryAuditEntry, error) {
+func (s *Store) DeliveryAudit(ctx context.Context, deliveryID string) (_ []DeliveryAuditEntry, err error) {
+	ctx, span := startOp(ctx, spanRead, "DeliveryAudit")
+	defer func() { endOp(span, err) }()
 	rows, err := s.pool.Query(ctx, `SELECT action, generation, operator, occurred_at FROM registrum.event_delivery_audit
     WHERE delivery_id = $1 ORDER BY id`, deliveryID)
 	if err != nil {
@@ -137,9 +141,11 @@ func (s *Store) DeliveryAudit(ctx context.Context, deliveryID string) ([]Deliver
 // attempt count, generation and key stay as they are; the jobs already
 // scheduled find nothing to do when they run. It returns how many it made
 // due.
-func (s *Store) RetryNow(ctx context.Context, destinationID string) (int, error) {
+func (s *Store) RetryNow(ctx context.Context, destinationID string) (_ int, err error) {
+	ctx, span := startOp(ctx, spanTx, "RetryNow")
+	defer func() { endOp(span, err) }()
 	n := 0
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, `UPDATE registrum.event_deliveries SET next_attempt_at = now(), updated_at = now()
     WHERE state = 'pending' AND handler_kind = 'url' AND destination_id = $1 RETURNING delivery_id::text`, destinationID)
 		if err != nil {

@@ -56,7 +56,9 @@ func scanRevision(row pgx.Row) (*Revision, error) {
 
 // Revisions returns at most limit revisions of record id of e after
 // revision after, oldest first.
-func (s *Store) Revisions(ctx context.Context, e *model.Entity, id string, after int64, limit int) ([]*Revision, error) {
+func (s *Store) Revisions(ctx context.Context, e *model.Entity, id string, after int64, limit int) (_ []*Revision, err error) {
+	ctx, span := startOp(ctx, spanRead, "Revisions")
+	defer func() { endOp(span, err) }()
 	rows, err := s.pool.Query(ctx, `SELECT `+revisionColumns+` FROM registrum.revisions
 WHERE entity_id = $1 AND record_id = $2::uuid AND revision > $3 AND erased_at IS NULL ORDER BY revision LIMIT $4`, e.ID, id, after, limit)
 	return collectRevisions(rows, err, "revisions of "+e.ID)
@@ -83,7 +85,9 @@ func collectRevisions(rows pgx.Rows, err error, what string) ([]*Revision, error
 }
 
 // RevisionOf returns one revision of record id of e, or ErrNotFound.
-func (s *Store) RevisionOf(ctx context.Context, e *model.Entity, id string, revision int64) (*Revision, error) {
+func (s *Store) RevisionOf(ctx context.Context, e *model.Entity, id string, revision int64) (_ *Revision, err error) {
+	ctx, span := startOp(ctx, spanRead, "RevisionOf")
+	defer func() { endOp(span, err) }()
 	r, err := scanRevision(s.pool.QueryRow(ctx, `SELECT `+revisionColumns+` FROM registrum.revisions
 WHERE entity_id = $1 AND record_id = $2::uuid AND revision = $3 AND erased_at IS NULL`, e.ID, id, revision))
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -97,7 +101,9 @@ WHERE entity_id = $1 AND record_id = $2::uuid AND revision = $3 AND erased_at IS
 
 // CommitMembers returns the records every revision of one commit belongs
 // to, each once.
-func (s *Store) CommitMembers(ctx context.Context, commitID string) ([]CommitMember, error) {
+func (s *Store) CommitMembers(ctx context.Context, commitID string) (_ []CommitMember, err error) {
+	ctx, span := startOp(ctx, spanRead, "CommitMembers")
+	defer func() { endOp(span, err) }()
 	rows, err := s.pool.Query(ctx, `SELECT DISTINCT entity_id, record_id::text FROM registrum.revisions WHERE commit_id = $1::uuid ORDER BY 1, 2`, commitID)
 	if err != nil {
 		return nil, fmt.Errorf("store: read commit members: %w", err)

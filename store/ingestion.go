@@ -76,7 +76,9 @@ func scanRun(row pgx.Row) (*Run, error) {
 }
 
 // CreateRun stores a new open run; its times are set here.
-func (s *Store) CreateRun(ctx context.Context, r *Run) (*Run, error) {
+func (s *Store) CreateRun(ctx context.Context, r *Run) (_ *Run, err error) {
+	ctx, span := startOp(ctx, spanTx, "CreateRun")
+	defer func() { endOp(span, err) }()
 	row := s.pool.QueryRow(ctx, `INSERT INTO registrum.ingestion_runs
     (run_id, principal_reference, entity_id, operation, profile_id, package_revision, schema_fingerprint,
      input_digest, input_length, item_count, chunk_count, chunk_algorithm_version, maximum_items, maximum_bytes,
@@ -94,7 +96,9 @@ func (s *Store) CreateRun(ctx context.Context, r *Run) (*Run, error) {
 }
 
 // Run reads one run of an entity; ErrRunNotFound when there is none.
-func (s *Store) Run(ctx context.Context, entityID, runID string) (*Run, error) {
+func (s *Store) Run(ctx context.Context, entityID, runID string) (_ *Run, err error) {
+	ctx, span := startOp(ctx, spanRead, "Run")
+	defer func() { endOp(span, err) }()
 	r, err := scanRun(s.pool.QueryRow(ctx, `SELECT `+runColumns+` FROM registrum.ingestion_runs WHERE run_id = $1 AND entity_id = $2`, runID, entityID))
 	if err != nil && !errors.Is(err, ErrRunNotFound) {
 		return nil, fmt.Errorf("store: read ingestion run: %w", err)
@@ -121,7 +125,9 @@ type RunFilter struct {
 
 // Runs lists a caller's runs in creation order (run ids are UUIDv7), at
 // most Limit of them.
-func (s *Store) Runs(ctx context.Context, f RunFilter) ([]*Run, error) {
+func (s *Store) Runs(ctx context.Context, f RunFilter) (_ []*Run, err error) {
+	ctx, span := startOp(ctx, spanRead, "Runs")
+	defer func() { endOp(span, err) }()
 	q := `SELECT ` + runColumns + ` FROM registrum.ingestion_runs
     WHERE principal_reference = $1 AND entity_id = $2
       AND ($3 = '' OR run_id > $3::uuid)
@@ -158,6 +164,8 @@ func (s *Store) Runs(ctx context.Context, f RunFilter) ([]*Run, error) {
 // CancelRun moves an open run to cancelled and returns it; a run in
 // another status is returned unchanged with changed=false.
 func (s *Store) CancelRun(ctx context.Context, entityID, runID string) (r *Run, changed bool, err error) {
+	ctx, span := startOp(ctx, spanTx, "CancelRun")
+	defer func() { endOp(span, err) }()
 	r, err = scanRun(s.pool.QueryRow(ctx, `UPDATE registrum.ingestion_runs SET status = 'cancelled', updated_at = now()
     WHERE run_id = $1 AND entity_id = $2 AND status = 'open' RETURNING `+runColumns, runID, entityID))
 	if err == nil {
@@ -172,7 +180,9 @@ func (s *Store) CancelRun(ctx context.Context, entityID, runID string) (r *Run, 
 
 // RecordAttempt notes the outcome of a chunk attempt that wrote nothing
 // (a refusal or a replay); the run's progress is unchanged.
-func (s *Store) RecordAttempt(ctx context.Context, runID, outcome string, chunkIndex int64) error {
+func (s *Store) RecordAttempt(ctx context.Context, runID, outcome string, chunkIndex int64) (err error) {
+	ctx, span := startOp(ctx, spanTx, "RecordAttempt")
+	defer func() { endOp(span, err) }()
 	if _, err := s.pool.Exec(ctx, `UPDATE registrum.ingestion_runs SET last_attempt_outcome = $2, last_attempt_chunk_index = $3 WHERE run_id = $1`,
 		runID, outcome, chunkIndex); err != nil {
 		return fmt.Errorf("store: record ingestion attempt: %w", err)
@@ -182,7 +192,9 @@ func (s *Store) RecordAttempt(ctx context.Context, runID, outcome string, chunkI
 
 // Chunk reads one committed chunk of a run; ErrRunNotFound when the chunk
 // was not committed.
-func (s *Store) Chunk(ctx context.Context, runID string, index int64) (*Chunk, error) {
+func (s *Store) Chunk(ctx context.Context, runID string, index int64) (_ *Chunk, err error) {
+	ctx, span := startOp(ctx, spanRead, "Chunk")
+	defer func() { endOp(span, err) }()
 	return readChunk(ctx, s.pool, runID, index, false)
 }
 

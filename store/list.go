@@ -60,7 +60,9 @@ func columns(e *model.Entity) string {
 
 // Page runs one page of a collection read: at most q.Limit() records in
 // scope that match the query, in its order.
-func (s *Store) Page(ctx context.Context, q *query.Query, scope querysql.Fragment) ([]*Record, error) {
+func (s *Store) Page(ctx context.Context, q *query.Query, scope querysql.Fragment) (_ []*Record, err error) {
+	ctx, span := startOp(ctx, spanRead, "Page")
+	defer func() { endOp(span, err) }()
 	e := q.Entity
 	stmt := compilerFor(e).PageStatement(q, columns(e), scope)
 	rows, err := s.pool.Query(ctx, stmt.SQL, stmt.Args...)
@@ -83,7 +85,9 @@ func (s *Store) Page(ctx context.Context, q *query.Query, scope querysql.Fragmen
 }
 
 // Count returns the number of records in scope that match the query's filter.
-func (s *Store) Count(ctx context.Context, q *query.Query, scope querysql.Fragment) (int64, error) {
+func (s *Store) Count(ctx context.Context, q *query.Query, scope querysql.Fragment) (_ int64, err error) {
+	ctx, span := startOp(ctx, spanRead, "Count")
+	defer func() { endOp(span, err) }()
 	stmt := compilerFor(q.Entity).CountStatement(q, scope)
 	var n int64
 	if err := s.pool.QueryRow(ctx, stmt.SQL, stmt.Args...).Scan(&n); err != nil {

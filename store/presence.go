@@ -24,7 +24,9 @@ const maxPresence = 100
 // re whose current proposal's frozen plan writes record targetID (at most
 // 100, oldest first). A plan whose detail was erased no longer names its
 // targets and is not listed.
-func (s *Store) PendingRequestsTargeting(ctx context.Context, re *model.Entity, targetID string) ([]PendingRequest, error) {
+func (s *Store) PendingRequestsTargeting(ctx context.Context, re *model.Entity, targetID string) (_ []PendingRequest, err error) {
+	ctx, span := startOp(ctx, spanRead, "PendingRequestsTargeting")
+	defer func() { endOp(span, err) }()
 	probe, err := json.Marshal(map[string]any{"writes": []any{map[string]any{"target": map[string]any{"recordId": targetID}}}})
 	if err != nil {
 		return nil, err

@@ -80,7 +80,9 @@ func (s *Store) Create(ctx context.Context, e *model.Entity, id string, values m
 }
 
 // Get returns the current state of a record, tombstoned or not.
-func (s *Store) Get(ctx context.Context, e *model.Entity, id string) (*Record, error) {
+func (s *Store) Get(ctx context.Context, e *model.Entity, id string) (_ *Record, err error) {
+	ctx, span := startOp(ctx, spanRead, "Get")
+	defer func() { endOp(span, err) }()
 	return s.get(ctx, s.pool, e, id, false)
 }
 

@@ -76,7 +76,9 @@ func proposalOutcome(e *model.Entity) string {
 // that follows proposal version after (0: the first page): at most
 // HistoryPageProposals whole proposals within HistoryPageBytes, in one
 // snapshot.
-func (s *Store) RequestHistory(ctx context.Context, e *model.Entity, id string, after int64) (*RequestHistory, error) {
+func (s *Store) RequestHistory(ctx context.Context, e *model.Entity, id string, after int64) (_ *RequestHistory, err error) {
+	ctx, span := startOp(ctx, spanRead, "RequestHistory")
+	defer func() { endOp(span, err) }()
 	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
 	if err != nil {
 		return nil, fmt.Errorf("store: read request history: %w", err)

@@ -195,7 +195,9 @@ func loadHistoryTag(ctx context.Context, tx pgx.Tx) ([8]byte, string, error) {
 }
 
 // CurrentSnapshot captures the latest committed state.
-func (s *Store) CurrentSnapshot(ctx context.Context) (Snapshot, error) {
+func (s *Store) CurrentSnapshot(ctx context.Context) (_ Snapshot, err error) {
+	ctx, span := startOp(ctx, spanRead, "CurrentSnapshot")
+	defer func() { endOp(span, err) }()
 	var text string
 	if err := s.pool.QueryRow(ctx, `SELECT pg_current_snapshot()::text`).Scan(&text); err != nil {
 		return Snapshot{}, fmt.Errorf("store: capture a snapshot: %w", err)
@@ -209,8 +211,10 @@ func (s *Store) CurrentSnapshot(ctx context.Context) (Snapshot, error) {
 // revisions were erased (a snapshot at or after the earliest erased commit,
 // docs/decisions/history-erasure.md). The same statement reads the
 // database's history tag, which HistoryTag returns from then on.
-func (s *Store) CheckSnapshot(ctx context.Context, snap Snapshot) error {
-	_, err := s.checkSnapshot(ctx, snap)
+func (s *Store) CheckSnapshot(ctx context.Context, snap Snapshot) (err error) {
+	ctx, span := startOp(ctx, spanRead, "CheckSnapshot")
+	defer func() { endOp(span, err) }()
+	_, err = s.checkSnapshot(ctx, snap)
 	return err
 }
 
@@ -220,7 +224,9 @@ func (s *Store) CheckSnapshot(ctx context.Context, snap Snapshot) error {
 // the one read in the statement that checks snap, not with the one the
 // store read at start: a token another host issued after the history was
 // rebased is accepted by every host, and one of before by none.
-func (s *Store) CheckToken(ctx context.Context, tag [8]byte, snap Snapshot) error {
+func (s *Store) CheckToken(ctx context.Context, tag [8]byte, snap Snapshot) (err error) {
+	ctx, span := startOp(ctx, spanRead, "CheckToken")
+	defer func() { endOp(span, err) }()
 	current, err := s.checkSnapshot(ctx, snap)
 	if err != nil && !errors.Is(err, ErrNoSnapshot) {
 		return err
@@ -259,7 +265,9 @@ func (s *Store) checkSnapshot(ctx context.Context, snap Snapshot) ([8]byte, erro
 // the start), at most limit records of e that are live in snap: each
 // record's latest revision whose transaction snap sees, when that revision
 // is not a tombstone.
-func (s *Store) SnapshotRevisions(ctx context.Context, e *model.Entity, snap Snapshot, after string, limit int) ([]*Revision, error) {
+func (s *Store) SnapshotRevisions(ctx context.Context, e *model.Entity, snap Snapshot, after string, limit int) (_ []*Revision, err error) {
+	ctx, span := startOp(ctx, spanRead, "SnapshotRevisions")
+	defer func() { endOp(span, err) }()
 	if after == "" {
 		after = "00000000-0000-0000-0000-000000000000"
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/registrum/registrum/internal/envconfig"
 	"github.com/registrum/registrum/internal/secrets"
 	"github.com/registrum/registrum/internal/strictyaml"
+	"github.com/registrum/registrum/internal/telemetry"
 )
 
 // Config is the runtime configuration of `registrum serve`.
@@ -303,21 +304,15 @@ type Telemetry struct {
 	SampleRatio *float64 `yaml:"sampleRatio"`
 }
 
-// validateTelemetry checks telemetry.
+// validateTelemetry checks telemetry by the rule both services'
+// configurations share (telemetry.Options.Check).
 func (c *Config) validateTelemetry() error {
 	t := c.Telemetry
 	if t == nil {
 		return nil
 	}
-	u, err := url.Parse(t.OTLPEndpoint)
-	if t.OTLPEndpoint == "" || err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
-		return c.fail("telemetry.otlpEndpoint", "must be an http or https URL without query or fragment")
-	}
-	if u.User != nil {
-		return c.fail("telemetry.otlpEndpoint", "must not hold credentials; give a collector's credentials in OTEL_EXPORTER_OTLP_HEADERS")
-	}
-	if r := t.SampleRatio; r != nil && !(*r >= 0 && *r <= 1) {
-		return c.fail("telemetry.sampleRatio", "must be between 0 and 1")
+	if key, rule := (telemetry.Options{Endpoint: t.OTLPEndpoint, ServiceName: t.ServiceName, SampleRatio: t.SampleRatio}).Check(); key != "" {
+		return c.fail("telemetry."+key, "%s", rule)
 	}
 	return nil
 }

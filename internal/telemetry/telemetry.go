@@ -46,6 +46,26 @@ type Options struct {
 	SampleRatio *float64
 }
 
+// Check returns the key of the first setting of o that is not acceptable
+// ("otlpEndpoint" or "sampleRatio", as a configuration's telemetry block
+// names them) and the rule it breaks; empty strings when o is acceptable.
+// An empty Endpoint is refused: a configuration that has a telemetry block
+// must say where spans go. It is the one rule both services' configurations
+// apply.
+func (o Options) Check() (key, rule string) {
+	u, err := url.Parse(o.Endpoint)
+	if o.Endpoint == "" || err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+		return "otlpEndpoint", "must be an http or https URL without query or fragment"
+	}
+	if u.User != nil {
+		return "otlpEndpoint", "must not hold credentials; give a collector's credentials in OTEL_EXPORTER_OTLP_HEADERS"
+	}
+	if r := o.SampleRatio; r != nil && !(*r >= 0 && *r <= 1) {
+		return "sampleRatio", "must be between 0 and 1"
+	}
+	return "", ""
+}
+
 // Provider is a running export; Shutdown flushes it.
 type Provider struct {
 	tp *sdktrace.TracerProvider
@@ -165,6 +185,18 @@ func EndServerSpan(span trace.Span, method, route string, status int) {
 	span.End()
 }
 
+// Traceparent returns the W3C traceparent of ctx's span, "" when ctx
+// carries no valid span context: what a call that is not HTTP (a plugin's
+// protocol) sends so that its peer can continue the trace.
+func Traceparent(ctx context.Context) string {
+	if !trace.SpanContextFromContext(ctx).IsValid() {
+		return ""
+	}
+	carrier := propagation.MapCarrier{}
+	traceContext.Inject(ctx, carrier)
+	return carrier.Get("traceparent")
+}
+
 // Transport wraps base (http.DefaultTransport when nil) so that each
 // request, when telemetry is on, gets a client span and carries its
 // traceparent. Off, it sends the request as it is.
@@ -208,9 +240,11 @@ func (t *transport) RoundTrip(r *http.Request) (*http.Response, error) {
 	return resp, nil
 }
 
-// Fail marks span failed with err (nothing when err is nil).
+// Fail marks span failed when err is set (nothing when err is nil or a
+// cancellation). The error's text stays out of the span: like the logs,
+// traces carry no values, and an error may quote one.
 func Fail(span trace.Span, err error) {
 	if err != nil && !errors.Is(err, context.Canceled) {
-		span.SetStatus(codes.Error, err.Error())
+		span.SetStatus(codes.Error, "failed")
 	}
 }

@@ -163,7 +163,9 @@ func readCredential(root, ref string) (string, error) {
 }
 
 // Verify POSTs the bytes to the scanner and returns its verdict. See [Verifier].
-func (h *HTTP) Verify(ctx context.Context, att Attachment, content io.Reader) (Verdict, error) {
+func (h *HTTP) Verify(ctx context.Context, att Attachment, content io.Reader) (v Verdict, err error) {
+	ctx, span := startVerifySpan(ctx, h.cfg.ID, "http")
+	defer func() { endVerifySpan(span, v, err) }()
 	if err := att.Validate(h.cfg.MaxBytes); err != nil {
 		return retry(h.cfg.ID, CauseInvalidAttachment, nil)
 	}

@@ -17,8 +17,12 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/registrum/registrum/internal/canonjson"
+	"github.com/registrum/registrum/internal/telemetry"
 	"github.com/registrum/registrum/plugins/verifier/proto"
 )
 
@@ -153,7 +157,9 @@ func (p *Process) Starts() int64 { return p.starts.Load() }
 
 // Verify sends the attachment's bytes to the verifier process and returns
 // its verdict. See [Verifier].
-func (p *Process) Verify(ctx context.Context, att Attachment, content io.Reader) (Verdict, error) {
+func (p *Process) Verify(ctx context.Context, att Attachment, content io.Reader) (v Verdict, err error) {
+	ctx, span := startVerifySpan(ctx, p.cfg.ID, "process")
+	defer func() { endVerifySpan(span, v, err) }()
 	if err := att.Validate(p.cfg.MaxBytes); err != nil {
 		return retry(p.cfg.ID, CauseInvalidAttachment, nil)
 	}
@@ -173,11 +179,11 @@ func (p *Process) Verify(ctx context.Context, att Attachment, content io.Reader)
 	if cause != "" {
 		return retry(p.cfg.ID, cause, err)
 	}
-	v, cause, err := p.session(ctx, inst, att, content)
+	verdict, cause, err := p.session(ctx, inst, att, content)
 	if cause != "" {
 		return retry(p.cfg.ID, cause, err)
 	}
-	return v, nil
+	return verdict, nil
 }
 
 // session runs one Begin/Write/Finish exchange. A failure that leaves the
@@ -189,7 +195,7 @@ func (p *Process) session(ctx context.Context, inst *instance, att Attachment, c
 	}
 	begin := proto.BeginArgs{
 		SlotID: att.SlotID, MediaType: att.MediaType, DeclaredSize: att.DeclaredSize,
-		SHA256: att.SHA256, TimeoutMillis: timeout,
+		SHA256: att.SHA256, TimeoutMillis: timeout, Traceparent: telemetry.Traceparent(ctx),
 	}
 	src := newExactReader(content, att)
 	var fin proto.FinishReply
@@ -263,10 +269,30 @@ func (p *Process) verdict(inst *instance, fin proto.FinishReply) (Verdict, Cause
 	return v, "", nil
 }
 
-// call makes one RPC call bounded by ctx. When ctx ends first, or the
+// call makes one RPC call bounded by ctx (send), as a client span of the
+// caller's span named by the method ("Plugin.Write"), failed with the
+// value-free cause when the call fails. net/rpc carries no metadata: the
+// plugin does not receive the trace context (docs/plugins.md).
+func (p *Process) call(ctx context.Context, inst *instance, method string, args, reply any) (Cause, error) {
+	if !trace.SpanFromContext(ctx).IsRecording() {
+		return p.send(ctx, inst, method, args, reply)
+	}
+	_, span := telemetry.StartSpan(ctx, method, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(
+		attribute.String("rpc.system", "net_rpc"), attribute.String("rpc.method", method),
+		attribute.String("registrum.verifier", p.cfg.ID)))
+	defer span.End()
+	cause, err := p.send(ctx, inst, method, args, reply)
+	if cause != "" {
+		span.SetAttributes(attribute.String("registrum.verifier.cause", string(cause)))
+		span.SetStatus(codes.Error, "the call failed")
+	}
+	return cause, err
+}
+
+// send makes one RPC call bounded by ctx. When ctx ends first, or the
 // connection fails, the process is killed and discarded; an error the plugin
 // returned is a protocol failure and discards it too.
-func (p *Process) call(ctx context.Context, inst *instance, method string, args, reply any) (Cause, error) {
+func (p *Process) send(ctx context.Context, inst *instance, method string, args, reply any) (Cause, error) {
 	c := inst.rpc.Go(method, args, reply, make(chan *rpc.Call, 1))
 	select {
 	case <-c.Done:

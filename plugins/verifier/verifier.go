@@ -1,10 +1,16 @@
 package verifier
 
 import (
+	"context"
 	"errors"
 	"io"
 	"strconv"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/registrum/registrum/internal/telemetry"
 	"github.com/registrum/registrum/plugins/verifier/proto"
 )
 
@@ -153,4 +159,31 @@ func CauseOf(err error) Cause {
 		return f.Cause
 	}
 	return ""
+}
+
+// startVerifySpan starts the span of one verification by verifier id of
+// kind ("process" or "http"), "verifier <id>", under the caller's span.
+// When the caller's span is not recorded (telemetry off, or not sampled) it
+// starts nothing and returns ctx unchanged.
+func startVerifySpan(ctx context.Context, id, kind string) (context.Context, trace.Span) {
+	if !trace.SpanFromContext(ctx).IsRecording() {
+		return ctx, trace.SpanFromContext(context.Background())
+	}
+	return telemetry.StartSpan(ctx, "verifier "+id, trace.WithAttributes(
+		attribute.String("registrum.verifier", id), attribute.String("registrum.verifier.kind", kind)))
+}
+
+// endVerifySpan records the verdict's outcome (or the Retry's value-free
+// cause, and a failed status without the error's text) and ends span.
+func endVerifySpan(span trace.Span, v Verdict, err error) {
+	if span.IsRecording() {
+		span.SetAttributes(attribute.String("registrum.verifier.outcome", string(v.Outcome)))
+		if c := CauseOf(err); c != "" {
+			span.SetAttributes(attribute.String("registrum.verifier.cause", string(c)))
+		}
+		if err != nil {
+			span.SetStatus(codes.Error, "no verdict")
+		}
+	}
+	span.End()
 }

@@ -29,10 +29,11 @@ type Receiver struct {
 }
 
 type session struct {
-	att      Attachment
-	buf      []byte
-	deadline time.Time
-	overflow bool
+	att         Attachment
+	buf         []byte
+	deadline    time.Time
+	overflow    bool
+	traceparent string
 }
 
 // NewReceiver returns the protocol receiver serving v.
@@ -57,7 +58,8 @@ func (r *Receiver) Begin(args proto.BeginArgs, reply *proto.BeginReply) error {
 		return errors.New("too many open sessions")
 	}
 	r.next++
-	r.sessions[r.next] = &session{att: att, buf: make([]byte, 0, att.DeclaredSize), deadline: time.Now().Add(timeout)}
+	r.sessions[r.next] = &session{att: att, buf: make([]byte, 0, att.DeclaredSize), deadline: time.Now().Add(timeout),
+		traceparent: wellFormedTraceparent(args.Traceparent)}
 	reply.Session = r.next
 	return nil
 }
@@ -102,6 +104,9 @@ func (r *Receiver) Finish(args proto.SessionArgs, reply *proto.FinishReply) erro
 	}
 	ctx, cancel := context.WithDeadline(context.Background(), s.deadline)
 	defer cancel()
+	if s.traceparent != "" {
+		ctx = context.WithValue(ctx, traceparentKey{}, s.traceparent)
+	}
 	v, cause := r.verify(ctx, s)
 	if cause == "" && ctx.Err() != nil {
 		cause = proto.CauseDeadline
@@ -154,4 +159,36 @@ func (r *Receiver) take(id uint64) *session {
 	s := r.sessions[id]
 	delete(r.sessions, id)
 	return s
+}
+
+// traceparentKey keys the host's traceparent in the author's context.
+type traceparentKey struct{}
+
+// Traceparent returns the W3C traceparent of the host's verification span
+// that ctx, the context Verify is called with, carries: "" when the host
+// does not trace it (or predates it). A verifier that traces its own work
+// continues the host's trace from it, for example with OpenTelemetry's
+// propagation.TraceContext and a MapCarrier holding "traceparent". It names
+// the host's span only: it carries no value of the content.
+func Traceparent(ctx context.Context) string {
+	tp, _ := ctx.Value(traceparentKey{}).(string)
+	return tp
+}
+
+// wellFormedTraceparent returns tp when it has the form of a version 00
+// W3C traceparent (00-<32 hex>-<16 hex>-<2 hex>), "" otherwise: the author
+// gets a usable value or none.
+func wellFormedTraceparent(tp string) string {
+	if len(tp) != 55 || tp[:3] != "00-" || tp[35] != '-' || tp[52] != '-' {
+		return ""
+	}
+	for i := 3; i < 55; i++ {
+		if i == 35 || i == 52 {
+			continue
+		}
+		if c := tp[i]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return ""
+		}
+	}
+	return tp
 }

@@ -61,6 +61,12 @@ type BeginArgs struct {
 	// TimeoutMillis is the time left until the host gives up; the plugin
 	// bounds the author's context by it.
 	TimeoutMillis int64
+	// Traceparent is the W3C traceparent of the host's verification span
+	// ("" when the host does not trace it), so that the plugin's own
+	// spans can join the trace; the SDK hands it to the author's context
+	// (verifier.Traceparent). A field gob leaves out for a peer that
+	// predates it.
+	Traceparent string
 }
 
 // BeginReply names the new session.
