@@ -51,6 +51,100 @@ func procCPU(t *testing.T, pid int) time.Duration {
 	return time.Duration(ut+st) * (time.Second / 100) // USER_HZ
 }
 
+// syscalls counts a process's read and write system calls.
+type syscalls struct{ reads, writes int64 }
+
+func (s syscalls) minus(o syscalls) syscalls { return syscalls{s.reads - o.reads, s.writes - o.writes} }
+
+// procSyscalls reads the system calls process pid has made from /proc.
+func procSyscalls(t *testing.T, pid int) syscalls {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/io", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s syscalls
+	for _, line := range strings.Split(string(b), "\n") {
+		k, v, _ := strings.Cut(line, ": ")
+		n, _ := strconv.ParseInt(v, 10, 64)
+		switch k {
+		case "syscr":
+			s.reads = n
+		case "syscw":
+			s.writes = n
+		}
+	}
+	return s
+}
+
+// clusterCPU is the CPU time (user + system) that the PostgreSQL cluster
+// whose postmaster is pid has used: the postmaster and its live children,
+// read from /proc. The machine may run other clusters; they are not
+// counted. Backends that ended are not counted either, so a phase reads it
+// over connections that stay open.
+func clusterCPU(t *testing.T, postmaster int) time.Duration {
+	t.Helper()
+	procs, _ := filepath.Glob("/proc/[0-9]*/stat")
+	var total time.Duration
+	for _, p := range procs {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+2:]))
+		pid, _ := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(p, "/proc/"), "/stat"))
+		if ppid, _ := strconv.Atoi(f[1]); ppid == postmaster || pid == postmaster {
+			total += procCPU(t, pid)
+		}
+	}
+	return total
+}
+
+// postmasterOf returns the pid of the postmaster that serves conn.
+func postmasterOf(t *testing.T, conn *pgx.Conn) int {
+	t.Helper()
+	var backend int
+	if err := conn.QueryRow(context.Background(), "SELECT pg_backend_pid()").Scan(&backend); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", backend))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ppid, _ := strconv.Atoi(strings.Fields(string(b[bytes.LastIndexByte(b, ')')+2:]))[1])
+	return ppid
+}
+
+// profileImport samples the host's and the importer's stacks with perf
+// while the import runs, when REGISTRUM_INGEST_BENCH_PROFILE names a
+// folder: the recording is written there as ingest.perf.data (read it with
+// perf report -i FILE --comm registrum --no-children, or --children for
+// the cumulative view). Go binaries keep frame pointers, so no debug
+// information is needed. It returns the function that ends the recording.
+func profileImport(t *testing.T, pids ...int) func() {
+	t.Helper()
+	dir := os.Getenv("REGISTRUM_INGEST_BENCH_PROFILE")
+	if dir == "" {
+		return func() {}
+	}
+	list := make([]string, len(pids))
+	for i, p := range pids {
+		list[i] = strconv.Itoa(p)
+	}
+	perf := exec.Command("perf", "record", "-F", "997", "-g", "-o", filepath.Join(dir, "ingest.perf.data"), "-p", strings.Join(list, ","))
+	var out bytes.Buffer
+	perf.Stdout, perf.Stderr = &out, &out
+	if err := perf.Start(); err != nil {
+		t.Fatalf("the ingestion report's profile needs perf (linux-perf): %v", err)
+	}
+	return func() {
+		perf.Process.Signal(os.Interrupt)
+		if err := perf.Wait(); err != nil {
+			t.Logf("perf record: %v\n%s", err, out.String())
+		}
+	}
+}
+
 // TestIngestReport imports REGISTRUM_INGEST_BENCH_ROWS (default
 // 1,000,000) cases of the example registry with `registrum ingest`
 // against a running `registrum serve`, and the same rows with
@@ -140,24 +234,36 @@ func TestIngestReport(t *testing.T) {
 	// The database floor: what the contract's chunks cost the database
 	// alone, each variant timed over all rows and then removed.
 	fl := &dbFloor{conn: conn, e: e, pkg: p, cols: cols, rows: rows, per: e.Batch.MaximumItems,
-		principal: fmt.Sprintf("hmac-sha256:%x", sha256.Sum256([]byte("database floor")))}
+		principal: fmt.Sprintf("hmac-sha256:%x", sha256.Sum256([]byte("database floor"))), postmaster: postmasterOf(t, conn)}
 	fl.settle(ctx)
 	copyFloor := fl.run(ctx, t, true)
 	fl.remove(ctx, t, copyFloor)
 	batchFloor := fl.run(ctx, t, false)
 	fl.remove(ctx, t, batchFloor)
+	// The same batches with random (version 4) record ids, as the host
+	// gives its records: what the ids' order costs the database.
+	fl.randomIDs = true
+	randomFloor := fl.run(ctx, t, false)
+	fl.remove(ctx, t, randomFloor)
 
-	cpu0 := procCPU(t, host.Process.Pid)
+	cpu0, db0, io0 := procCPU(t, host.Process.Pid), clusterCPU(t, fl.postmaster), procSyscalls(t, host.Process.Pid)
 	cmd := exec.Command(binary, "ingest", "--url", base, "--route", "cases", "--profile", "caseworker", file)
 	cmd.Env = append(os.Environ(), "REGISTRUM_TOKEN="+token)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	start = time.Now()
-	if err := cmd.Run(); err != nil {
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("ingest: %v", err)
+	}
+	stopProfile := profileImport(t, host.Process.Pid, cmd.Process.Pid)
+	err = cmd.Wait()
+	ingestTook := time.Since(start)
+	stopProfile()
+	if err != nil {
 		t.Fatalf("ingest: %v\n%s", err, out.String())
 	}
-	ingestTook := time.Since(start)
-	hostCPU := procCPU(t, host.Process.Pid) - cpu0
+	hostCPU, dbCPU, hostIO := procCPU(t, host.Process.Pid)-cpu0, clusterCPU(t, fl.postmaster)-db0, procSyscalls(t, host.Process.Pid).minus(io0)
+	importerCPU := cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
 	var records int
 	conn.QueryRow(ctx, "SELECT count(*) FROM "+layout.Table(e)).Scan(&records)
 	if records != rows {
@@ -168,7 +274,13 @@ func TestIngestReport(t *testing.T) {
 	t.Logf("rows %d", rows)
 	t.Logf("registrum ingest: %v, %.0f rows/s (%s; %s)", ingestTook.Round(time.Millisecond), float64(rows)/ingestTook.Seconds(), summary, plan)
 	t.Logf("pgx.CopyFrom:     %v, %.0f rows/s", copyTook.Round(time.Millisecond), float64(rows)/copyTook.Seconds())
-	t.Logf("ratio %.3f; host CPU %v, %.1f µs per row", copyTook.Seconds()/ingestTook.Seconds(), hostCPU, float64(hostCPU.Microseconds())/float64(rows))
+	chunks := (rows + fl.per - 1) / fl.per
+	t.Logf("ratio %.3f; host CPU %v, %.1f µs per row; importer CPU %v, %.1f µs per row; PostgreSQL CPU %v, %.2f ms per chunk (floor: %.2f)",
+		copyTook.Seconds()/ingestTook.Seconds(), hostCPU, float64(hostCPU.Microseconds())/float64(rows),
+		importerCPU, float64(importerCPU.Microseconds())/float64(rows),
+		dbCPU, float64(dbCPU.Microseconds())/1000/float64(chunks), float64(batchFloor.dbCPU.Microseconds())/1000/float64(chunks))
+	t.Logf("host system calls per chunk: %.1f writes, %.1f reads (an HTTP answer and each round trip to PostgreSQL are a write each)",
+		float64(hostIO.writes)/float64(chunks), float64(hostIO.reads)/float64(chunks))
 	for _, f := range []struct {
 		name string
 		r    floorResult
@@ -180,6 +292,9 @@ func TestIngestReport(t *testing.T) {
 			f.name, f.r.took.Round(time.Millisecond), float64(rows)/f.r.took.Seconds(), copyTook.Seconds()/f.r.took.Seconds(),
 			float64(f.r.took.Microseconds())/1000/float64((rows+fl.per-1)/fl.per), f.r.build.Round(time.Millisecond), f.r.took.Seconds()/ingestTook.Seconds())
 	}
+	t.Logf("the batch floor with random record ids (the host's): %v, %.0f rows/s, %.2f ms per chunk, PostgreSQL CPU %.2f ms per chunk; registrum ingest reaches %.2f of it",
+		randomFloor.took.Round(time.Millisecond), float64(rows)/randomFloor.took.Seconds(), float64(randomFloor.took.Microseconds())/1000/float64(chunks),
+		float64(randomFloor.dbCPU.Microseconds())/1000/float64(chunks), randomFloor.took.Seconds()/ingestTook.Seconds())
 	// What the floor wrote against what the host stores (the import's rows
 	// are the only ones left): the mean receipt of a full chunk and the mean
 	// revision data, as text and as stored.
@@ -213,11 +328,18 @@ type dbFloor struct {
 	cols      []string
 	rows, per int
 	principal string
+	// postmaster is the pid of the cluster's postmaster (clusterCPU).
+	postmaster int
+	// randomIDs gives the records random (version 4) ids, as the host
+	// does, instead of time-ordered ones.
+	randomIDs bool
 }
 
 // floorResult is one timed floor run.
 type floorResult struct {
 	took time.Duration
+	// dbCPU is the CPU time PostgreSQL spent meanwhile.
+	dbCPU time.Duration
 	// build is the part of took spent building the chunks' rows.
 	build     time.Duration
 	runID     string
@@ -289,7 +411,7 @@ func (f *dbFloor) run(ctx context.Context, t *testing.T, viaCopy bool) floorResu
 	}
 	recordCols := append([]string{layout.ColRecordID, layout.ColRevision, layout.ColLifecycle, layout.ColCreatedAt, layout.ColUpdatedAt, layout.ColPackageRevision}, f.cols...)
 	inserts := map[int][3]string{} // by chunk size: the records, revisions and audit INSERTs
-	start := time.Now()
+	start, db0 := time.Now(), clusterCPU(t, f.postmaster)
 	for index := range chunks {
 		built := time.Now()
 		c := f.chunk(int64(index), index*f.per, min(f.per, f.rows-index*f.per), chunks)
@@ -315,6 +437,7 @@ func (f *dbFloor) run(ctx context.Context, t *testing.T, viaCopy bool) floorResu
 		}
 	}
 	res.took = time.Since(start)
+	res.dbCPU = clusterCPU(t, f.postmaster) - db0
 
 	var records, revisions, audit int
 	var status string
@@ -387,6 +510,9 @@ func (f *dbFloor) chunk(index int64, from, n, chunks int) *floorChunk {
 	for k := range n {
 		number, support, national, district, status, opened := benchCase(from + k)
 		id := uuid.Must(uuid.NewV7())
+		if f.randomIDs {
+			id = uuid.New()
+		}
 		data := make([]byte, 0, 192)
 		data = append(data, `{"applicant-national-id":"`...)
 		data = append(data, national...)

@@ -30,6 +30,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/registrum/registrum/internal/chunking"
+	"github.com/registrum/registrum/internal/strictjson"
 )
 
 // Operations a run binds.
@@ -519,10 +520,7 @@ func (c *Client) submit(ctx context.Context, run *Run, ch Chunk, body []byte) (b
 	for {
 		rep, err := c.do(ctx, http.MethodPost, u, body)
 		if err == nil {
-			var receipt struct {
-				Results []json.RawMessage `json:"results"`
-			}
-			if jerr := json.Unmarshal(rep.body, &receipt); jerr != nil || len(receipt.Results) != ch.Items {
+			if n, ok := receiptResults(rep.body); !ok || n != ch.Items {
 				return false, fmt.Errorf("ingest: chunk %d answered no receipt of its %d items: %.200s", ch.Index+1, ch.Items, rep.body)
 			}
 			return rep.header.Get("Idempotent-Replayed") == "true", nil
@@ -543,6 +541,65 @@ func (c *Client) submit(ctx context.Context, run *Run, ch Chunk, body []byte) (b
 		}
 		wait = min(2*wait, 5*time.Second)
 	}
+}
+
+// receiptResults counts the results of a chunk's receipt, a JSON object
+// whose results member is an array; ok is false for anything else. The
+// next chunk waits for this check, so it reads the receipt (tens of
+// kilobytes) once, with strictjson's scanner, instead of encoding/json's
+// reflection.
+func receiptResults(body []byte) (n int, ok bool) {
+	p := strictjson.NewParser(body, false)
+	p.Space()
+	if p.ExpectObject() != nil {
+		return 0, false
+	}
+	members, err := p.ScanObject(0, nil, true)
+	if err != nil || p.End() != nil {
+		return 0, false
+	}
+	for _, m := range members {
+		if m.Key == "results" {
+			return arrayLength(body[m.Start:m.End])
+		}
+	}
+	return 0, false
+}
+
+// arrayLength counts the elements of a JSON array that a parser already
+// accepted; ok is false when the value is no array.
+func arrayLength(v []byte) (n int, ok bool) {
+	if len(v) < 2 || v[0] != '[' {
+		return 0, false
+	}
+	depth, inString, nonEmpty := 0, false, false
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		switch {
+		case inString:
+			if c == '\\' {
+				i++
+			} else if c == '"' {
+				inString = false
+			}
+			continue
+		case c == '"':
+			inString = true
+		case c == '[' || c == '{':
+			depth++
+		case c == ']' || c == '}':
+			depth--
+		case c == ',' && depth == 1:
+			n++
+		}
+		if depth >= 1 && c != ' ' && c != '\t' && c != '\n' && c != '\r' && !(depth == 1 && (c == '[' || c == ',')) {
+			nonEmpty = true
+		}
+	}
+	if nonEmpty {
+		n++
+	}
+	return n, true
 }
 
 // refusal builds the Refusal of chunk i of plan.

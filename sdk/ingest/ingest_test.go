@@ -105,3 +105,30 @@ func TestRefusalDetailIsBounded(t *testing.T) {
 		}
 	}
 }
+
+// TestReceiptResults holds the receipt check to what decoding the receipt
+// with encoding/json and counting its results gives.
+func TestReceiptResults(t *testing.T) {
+	for _, c := range []struct {
+		body string
+		n    int
+		ok   bool
+	}{
+		{`{"snapshot":"s","results":[]}`, 0, true},
+		{`{"snapshot":"s","results":[ ]}`, 0, true},
+		{`{"results":[{"id":"a","data":{"x":[1,2,{"y":"],[,{"}]}},{"id":"b\"],"}]}`, 2, true},
+		{` { "results" : [ 1 , "2" , null , [3,4] ] } `, 4, true},
+		{`{"results":null}`, 0, false},
+		{`{"results":{}}`, 0, false},
+		{`{"snapshot":"s"}`, 0, false},
+		{`[1,2]`, 0, false},
+		{`{"results":[1,2]`, 0, false},
+		{`{"results":[1,2]} x`, 0, false},
+		{`{"results":[1,2],"results":[3]}`, 0, false},
+	} {
+		n, ok := receiptResults([]byte(c.body))
+		if n != c.n || ok != c.ok {
+			t.Errorf("receiptResults(%s) = %d, %v; want %d, %v", c.body, n, ok, c.n, c.ok)
+		}
+	}
+}
