@@ -14,7 +14,6 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/registrum/registrum/model"
 	"github.com/registrum/registrum/planners"
@@ -638,30 +637,31 @@ func requestFloorReport(ctx context.Context, t *testing.T, dsn, pkgPath string, 
 	return b.String()
 }
 
-// hostPoolConns is the size of the host's connection pool on dsn
-// (store.Connect parses it as this does): pgxpool's default unless the
-// DSN sets pool_max_conns.
+// hostPoolConns is the size of the host's connection pool on dsn: that of
+// a pool store.Connect opens on it (store.DefaultMaxConns unless the DSN
+// sets pool_max_conns); 0 when none opens.
 func hostPoolConns(dsn string) int32 {
-	cfg, err := pgxpool.ParseConfig(dsn)
+	pool, err := store.Connect(context.Background(), dsn)
 	if err != nil {
 		return 0
 	}
-	return cfg.MaxConns
+	defer pool.Close()
+	return pool.Config().MaxConns
 }
 
 // fieldArgs are the values of e's fields code and amount, in the order of
 // its fields (the order of its table's field columns).
 func fieldArgs(e *model.Entity, code string, amount int64) []any {
+	return fieldValues(e, map[string]any{"code": code, "amount": amount})
+}
+
+// fieldValues are the values of e's fields in the order of its fields (the
+// order of its table's field columns, as store.SQLCreateRecord sets them
+// from $4): values by field id, nil for a field absent from values.
+func fieldValues(e *model.Entity, values map[string]any) []any {
 	out := make([]any, 0, len(e.Fields))
 	for _, f := range e.Fields {
-		switch f.ID {
-		case "code":
-			out = append(out, code)
-		case "amount":
-			out = append(out, amount)
-		default:
-			out = append(out, nil)
-		}
+		out = append(out, values[f.ID])
 	}
 	return out
 }

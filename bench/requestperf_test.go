@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime/pprof"
 	"slices"
 	"strings"
 	"sync"
@@ -88,15 +87,7 @@ func TestChangeRequestReport(t *testing.T) {
 	var written atomic.Int64 // items the phases report written, warm-up included
 	run := func(f flow, d time.Duration, profile string) (measured, *stepTimes, time.Duration, time.Duration, error) {
 		if dir := os.Getenv("REGISTRUM_REQUEST_BENCH_PROFILE"); dir != "" && profile != "" {
-			pf, err := os.Create(filepath.Join(dir, profile+".pprof"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer pf.Close()
-			if err := pprof.StartCPUProfile(pf); err != nil {
-				t.Fatal(err)
-			}
-			defer pprof.StopCPUProfile()
+			defer startCPUProfile(t, filepath.Join(dir, profile+".pprof"))()
 		}
 		if f.drafts != nil {
 			// Enough for the phase at up to 3,000 requests/s.
