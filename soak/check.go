@@ -68,6 +68,10 @@ type Op struct {
 	Items    int // record writes the operation makes when it lands (a batch: its items)
 	Attempts []Attempt
 	Written  []Written // what the acknowledging answer reported
+	// ReportsAll: the acknowledging answer names every revision the
+	// operation wrote (a batch's results, an immediate action's results),
+	// so it must name Items of them.
+	ReportsAll bool
 	// Upload is what an attachment upload sent (nil for other operations).
 	Upload *Upload
 }
@@ -107,6 +111,7 @@ type Revision struct {
 	Revision       int64
 	Lifecycle      string         // active or tombstoned
 	Data           map[string]any // stored values by authored field id
+	Commit         string         // the commit that wrote it (commit_id)
 }
 
 // Current is one row of an entity's current-state table.
@@ -157,6 +162,35 @@ type Verification struct {
 	Attempts                     int
 }
 
+// IngestRun is one ingestion run (registrum.ingestion_runs).
+type IngestRun struct {
+	RunID, Entity, Status string
+	ItemCount, ChunkCount int64
+	// CommittedItems and NextChunk are the run's checkpoint.
+	CommittedItems, NextChunk int64
+}
+
+// IngestChunk is one committed chunk of an ingestion run
+// (registrum.ingestion_run_chunks): its items are lines EndItem-Items+1
+// through EndItem of the run's input, written by commit Commit.
+type IngestChunk struct {
+	RunID, Commit         string
+	Index, Items, EndItem int64
+}
+
+// Ingestion is one ingestion run the harness drove: the code each line of
+// its input file carries, in line order, and the run that imported it.
+type Ingestion struct {
+	RunID  string // "" when no run was ever opened
+	Entity string
+	Codes  []string
+}
+
+// AuditIngestionChunk is the audit operation of a committed ingestion
+// chunk (store.Writer.CommitChunk); the chunk's records are audited as
+// creates under the same trace id.
+const AuditIngestionChunk = "ingestion_chunk"
+
 // DB is what the checker reads from the database.
 type DB struct {
 	Revisions     []Revision
@@ -166,6 +200,8 @@ type DB struct {
 	Jobs          []Job
 	Requests      []Request
 	Verifications []Verification
+	IngestRuns    []IngestRun
+	IngestChunks  []IngestChunk
 }
 
 // Footprint is a process incarnation's goroutines and heap in use
@@ -232,6 +268,8 @@ type State struct {
 	// Footprints are the processes' goroutines and heap, one per process
 	// incarnation that ran to the end.
 	Footprints []Footprint
+	// Ingestions are the ingestion runs the harness drove.
+	Ingestions []Ingestion
 }
 
 // Violation is one broken invariant.
@@ -280,6 +318,7 @@ const (
 	InvVerification   = "verification-settled"
 	InvDrain          = "drain-answers-in-flight"
 	InvFlat           = "goroutines-and-heap-flat"
+	InvIngestion      = "ingestion-complete-once"
 )
 
 // Check checks every invariant of the soak over s.
@@ -329,6 +368,12 @@ func Check(s *State) Findings {
 		case o.Acked():
 			if o.last().Replayed {
 				f.Replayed++
+			}
+			if o.ReportsAll {
+				f.Checked[InvAckedPresent]++
+				if len(o.Written) != o.Items {
+					bad(InvAckedPresent, "%s %s (trace %s) was acknowledged with %d revisions, it writes %d", o.Kind, o.Key, o.TraceID, len(o.Written), o.Items)
+				}
 			}
 			for _, w := range o.Written {
 				f.Checked[InvAckedPresent]++
@@ -579,6 +624,7 @@ func Check(s *State) Findings {
 	checkVerifications(s, &f, bad)
 	checkDrains(s, &f, bad)
 	checkFootprints(s, &f, bad)
+	checkIngestions(s, &f, bad)
 	sort.SliceStable(f.Violations, func(i, j int) bool { return f.Violations[i].Invariant < f.Violations[j].Invariant })
 	return f
 }
@@ -655,3 +701,151 @@ func checkFootprints(s *State, f *Findings, bad func(inv, format string, args ..
 
 // stamp formats t for a finding.
 func stamp(t time.Time) string { return t.UTC().Format("15:04:05.000") }
+
+// checkIngestions: every ingestion run the harness drove is complete, each
+// of its chunks committed once, and every line of its input is one record
+// of the entity (revision 1, current, audited), written by the commit of
+// the chunk that holds the line; no record of the entity comes from
+// anywhere else, and the entity's audit holds one chunk entry per chunk
+// with as many creates under its trace id as the chunk has items.
+func checkIngestions(s *State, f *Findings, bad func(inv, format string, args ...any)) {
+	if len(s.Ingestions) == 0 {
+		return
+	}
+	runs := map[string]IngestRun{}
+	for _, r := range s.DB.IngestRuns {
+		runs[r.RunID] = r
+	}
+	chunks := map[string][]IngestChunk{}
+	for _, c := range s.DB.IngestChunks {
+		chunks[c.RunID] = append(chunks[c.RunID], c)
+	}
+	type commitKey struct{ Entity, Commit string }
+	byCommit := map[commitKey][]*Revision{}
+	firsts := map[string]map[string][]*Revision{} // entity → code → first revisions
+	for i := range s.DB.Revisions {
+		r := &s.DB.Revisions[i]
+		byCommit[commitKey{r.Entity, r.Commit}] = append(byCommit[commitKey{r.Entity, r.Commit}], r)
+		if r.Revision != 1 {
+			continue
+		}
+		if firsts[r.Entity] == nil {
+			firsts[r.Entity] = map[string][]*Revision{}
+		}
+		code, _ := r.Data["code"].(string)
+		firsts[r.Entity][code] = append(firsts[r.Entity][code], r)
+	}
+	wantCodes := map[string]map[string]bool{} // entity → every code of its inputs
+	var wantChunkItems = map[string][]int64{} // entity → the item counts of its committed chunks
+	for _, in := range s.Ingestions {
+		if wantCodes[in.Entity] == nil {
+			wantCodes[in.Entity] = map[string]bool{}
+		}
+		for _, c := range in.Codes {
+			wantCodes[in.Entity][c] = true
+		}
+		f.Checked[InvIngestion]++
+		run, ok := runs[in.RunID]
+		switch {
+		case in.RunID == "":
+			bad(InvIngestion, "the ingestion of %d %s rows never opened a run", len(in.Codes), in.Entity)
+		case !ok:
+			bad(InvIngestion, "run %s is not in the database", in.RunID)
+		case run.Status != "complete" || run.CommittedItems != run.ItemCount || run.NextChunk != run.ChunkCount || run.ItemCount != int64(len(in.Codes)):
+			bad(InvIngestion, "run %s is %s with %d of %d items committed (chunk %d of %d); its input has %d lines",
+				in.RunID, run.Status, run.CommittedItems, run.ItemCount, run.NextChunk, run.ChunkCount, len(in.Codes))
+		}
+		list := chunks[in.RunID]
+		sort.Slice(list, func(i, j int) bool { return list[i].Index < list[j].Index })
+		var end int64
+		for i, c := range list {
+			f.Checked[InvIngestion]++
+			wantChunkItems[in.Entity] = append(wantChunkItems[in.Entity], c.Items)
+			if c.Index != int64(i) || c.EndItem-c.Items != end || c.EndItem > int64(len(in.Codes)) {
+				bad(InvIngestion, "run %s: chunk %d holds items %d-%d, where chunk %d from item %d was expected", in.RunID, c.Index, c.EndItem-c.Items+1, c.EndItem, i, end+1)
+				break
+			}
+			end = c.EndItem
+			want := slices.Clone(in.Codes[c.EndItem-c.Items : c.EndItem])
+			var got []string
+			for _, r := range byCommit[commitKey{in.Entity, c.Commit}] {
+				code, _ := r.Data["code"].(string)
+				got = append(got, code)
+				if cur, ok := s.DB.Current[RecordKey{r.Entity, r.Record}]; r.Revision != 1 || !ok || cur.Revision != 1 || cur.Lifecycle != "active" {
+					bad(InvIngestion, "run %s chunk %d: %s/%s (%s) is at revision %d, its current row at %d %s", in.RunID, c.Index, r.Entity, r.Record, code, r.Revision, cur.Revision, cur.Lifecycle)
+				}
+			}
+			slices.Sort(want)
+			slices.Sort(got)
+			if !slices.Equal(got, want) {
+				bad(InvIngestion, "run %s chunk %d (lines %d-%d): its commit wrote %d records, %d of them the chunk's lines", in.RunID, c.Index, c.EndItem-c.Items+1, c.EndItem, len(got), countCommon(got, want))
+			}
+		}
+		if int64(len(list)) != run.ChunkCount && ok {
+			bad(InvIngestion, "run %s: %d chunks committed of %d", in.RunID, len(list), run.ChunkCount)
+		}
+		for line, code := range in.Codes {
+			f.Checked[InvIngestion]++
+			if n := len(firsts[in.Entity][code]); n != 1 {
+				bad(InvIngestion, "run %s: line %d (%s) is in %s %d times", in.RunID, line+1, code, in.Entity, n)
+			}
+		}
+	}
+	// No other record of the entities, and the audit: per entity, one
+	// chunk entry per committed chunk, with the chunk's creates under its
+	// trace id.
+	for entity, codes := range wantCodes {
+		for code, list := range firsts[entity] {
+			if !codes[code] {
+				bad(InvIngestion, "%s holds %d records with the code %q, which no input holds", entity, len(list), code)
+			}
+		}
+		creates := map[string]int64{}
+		var traces []string
+		for _, a := range s.DB.Audit {
+			switch {
+			case a.Entity != entity || a.Outcome != "succeeded":
+			case a.Operation == "create" && a.Revision == 1:
+				creates[a.TraceID]++
+			case a.Operation == AuditIngestionChunk:
+				traces = append(traces, a.TraceID)
+			}
+		}
+		var got []int64
+		var audited int64
+		for _, t := range traces {
+			got = append(got, creates[t])
+			audited += creates[t]
+		}
+		want := slices.Clone(wantChunkItems[entity])
+		slices.Sort(got)
+		slices.Sort(want)
+		f.Checked[InvIngestion]++
+		if !slices.Equal(got, want) {
+			bad(InvIngestion, "%s: %d chunk audit entries with %v creates under their trace ids; the committed chunks hold %v items", entity, len(got), got, want)
+		}
+		var total int64
+		for _, n := range creates {
+			total += n
+		}
+		if total != audited {
+			bad(InvIngestion, "%s: %d creates audited, %d of them under a chunk's trace id", entity, total, audited)
+		}
+	}
+}
+
+// countCommon counts the elements two sorted lists share.
+func countCommon(a, b []string) int {
+	n := 0
+	for i, j := 0, 0; i < len(a) && j < len(b); {
+		switch {
+		case a[i] == b[j]:
+			n, i, j = n+1, i+1, j+1
+		case a[i] < b[j]:
+			i++
+		default:
+			j++
+		}
+	}
+	return n
+}

@@ -166,29 +166,77 @@ func (c *client) step() {
 	switch {
 	case n < 20 || len(c.parcels) < 3:
 		c.create()
-	case n < 43:
+	case n < 40:
 		c.patch()
-	case n < 48:
+	case n < 45:
 		c.tombstone()
-	case n < 56:
+	case n < 53:
 		c.batch()
-	case n < 67:
+	case n < 63:
 		c.list()
-	case n < 74:
+	case n < 70:
 		c.snapshot()
-	case n < 81:
+	case n < 77:
 		c.get()
-	case n < 87:
+	case n < 83:
 		c.changeRequest()
-	case n < 92:
+	case n < 88:
 		c.reviewedChange()
-	case n < 96:
+	case n < 92:
 		c.evidence()
-	case n < 98:
+	case n < 94:
 		c.contactChange("tengo", "/v1/records/contact-changes", "contact_change")
-	default:
+	case n < 96:
 		c.contactChange("wasm", "/v1/records/contact-changes-wasm", "contact_change_wasm")
+	default:
+		c.survey()
 	}
+}
+
+// survey invokes the immediate action survey-parcel on one of the client's
+// parcels: target-conditions names the parcel's ifMatch, then the action
+// creates a survey and patches the parcel in one transaction, under an
+// Idempotency-Key (retried with it on a lost answer like every write). Its
+// answer names both revisions (results), which must be in the journal
+// once each.
+func (c *client) survey() {
+	p := c.pick()
+	if p == nil {
+		return
+	}
+	input := fmt.Sprintf(`{"parcel":%q,"surveyor":"c%d"}`, p.id, c.id)
+	read := &Op{Kind: "action-conditions", TraceID: newTraceID()}
+	s, _, b := c.run(read, "POST", "/v1/actions/survey-parcel/target-conditions", "application/json", []byte(`{"input":`+input+`}`), nil)
+	if s != 200 {
+		return
+	}
+	var conds struct {
+		Preconditions map[string]struct {
+			IfMatch string `json:"ifMatch"`
+		} `json:"preconditions"`
+	}
+	json.Unmarshal(b, &conds)
+	op := c.write("action", 2)
+	op.ReportsAll = true
+	body := fmt.Sprintf(`{"input":%s,"preconditions":{"mark":{"ifMatch":%q}}}`, input, conds.Preconditions["mark"].IfMatch)
+	s, _, b = c.run(op, "POST", "/v1/actions/survey-parcel", "application/json", []byte(body), map[string]string{"Idempotency-Key": op.Key})
+	p.stale = true // the action patched it (or may have)
+	if s != 200 {
+		return
+	}
+	var res struct {
+		Results []struct {
+			Entity   string `json:"entity"`
+			RecordID string `json:"recordId"`
+			Revision int64  `json:"revision"`
+		} `json:"results"`
+	}
+	json.Unmarshal(b, &res)
+	var ws []Written
+	for _, r := range res.Results {
+		ws = append(ws, Written{Entity: r.Entity, Record: r.RecordID, Revision: r.Revision})
+	}
+	c.h.written(op, ws...)
 }
 
 // contactChange creates a contact change of one of the client's children
@@ -377,6 +425,7 @@ func (c *client) batch() {
 		items = append(items, fmt.Sprintf(`{"operation":"patch","id":%q,"ifMatch":%q,"patch":[{"op":"replace","path":"/data/area","value":%d}]}`, p.id, p.etag, c.rng.IntN(1000)))
 	}
 	op := c.write("batch", len(items))
+	op.ReportsAll = true
 	s, _, b := c.run(op, "POST", "/v1/records/parcels:batch", "application/json", []byte(`{"items":[`+strings.Join(items, ",")+`]}`), map[string]string{"Idempotency-Key": op.Key})
 	if s != 200 {
 		if p != nil {

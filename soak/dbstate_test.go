@@ -22,11 +22,11 @@ func readDB(ctx context.Context, dsn string) (DB, error) {
 	}
 	defer conn.Close(ctx)
 	db := DB{Current: map[RecordKey]Current{}}
-	rows, _ := conn.Query(ctx, `SELECT entity_id, record_id::text, revision, lifecycle, data FROM registrum.revisions`)
+	rows, _ := conn.Query(ctx, `SELECT entity_id, record_id::text, revision, lifecycle, data, commit_id::text FROM registrum.revisions`)
 	for rows.Next() {
 		var r Revision
 		var data []byte
-		if err := rows.Scan(&r.Entity, &r.Record, &r.Revision, &r.Lifecycle, &data); err != nil {
+		if err := rows.Scan(&r.Entity, &r.Record, &r.Revision, &r.Lifecycle, &data, &r.Commit); err != nil {
 			return db, fmt.Errorf("soak: read revisions: %w", err)
 		}
 		if err := json.Unmarshal(data, &r.Data); err != nil {
@@ -128,6 +128,28 @@ func readDB(ctx context.Context, dsn string) (DB, error) {
 	}
 	if err := rows.Err(); err != nil {
 		return db, fmt.Errorf("soak: read verifications: %w", err)
+	}
+	rows, _ = conn.Query(ctx, `SELECT run_id::text, entity_id, status, item_count, chunk_count, committed_items, next_chunk_index FROM registrum.ingestion_runs`)
+	for rows.Next() {
+		var r IngestRun
+		if err := rows.Scan(&r.RunID, &r.Entity, &r.Status, &r.ItemCount, &r.ChunkCount, &r.CommittedItems, &r.NextChunk); err != nil {
+			return db, fmt.Errorf("soak: read ingestion runs: %w", err)
+		}
+		db.IngestRuns = append(db.IngestRuns, r)
+	}
+	if err := rows.Err(); err != nil {
+		return db, fmt.Errorf("soak: read ingestion runs: %w", err)
+	}
+	rows, _ = conn.Query(ctx, `SELECT run_id::text, commit_id::text, chunk_index, item_count, end_item FROM registrum.ingestion_run_chunks`)
+	for rows.Next() {
+		var c IngestChunk
+		if err := rows.Scan(&c.RunID, &c.Commit, &c.Index, &c.Items, &c.EndItem); err != nil {
+			return db, fmt.Errorf("soak: read ingestion chunks: %w", err)
+		}
+		db.IngestChunks = append(db.IngestChunks, c)
+	}
+	if err := rows.Err(); err != nil {
+		return db, fmt.Errorf("soak: read ingestion chunks: %w", err)
 	}
 	return db, nil
 }

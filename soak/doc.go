@@ -2,12 +2,14 @@
 // an opt-in test that runs a private PostgreSQL, an issuer, two `registrum
 // serve` hosts and one `registrum worker` as real processes, with a webhook
 // receiver, a review authority and an http verifier, all over loopback;
-// drives mixed traffic from many clients while it kills hosts and the
-// worker, stops a host with SIGTERM, restarts the database and takes the
-// receiver, the authority and the verifier down; and
-// then checks, from the database and the receiver rather than from what the
-// clients saw, that nothing acknowledged was lost, nothing was applied
-// twice, every event arrived once per generation and nothing is stuck.
+// drives mixed traffic from many clients (immediate actions among it) and
+// an ingestion run through the real `registrum ingest`, while it kills
+// hosts, the worker and the importer, stops a host with SIGTERM, restarts
+// the database and takes the receiver, the authority and the verifier
+// down; and then checks, from the database and the receiver rather than
+// from what the clients saw, that nothing acknowledged was lost, nothing
+// was applied twice, every event arrived once per generation, every
+// ingested row is present once and nothing is stuck.
 //
 //	REGISTRUM_SOAK=60s go test -count=1 -run TestSoak -v -timeout 15m ./soak/
 //

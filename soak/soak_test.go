@@ -121,7 +121,21 @@ type harness struct {
 
 	trafficStarted chan struct{} // closed when the traffic starts
 	trafficStart   time.Time     // set before trafficStarted is closed
+	trafficEnded   atomic.Int64  // when the traffic stopped (Unix ns), once it has
 	terms          []string      // what each term-host fault observed, for the summary
+
+	ingest        *balancer       // the importer's way to the hosts
+	importer      importer        // how registrum ingest is run
+	ingestions    []Ingestion     // the runs driven, for the checker
+	ingestReports []*ingestReport // and for the summary
+}
+
+// trafficEnd returns when the traffic stopped (the zero time before).
+func (h *harness) trafficEnd() time.Time {
+	if n := h.trafficEnded.Load(); n != 0 {
+		return time.Unix(0, n)
+	}
+	return time.Time{}
 }
 
 func (h *harness) record(op *Op) {
@@ -249,11 +263,21 @@ func TestSoak(t *testing.T) {
 	}
 	faultsDone := make(chan struct{})
 	go func() { defer close(faultsDone); h.injectFaults(start, duration) }()
+	ingestDone := make(chan struct{})
+	go func() { defer close(ingestDone); h.ingestAll(h.importer, start, duration) }()
 	time.Sleep(duration)
+	h.trafficEnded.Store(time.Now().UnixNano())
 	h.stopped.Store(true)
+	h.ingest.unpace()
 	wg.Wait()
 	<-faultsDone
 	trafficEnd := time.Now()
+	select {
+	case <-ingestDone:
+	case <-time.After(ingestFinishWithin + time.Minute):
+		t.Errorf("the ingestion runs did not end within %v of the traffic", ingestFinishWithin+time.Minute)
+	}
+	ingested := time.Since(trafficEnd)
 	for _, p := range append(slices.Clone(h.hosts), h.worker) {
 		p.endSample()
 	}
@@ -307,6 +331,17 @@ func TestSoak(t *testing.T) {
 	state.Footprints = footprints
 	f := Check(state)
 	h.summary(t, state, f, trafficEnd.Sub(start), rate, clients, drained, leftDeliveries, leftJobs, leftVerifications)
+	t.Logf("ingestion: ended %v after the traffic", ingested.Round(100*time.Millisecond))
+	for i, r := range h.ingestReports {
+		if r.err != "" {
+			t.Errorf("ingestion %d: the importer's last launch failed: %s", i, r.err)
+		}
+	}
+	// A committed chunk whose answer the balancer cut is resubmitted by
+	// the importer and answered with its stored receipt.
+	if _, replayed := chunkAnswers(state.Ops); int64(replayed) < h.ingest.dropped.Load() {
+		t.Errorf("ingestion: %d answers of committed chunks were cut, %d resubmissions answered a stored receipt", h.ingest.dropped.Load(), replayed)
+	}
 	for _, v := range f.Violations {
 		t.Errorf("%s", v)
 	}
@@ -440,6 +475,12 @@ func setUp(t *testing.T, pooler bool) *harness {
 	t.Cleanup(gone.Close)
 	h.servers = append(h.servers, gone)
 
+	// The importer's balancer in front of the two hosts.
+	h.ingest = &balancer{h: h}
+	ingestSrv := httptest.NewServer(h.ingest)
+	t.Cleanup(ingestSrv.Close)
+	h.servers = append(h.servers, ingestSrv)
+
 	h.auth = NewAuthority()
 	authority := httptest.NewServer(h.auth)
 	t.Cleanup(authority.Close)
@@ -459,6 +500,7 @@ func setUp(t *testing.T, pooler bool) *harness {
 			os.WriteFile(filepath.Join(secrets, "client.jwk"), jwk, 0o600)
 		}
 	}
+	h.importer = importer{binary: h.binary, url: ingestSrv.URL, keyFile: filepath.Join(secrets, "client.jwk"), tokenURL: is.Setup.TokenURL}
 	// The host's own client of the issuer, with the review authority and as
 	// the executor: the demo client's key.
 	client := fmt.Sprintf("{tokenUrl: %q, clientId: %s, keyRef: secret:file/client.jwk}", is.Setup.TokenURL, issuertest.StandardClientID)
@@ -550,11 +592,15 @@ func maxTime(a, b time.Time) time.Time {
 	return b
 }
 
+// faultCycles is how many cycles of faults (and ingestion runs) a run of
+// d holds: one per five minutes, at least one.
+func faultCycles(d time.Duration) int { return max(1, int(d/(5*time.Minute))) }
+
 // injectFaults runs the fault schedule: cycles of eight faults spread over
 // the run (one cycle per five minutes, at least one), each waiting for its
 // recovery before the next.
 func (h *harness) injectFaults(start time.Time, d time.Duration) {
-	cycles := max(1, int(d/(5*time.Minute)))
+	cycles := faultCycles(d)
 	faults := []func(){
 		func() { h.killHost(1) },
 		func() { h.receiverDown() },
@@ -719,6 +765,7 @@ func (h *harness) state(db DB) *State {
 		PeriodicJobs:      []string{kindReap},
 		AutomaticRequests: []string{"boundary_change"},
 		GoneHooks:         []string{goneHook},
+		Ingestions:        h.ingestions,
 	}
 }
 
@@ -859,6 +906,18 @@ func (h *harness) summary(t *testing.T, s *State, f Findings, ran time.Duration,
 	}
 	fmt.Fprintf(&b, "attachments: %d uploads acknowledged; verifications %d approved, %d rejected, %d pending, %d of them after more than one attempt; the scanner decided %d times\n",
 		uploads, verdicts["approved"], verdicts["rejected"], verdicts["pending"], retriedVerifications, h.scan.calls.Load())
+	for i, r := range h.ingestReports {
+		in := s.Ingestions[i]
+		status := "ended"
+		if r.err != "" {
+			status = "FAILED: " + r.err
+		}
+		fmt.Fprintf(&b, "ingestion %d: run %s, %d rows, %d importer launches (killed once: %v), %v, %s\n",
+			i, in.RunID, r.rows, r.launches, r.killed, r.took.Round(100*time.Millisecond), status)
+	}
+	answered, replayed := chunkAnswers(s.Ops)
+	fmt.Fprintf(&b, "ingestion chunks: %d answered 2xx through the balancer, %d of them stored receipts replayed; %d answers of committed chunks cut by the balancer\n",
+		answered, replayed, h.ingest.dropped.Load())
 	for _, line := range h.terms {
 		fmt.Fprintf(&b, "term-host: %s\n", line)
 	}
