@@ -112,7 +112,15 @@ func TestTwoHostsOnOneDatabaseKeepConstraintsIdempotencyAndIfMatch(t *testing.T)
 	auth := is.HostAuthentication()
 	bearer = is.Token(t, issuertest.StandardClientID)
 	t.Cleanup(func() { bearer = "" })
-	hosts := []string{startServe(t, dir, pkg, dsn, auth), startServe(t, dir, pkg, dsn, auth)}
+	served := []*servedHost{startServeDraining(t, dir, pkg, dsn, auth, 0), startServeDraining(t, dir, pkg, dsn, auth, 0)}
+	hosts := []string{served[0].base, served[1].base}
+	t.Cleanup(func() {
+		if t.Failed() {
+			for i, h := range served {
+				t.Logf("host %d's standard error:\n%s", i, h.stderr.String())
+			}
+		}
+	})
 	// Without the token, the records are concealed.
 	saved := bearer
 	bearer = ""
