@@ -165,13 +165,19 @@ func loadHistoryTag(ctx context.Context, tx pgx.Tx) ([8]byte, string, error) {
 	var ahead bool
 	var recorded *string
 	var origin string
+	// A stored id is ahead when the statement's own snapshot could not have
+	// seen its transaction: at or past the snapshot's xmax. Comparing with
+	// this transaction's id instead took writes for foreign ids whenever
+	// the id was assigned before the snapshot (PostgreSQL may assign it
+	// while planning the statement) and another write committed in
+	// between under a later id.
 	if err := tx.QueryRow(ctx, `SELECT origin, (`+historyOrigin+`),
-    EXISTS (SELECT 1 FROM registrum.revisions WHERE xid >= pg_current_xact_id())
+    EXISTS (SELECT 1 FROM registrum.revisions WHERE xid >= pg_snapshot_xmax(pg_current_snapshot()))
     FROM registrum.history_state FOR UPDATE`).Scan(&recorded, &origin, &ahead); err != nil {
 		return tag, "", fmt.Errorf("store: check the history's transaction ids: %w", err)
 	}
 	if ahead {
-		if _, err := tx.Exec(ctx, `UPDATE registrum.revisions SET xid = pg_current_xact_id() WHERE xid >= pg_current_xact_id()`); err != nil {
+		if _, err := tx.Exec(ctx, `UPDATE registrum.revisions SET xid = pg_current_xact_id() WHERE xid >= pg_snapshot_xmax(pg_current_snapshot())`); err != nil {
 			return tag, "", fmt.Errorf("store: rebase history: %w", err)
 		}
 	}
