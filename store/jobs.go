@@ -88,7 +88,12 @@ func (s *Store) Enqueue(ctx context.Context, args river.JobArgs, opts *river.Ins
 
 // JobRunnerOptions tune the workers of NewJobRunner.
 type JobRunnerOptions struct {
-	// MaxWorkers is the number of jobs worked at once (default 100).
+	// MaxWorkers is the number of jobs worked at once (default: half the
+	// pool's maximum connections, at least 1). Jobs and the host's requests
+	// share the pool, and a job holds a connection while it works: a burst
+	// of jobs (retried deliveries made available at once) must not take
+	// every connection, or requests wait behind them until their budgets
+	// run out.
 	MaxWorkers int
 	// FetchCooldown is the shortest pause between two fetches (default
 	// 10 ms: River's default of 100 ms caps a host near 1,000 jobs a second
@@ -115,7 +120,7 @@ type JobRunnerOptions struct {
 // to one of them at a time.
 func (s *Store) NewJobRunner(workers *river.Workers, o JobRunnerOptions) (*river.Client[pgx.Tx], error) {
 	if o.MaxWorkers == 0 {
-		o.MaxWorkers = 100
+		o.MaxWorkers = max(1, int(s.pool.Config().MaxConns)/2)
 	}
 	if o.FetchCooldown == 0 {
 		o.FetchCooldown = 10 * time.Millisecond
