@@ -4,13 +4,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/registrum/registrum/host/auth/authtest"
 	"github.com/registrum/registrum/host/hosttest"
+	"github.com/registrum/registrum/internal/binarytest"
 	"github.com/registrum/registrum/issuer/issuertest"
 	"github.com/registrum/registrum/store/storetest"
 )
@@ -24,20 +24,7 @@ func requestProject(t *testing.T) string {
 	if err := os.CopyFS(dir, os.DirFS("testdata/requests")); err != nil {
 		t.Fatal(err)
 	}
-	// The example planner itself, not a copy kept here.
-	script, err := os.ReadFile("../examples/plugins/planner/planner.tengo")
-	if err != nil {
-		t.Fatal(err)
-	}
-	os.MkdirAll(filepath.Join(dir, "scripts"), 0o755)
-	if err := os.WriteFile(filepath.Join(dir, "scripts", "planner.tengo"), script, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	build := exec.Command("go", "build", "-buildmode=c-shared", "-trimpath", "-o", filepath.Join(dir, "plugins", "planner.wasm"), "../examples/plugins/planner/wasm")
-	build.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build the WebAssembly planner: %v\n%s", err, out)
-	}
+	binarytest.AddExamplePlanner(t, dir)
 	return dir
 }
 

@@ -397,21 +397,7 @@ func setUp(t *testing.T, pooler bool) *harness {
 	if err := os.WriteFile(registry, bytes.ReplaceAll(yaml, []byte("VERIFIER_ENDPOINT"), []byte(h.scan.URL())), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	// The example planner itself, not a copy kept here: its tengo script,
-	// and its WebAssembly build, as an author would add them.
-	script, err := os.ReadFile("../examples/plugins/planner/planner.tengo")
-	if err != nil {
-		t.Fatal(err)
-	}
-	os.MkdirAll(filepath.Join(project, "scripts"), 0o755)
-	if err := os.WriteFile(filepath.Join(project, "scripts", "planner.tengo"), script, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	build := exec.Command("go", "build", "-buildmode=c-shared", "-trimpath", "-o", filepath.Join(project, "plugins", "planner.wasm"), "../examples/plugins/planner/wasm")
-	build.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build the WebAssembly planner: %v\n%s", err, out)
-	}
+	binarytest.AddExamplePlanner(t, project)
 	pkg := filepath.Join(h.dir, "package")
 	if out, err := exec.Command(h.binary, "compile", project, "--out", pkg).CombinedOutput(); err != nil {
 		t.Fatalf("compile: %v\n%s", err, out)

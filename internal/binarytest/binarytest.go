@@ -66,3 +66,34 @@ func Serve(t testing.TB, binary, cfgText, dir string) (*exec.Cmd, string) {
 		}
 	}
 }
+
+// examplePlanner is the import path of the example planner's folder: its
+// tengo script, and under wasm/ the module that builds it to WebAssembly.
+const examplePlanner = "github.com/registrum/registrum/examples/plugins/planner"
+
+// AddExamplePlanner puts the example planner into the project folder
+// project, as an author would: its tengo script at scripts/planner.tengo
+// and its WebAssembly build at plugins/planner.wasm. Tests run the example
+// itself, not a copy kept beside them.
+func AddExamplePlanner(t testing.TB, project string) {
+	t.Helper()
+	dir, err := exec.Command("go", "list", "-f", "{{.Dir}}", examplePlanner+"/plan").Output()
+	if err != nil {
+		t.Fatalf("locate the example planner: %v", err)
+	}
+	script, err := os.ReadFile(filepath.Join(filepath.Dir(string(bytes.TrimSpace(dir))), "planner.tengo"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(project, "scripts"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(project, "scripts", "planner.tengo"), script, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	build := exec.Command("go", "build", "-buildmode=c-shared", "-trimpath", "-o", filepath.Join(project, "plugins", "planner.wasm"), examplePlanner+"/wasm")
+	build.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build the WebAssembly planner: %v\n%s", err, out)
+	}
+}
