@@ -116,6 +116,22 @@ func TestActivationAppliesAdditiveChangesAndRefusesDestructiveOnes(t *testing.T)
 	if n := count(t, pool, "select count(*) from registrum_data.e_household where record_id = '"+late+"'"); n != 0 {
 		t.Fatal("the refused write was committed")
 	}
+	// The same when the snapshot travels with COMMIT: the statement that
+	// reads it refuses, and COMMIT does not run.
+	if _, _, err := s.Write(ctx, nil, func(w *store.Writer) (*store.Outcome, error) {
+		if _, err := w.Create(ctx, hh, late, map[string]any{"name": "late"}, journal()); err != nil {
+			return nil, err
+		}
+		return &store.Outcome{}, w.SnapshotAtCommit(ctx, func(store.Snapshot) error {
+			t.Error("a refused write's snapshot was delivered")
+			return nil
+		})
+	}); !errors.Is(err, store.ErrPackageChanged) {
+		t.Fatalf("a write under the previous package, its snapshot read with COMMIT: %v", err)
+	}
+	if n := count(t, pool, "select count(*) from registrum_data.e_household where record_id = '"+late+"'"); n != 0 {
+		t.Fatal("the refused write was committed with its snapshot")
+	}
 	fresh := storetest.NewPool(t)
 	if _, err := store.Open(ctx, fresh, additive, store.Options{}); err != nil {
 		t.Fatal(err)

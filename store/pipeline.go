@@ -102,6 +102,11 @@ func (w *Writer) commit(ctx context.Context) error {
 	if len(w.pending) == 0 && !w.begun {
 		return nil // nothing was written
 	}
+	if w.atCommit != nil {
+		// The last statement before COMMIT: every write of the transaction,
+		// event deliveries' jobs included, was queued or sent before it.
+		w.sendRow(w.atCommit.read, sqlWriteSnapshot, w.s.fp, w.s.maxInProgress)
+	}
 	br, err := w.sendBatch(ctx, "COMMIT")
 	if err != nil {
 		return err

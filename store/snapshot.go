@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/registrum/registrum/model"
 	"github.com/registrum/registrum/store/layout"
@@ -293,34 +294,130 @@ func (s *Store) SnapshotRevisions(ctx context.Context, e *model.Entity, snap Sna
 	return collectRevisions(rows, err, "snapshot of "+e.ID)
 }
 
+// MaxWriteInProgress bounds the transactions a write's snapshot may list as
+// in progress. A write whose snapshot lists more is refused (ErrSnapshotTooWide)
+// and writes nothing: a client names the state after a write by a token of at
+// most 4096 bytes, and any snapshot within this bound fits one (six
+// hundred in-progress ids of at most five varint bytes each). PostgreSQL
+// lists only transactions of open sessions and prepared transactions, so the
+// bound is reached only by a server allowing over 600 of them.
+const MaxWriteInProgress = 600
+
+// ErrSnapshotTooWide means a write's snapshot listed more than
+// MaxWriteInProgress transactions in progress; the write was refused.
+var ErrSnapshotTooWide = errors.New("store: the write's snapshot lists more transactions in progress than a token names")
+
+// sqlWriteSnapshot reads a write's snapshot (registrum.write_snapshot,
+// migration 0016): its own transaction id, the snapshot and the history
+// tag, after checking that the database still serves this host's package
+// and that the snapshot is within MaxWriteInProgress. Either check failing
+// raises an error, which aborts the transaction: so the statement can
+// travel with COMMIT.
+const sqlWriteSnapshot = `SELECT own, snapshot, tag FROM registrum.write_snapshot($1, $2)`
+
+// SQLSTATEs raised by registrum.write_snapshot.
+const (
+	sqlstatePackageChanged = "RGPK1"
+	sqlstateSnapshotWide   = "RGSN1"
+)
+
+// writeSnapshotError turns write_snapshot's refusals into ErrPackageChanged
+// and ErrSnapshotTooWide.
+func writeSnapshotError(err error) error {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		switch pgErr.Code {
+		case sqlstatePackageChanged:
+			return fmt.Errorf("%w (%s)", ErrPackageChanged, pgErr.Message)
+		case sqlstateSnapshotWide:
+			return fmt.Errorf("%w (%s)", ErrSnapshotTooWide, pgErr.Message)
+		}
+	}
+	return fmt.Errorf("store: snapshot of a write: %w", err)
+}
+
+// commitSnapshot is a write's snapshot read with its COMMIT and the caller
+// waiting for it.
+type commitSnapshot struct {
+	own, text string
+	tag       []byte
+	done      func(Snapshot) error
+}
+
+func (c *commitSnapshot) read(row pgx.Row) error {
+	if err := row.Scan(&c.own, &c.text, &c.tag); err != nil {
+		return writeSnapshotError(err)
+	}
+	return nil
+}
+
+// deliver hands the committed write's snapshot to the caller.
+func (c *commitSnapshot) deliver(w *Writer) error {
+	snap, err := w.ownSnapshot(c.own, c.text, c.tag)
+	if err != nil {
+		return err
+	}
+	return c.done(snap)
+}
+
 // Snapshot returns the snapshot of the state just after w's transaction
 // commits: what the database had committed when it was called, and w's own
 // writes. It is taken once all the transaction's revisions are written; a
 // revision appended afterwards is refused. When the database was moved to
-// another package meanwhile it returns an error wrapping ErrPackageChanged. Transactions that commit between
-// this call and w's commit are not in it: neither saw the other's writes,
-// so the state is that of w committing first.
+// another package meanwhile it returns an error wrapping
+// ErrPackageChanged, and one wrapping ErrSnapshotTooWide when the snapshot
+// lists more than MaxWriteInProgress transactions in progress; the write
+// then commits nothing. Transactions that commit between this call and w's
+// commit are not in it: neither saw the other's writes, so the state is
+// that of w committing first. SnapshotAtCommit saves the round trip.
 func (w *Writer) Snapshot(ctx context.Context) (Snapshot, error) {
 	if w.snapshot != nil {
 		return *w.snapshot, nil
 	}
-	// The same statement reads the active package: a write whose last
-	// statements ran after an activation to another layout is refused
-	// (ErrPackageChanged), so no host of the previous package commits
-	// under the new one.
-	// And the history tag, which the write's token carries (HistoryTag):
-	// the database's now, even when another host's start replaced it.
-	var own, text, active string
+	var own, text string
 	var tag []byte
-	if err := w.queryRow(ctx, `SELECT pg_current_xact_id()::text, pg_current_snapshot()::text, (SELECT schema_fingerprint FROM registrum.package_state),
-    (SELECT tag FROM registrum.history_state)`).Scan(&own, &text, &active, &tag); err != nil {
-		return Snapshot{}, fmt.Errorf("store: snapshot of a write: %w", err)
+	if err := w.queryRow(ctx, sqlWriteSnapshot, w.s.fp, w.s.maxInProgress).Scan(&own, &text, &tag); err != nil {
+		return Snapshot{}, writeSnapshotError(err)
 	}
-	if _, err := w.s.adoptTag(tag); err != nil {
+	snap, err := w.ownSnapshot(own, text, tag)
+	if err != nil {
 		return Snapshot{}, err
 	}
-	if active != w.s.fp {
-		return Snapshot{}, fmt.Errorf("%w (schema fingerprint %s)", ErrPackageChanged, active)
+	w.snapshot = &snap
+	return snap, nil
+}
+
+// SnapshotAtCommit calls done with the snapshot Snapshot would return,
+// read without a round trip of its own where it can be. A write that
+// stores its outcome under an idempotency key needs the snapshot before it
+// commits: done runs at once, with what Snapshot reads. Any other write
+// reads it in the round trip that carries COMMIT, after every other
+// statement of the transaction, and done runs once the transaction has
+// committed, before Store.Write returns; the refusals Snapshot reports then
+// come from Store.Write, with nothing committed. Either way no revision
+// may be appended after the call.
+func (w *Writer) SnapshotAtCommit(ctx context.Context, done func(Snapshot) error) error {
+	if w.keyed || w.snapshot != nil {
+		snap, err := w.Snapshot(ctx)
+		if err != nil {
+			return err
+		}
+		return done(snap)
+	}
+	if w.atCommit != nil {
+		return errors.New("store: a write's snapshot was asked for twice")
+	}
+	w.atCommit = &commitSnapshot{done: done}
+	return nil
+}
+
+// ownSnapshot reads write_snapshot's answer: it adopts the history tag
+// (the database's now, even when another host's start replaced it; the
+// write's token carries it, HistoryTag) and makes the snapshot see the
+// transaction itself.
+func (w *Writer) ownSnapshot(own, text string, tag []byte) (Snapshot, error) {
+	if _, err := w.s.adoptTag(tag); err != nil {
+		return Snapshot{}, err
 	}
 	snap, err := parseSnapshot(text)
 	if err != nil {
@@ -330,9 +427,7 @@ func (w *Writer) Snapshot(ctx context.Context) (Snapshot, error) {
 	if err != nil {
 		return Snapshot{}, fmt.Errorf("store: transaction id %q: %w", own, err)
 	}
-	snap = withOwn(snap, xid)
-	w.snapshot = &snap
-	return snap, nil
+	return withOwn(snap, xid), nil
 }
 
 // withOwn makes a transaction's snapshot see the transaction itself: a

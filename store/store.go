@@ -44,6 +44,8 @@ type Store struct {
 	// session is the pool on the direct URL when pool is a pooler in
 	// transaction mode (Options.Session), nil when pool is direct.
 	session *pgxpool.Pool
+	// maxInProgress is MaxWriteInProgress (lowered by the store's tests).
+	maxInProgress int
 }
 
 // Options configure a Store at Open. The zero value is a store whose
@@ -237,7 +239,7 @@ func Open(ctx context.Context, pool *pgxpool.Pool, p *model.Package, o Options) 
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{pool: pool, pkg: p, owners: layout.Owners(p), jobs: jobs, origin: origin, fp: fp, capture: o.Capture, session: o.Session}
+	s := &Store{pool: pool, pkg: p, owners: layout.Owners(p), jobs: jobs, origin: origin, fp: fp, capture: o.Capture, session: o.Session, maxInProgress: MaxWriteInProgress}
 	s.setTag(tag)
 	return s, nil
 }

@@ -74,6 +74,12 @@ type Writer struct {
 	// snapshot is the state just after the commit, once taken (Snapshot);
 	// no revision may be appended after it.
 	snapshot *Snapshot
+	// keyed is set when the write stores its outcome under an idempotency
+	// key: its snapshot must be read before the outcome is stored.
+	keyed bool
+	// atCommit, once SnapshotAtCommit was called on a write without a key,
+	// receives the snapshot read in the round trip that carries COMMIT.
+	atCommit *commitSnapshot
 }
 
 // CommitID returns the commit id shared by the transaction's revisions.
@@ -123,6 +129,7 @@ func (s *Store) write(ctx context.Context, idem *Idempotency, fn func(w *Writer)
 		conn.Release()
 	}()
 	if idem != nil {
+		w.keyed = true
 		// The commit id rides with the key, so that storing the outcome
 		// changes no indexed column: PostgreSQL then updates the row in
 		// place (a heap-only tuple) without touching either index.
@@ -140,6 +147,12 @@ func (s *Store) write(ctx context.Context, idem *Idempotency, fn func(w *Writer)
 	}
 	if err == nil {
 		err = w.commit(ctx)
+	}
+	if err == nil && w.atCommit != nil {
+		// Committed: what is left cannot fail on the database's account
+		// (the statement that read the snapshot refused anything the
+		// caller could not name).
+		err = w.atCommit.deliver(w)
 	}
 	if err != nil && idem != nil && !w.begun && !w.replayed {
 		// fn refused before anything reached the database: a key taken
@@ -265,7 +278,7 @@ func (w *Writer) Tombstone(ctx context.Context, e *model.Entity, id string, expe
 
 // journal appends the revision and the audit entry of a write.
 func (w *Writer) journal(ctx context.Context, operation string, rec *Record, j Journal) error {
-	if w.snapshot != nil {
+	if w.snapshot != nil || w.atCommit != nil {
 		return errors.New("store: a revision appended after the write's snapshot was taken")
 	}
 	w.send(nil, func(err error) error { return fmt.Errorf("store: append revision: %w", err) }, SQLAppendRevision,

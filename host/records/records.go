@@ -275,17 +275,10 @@ func (s *Service) Create(ctx context.Context, c Call, e *model.Entity, in Body) 
 				return nil, err
 			}
 		}
-		tok, err := s.WriteSnapshot(ctx, w)
-		if err != nil {
-			return nil, err
-		}
-		out, err := s.OutcomeWith(rec, req, grant, c.Representation, tok)
-		if err != nil {
-			return nil, err
-		}
-		out.Status = http.StatusCreated
-		out.Location = "/v1/records/" + e.Route + "/" + id
-		return out, nil
+		out := &store.Outcome{Status: http.StatusCreated, Location: "/v1/records/" + e.Route + "/" + id}
+		return out, s.WriteSnapshotAtCommit(ctx, w, func(tok string) error {
+			return s.renderInto(out, rec, req, grant, c.Representation, tok)
+		})
 	})
 }
 
@@ -399,16 +392,10 @@ func (s *Service) Patch(ctx context.Context, c Call, e *model.Entity, id, ifMatc
 		if err != nil {
 			return nil, err
 		}
-		tok, err := s.WriteSnapshot(ctx, w)
-		if err != nil {
-			return nil, err
-		}
-		out, err := s.OutcomeWith(rec, req, grant, c.Representation, tok)
-		if err != nil {
-			return nil, err
-		}
-		out.Status = http.StatusOK
-		return out, nil
+		out := &store.Outcome{Status: http.StatusOK}
+		return out, s.WriteSnapshotAtCommit(ctx, w, func(tok string) error {
+			return s.renderInto(out, rec, req, grant, c.Representation, tok)
+		})
 	})
 }
 
@@ -435,16 +422,10 @@ func (s *Service) Tombstone(ctx context.Context, c Call, e *model.Entity, id, if
 		if err != nil {
 			return nil, err
 		}
-		tok, err := s.WriteSnapshot(ctx, w)
-		if err != nil {
-			return nil, err
-		}
-		out, err := s.outcome(rec, grant, c.Representation, tok)
-		if err != nil {
-			return nil, err
-		}
-		out.Status = http.StatusOK
-		return out, nil
+		out := &store.Outcome{Status: http.StatusOK}
+		return out, s.WriteSnapshotAtCommit(ctx, w, func(tok string) error {
+			return s.renderInto(out, rec, nil, grant, c.Representation, tok)
+		})
 	})
 }
 
@@ -541,15 +522,21 @@ func (s *Service) Journal(c Call, grant *access.Grant, e *model.Entity, id strin
 	}, nil
 }
 
-// outcome renders the envelope of rec with its validator.
-func (s *Service) outcome(rec *store.Record, grant *access.Grant, rep Representation, snapshot string) (*store.Outcome, error) {
-	return s.OutcomeWith(rec, nil, grant, rep, snapshot)
-}
-
 // OutcomeWith renders the envelope of rec, with data.request when req is
 // the workflow state of a request record.
 func (s *Service) OutcomeWith(rec *store.Record, req *store.Request, grant *access.Grant, rep Representation, snapshot string) (*store.Outcome, error) {
 	return s.render(rec, req, nil, grant, rep, snapshot)
+}
+
+// renderInto renders the envelope of rec (with data.request when req is
+// the workflow state of a request record) into out's body and validator.
+func (s *Service) renderInto(out *store.Outcome, rec *store.Record, req *store.Request, grant *access.Grant, rep Representation, snapshot string) error {
+	o, err := s.OutcomeWith(rec, req, grant, rep, snapshot)
+	if err != nil {
+		return err
+	}
+	out.ETag, out.Body = o.ETag, o.Body
+	return nil
 }
 
 // render renders the envelope of rec with data.request (req, for a request
@@ -581,19 +568,42 @@ func (s *Service) render(rec *store.Record, req *store.Request, presence json.Ra
 
 // WriteSnapshot returns the snapshot token of the state just after w's
 // transaction commits, taken once all its revisions are written. A state
-// whose token would exceed 4096 bytes refuses the write (503
-// source.unavailable, nothing written).
+// the store cannot name by a token of at most 4096 bytes refuses the write
+// (503 source.unavailable, nothing written; store.MaxWriteInProgress).
 func (s *Service) WriteSnapshot(ctx context.Context, w *store.Writer) (string, error) {
 	snap, err := w.Snapshot(ctx)
-	if errors.Is(err, store.ErrPackageChanged) {
-		return "", &problem.Error{Code: problem.ServiceUnavailable, Detail: "The database moved to another package; this host stops. Retry on a host of the active package.", Cause: err}
-	}
 	if err != nil {
-		return "", err
+		return "", StoreRefusal(err)
 	}
+	return s.writeToken(snap)
+}
+
+// WriteSnapshotAtCommit hands render the token WriteSnapshot returns,
+// read in the round trip that carries the write's COMMIT when the write
+// stores no outcome under an idempotency key
+// (store.Writer.SnapshotAtCommit): render may then run after the commit,
+// and writes nothing. Its refusals are WriteSnapshot's, returned by the
+// store's Write when the snapshot travels with COMMIT.
+func (s *Service) WriteSnapshotAtCommit(ctx context.Context, w *store.Writer, render func(tok string) error) error {
+	err := w.SnapshotAtCommit(ctx, func(snap store.Snapshot) error {
+		tok, err := s.writeToken(snap)
+		if err != nil {
+			return err
+		}
+		return render(tok)
+	})
+	if err != nil {
+		return StoreRefusal(err)
+	}
+	return nil
+}
+
+// writeToken encodes a write's snapshot. The store refused every snapshot
+// a token cannot name, so a failure here is an internal error.
+func (s *Service) writeToken(snap store.Snapshot) (string, error) {
 	tok, err := SnapshotToken(s.store.HistoryTag(), snap)
 	if err != nil {
-		return "", SourceUnavailable(err)
+		return "", fmt.Errorf("records: a write's snapshot within store.MaxWriteInProgress: %w", err)
 	}
 	return tok, nil
 }

@@ -16,7 +16,9 @@ import (
 
 // StoreRefusal turns a refusal the store decides into the problem the
 // client gets: a key used with another request, a key whose outcome was
-// erased, a record not found (concealed) and a stale validator. Any other
+// erased, a record not found (concealed), a stale validator, and a write
+// whose snapshot the store refused (the database moved to another package,
+// or too many transactions in progress to name the state). Any other
 // error is returned as it is. It is the one map of store refusals: every
 // write and every read of a stored outcome answers through it.
 func StoreRefusal(err error) error {
@@ -29,6 +31,10 @@ func StoreRefusal(err error) error {
 		return problem.Concealed(problem.ReasonNoRecord)
 	case errors.Is(err, store.ErrStale):
 		return StaleValidator()
+	case errors.Is(err, store.ErrPackageChanged):
+		return &problem.Error{Code: problem.ServiceUnavailable, Detail: "The database moved to another package; this host stops. Retry on a host of the active package.", Cause: err}
+	case errors.Is(err, store.ErrSnapshotTooWide):
+		return SourceUnavailable(err)
 	}
 	return err
 }

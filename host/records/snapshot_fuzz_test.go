@@ -2,6 +2,7 @@ package records
 
 import (
 	"errors"
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -103,4 +104,25 @@ func TestSnapshotTokenBound(t *testing.T) {
 	if !errors.As(SourceUnavailable(errSnapshotTooLong), &pe) || pe.Code != problem.SourceUnavailable {
 		t.Fatal("a token too long is not source.unavailable")
 	}
+}
+
+// Every snapshot the store lets a write have (store.MaxWriteInProgress
+// in-progress ids) has a token, even wider than PostgreSQL makes one
+// (whose ids lie within 2^31 of each other): every distance of five
+// varint bytes, above an xmin of ten.
+func TestEveryWriteSnapshotHasAToken(t *testing.T) {
+	const step = 1 << 29
+	s := store.Snapshot{Xmin: math.MaxUint64 - (store.MaxWriteInProgress+2)*step}
+	s.Xmax = s.Xmin + (store.MaxWriteInProgress+1)*step
+	for i := range store.MaxWriteInProgress {
+		s.Xip = append(s.Xip, s.Xmin+uint64(i+1)*step)
+	}
+	if !s.Valid() {
+		t.Fatal("not a valid snapshot")
+	}
+	tok, err := SnapshotToken([8]byte{}, s)
+	if err != nil || len(tok) > MaxSnapshotTokenBytes {
+		t.Fatalf("%d in-progress ids: %d bytes, %v", len(s.Xip), len(tok), err)
+	}
+	t.Logf("the widest write snapshot's token: %d bytes", len(tok))
 }

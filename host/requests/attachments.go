@@ -238,16 +238,15 @@ func (s *Service) slotWrite(ctx context.Context, c records.Call, e *model.Entity
 		if err != nil {
 			return nil, err
 		}
-		tok, err := s.records.WriteSnapshot(ctx, w)
-		if err != nil {
-			return nil, err
-		}
-		out, err := s.records.OutcomeWith(rec, req, grant, c.Representation, tok)
-		if err != nil {
-			return nil, err
-		}
-		out.Status = http.StatusOK
-		return out, nil
+		out := &store.Outcome{}
+		return out, s.records.WriteSnapshotAtCommit(ctx, w, func(tok string) error {
+			o, err := s.records.OutcomeWith(rec, req, grant, c.Representation, tok)
+			if err == nil {
+				*out = *o
+				out.Status = http.StatusOK
+			}
+			return err
+		})
 	})
 }
 

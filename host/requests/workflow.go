@@ -142,11 +142,14 @@ func (s *Service) Act(ctx context.Context, c records.Call, e *model.Entity, id, 
 		if err := w.Capture(ctx, store.Change{Entity: e, Trigger: model.TriggerRequestLifecycle, After: rec, Lifecycle: lc}); err != nil {
 			return nil, err
 		}
-		tok, err := s.records.WriteSnapshot(ctx, w)
-		if err != nil {
-			return nil, err
-		}
-		return s.actionOutcome(rec, req, body.ActorReference, c.Representation, tok)
+		out := &store.Outcome{}
+		return out, s.records.WriteSnapshotAtCommit(ctx, w, func(tok string) error {
+			o, err := s.actionOutcome(rec, req, body.ActorReference, c.Representation, tok)
+			if err == nil {
+				*out = *o
+			}
+			return err
+		})
 	})
 }
 

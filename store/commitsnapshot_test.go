@@ -1,0 +1,235 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync/atomic"
+	"testing"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/registrum/registrum/store"
+	"github.com/registrum/registrum/store/storetest"
+)
+
+// roundTrips counts what a connection sends: each batch and each statement
+// sent on its own is one round trip.
+type roundTrips struct{ n atomic.Int64 }
+
+func (r *roundTrips) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
+	r.n.Add(1)
+	return ctx
+}
+func (r *roundTrips) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+func (r *roundTrips) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
+	r.n.Add(1)
+	return ctx
+}
+func (r *roundTrips) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
+func (r *roundTrips) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData)     {}
+
+// openCountingStore opens a store over a pool whose round trips are counted.
+func openCountingStore(t *testing.T) (*store.Store, *pgxpool.Pool, *roundTrips) {
+	t.Helper()
+	cfg, err := pgxpool.ParseConfig(storetest.NewDatabase(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	trips := &roundTrips{}
+	cfg.ConnConfig.Tracer = trips
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	s, err := store.Open(context.Background(), pool, testPackage(t), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, pool, trips
+}
+
+// A write without an idempotency key reads its snapshot in the round trip
+// that carries COMMIT: the whole create is one round trip, the snapshot is
+// delivered once the write is committed, and it is the state Snapshot
+// names (the write's own record, the records committed before, not a
+// transaction still in progress).
+func TestASnapshotReadWithCommitNamesTheCommittedWrite(t *testing.T) {
+	ctx := context.Background()
+	s, pool, trips := openCountingStore(t)
+	hh := s.Package().EntityByID("household")
+	first := uuid.NewString()
+	if _, err := s.Create(ctx, hh, first, map[string]any{"name": "a"}, journal()); err != nil {
+		t.Fatal(err)
+	}
+	// A transaction in progress throughout, with a record of its own.
+	open, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer open.Rollback(ctx)
+	hidden := uuid.NewString()
+	if _, err := open.Exec(ctx, "INSERT INTO registrum_data.e_household (record_id, revision, lifecycle, created_at, updated_at, package_revision, f_name) VALUES ($1, 1, 'active', now(), now(), $2, 'hidden')", hidden, s.Package().Revision); err != nil {
+		t.Fatal(err)
+	}
+	// Every connection of the pool has the write's statements prepared
+	// (pgx prepares a statement new to a connection in a round trip of its
+	// own).
+	for range pool.Config().MaxConns {
+		if _, _, err := s.Write(ctx, nil, func(w *store.Writer) (*store.Outcome, error) {
+			if _, err := w.Create(ctx, hh, uuid.NewString(), map[string]any{"name": "warm"}, journal()); err != nil {
+				return nil, err
+			}
+			return &store.Outcome{}, w.SnapshotAtCommit(ctx, func(store.Snapshot) error { return nil })
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	id := uuid.NewString()
+	var snap store.Snapshot
+	delivered, returned := false, false
+	before := trips.n.Load()
+	if _, _, err := s.Write(ctx, nil, func(w *store.Writer) (*store.Outcome, error) {
+		if _, err := w.Create(ctx, hh, id, map[string]any{"name": "b"}, journal()); err != nil {
+			return nil, err
+		}
+		err := w.SnapshotAtCommit(ctx, func(got store.Snapshot) error {
+			if n := trips.n.Load() - before; n != 1 {
+				t.Errorf("a create with its snapshot took %d round trips, want 1", n)
+			}
+			if !returned {
+				t.Error("the snapshot was delivered before the write's function returned")
+			}
+			// Committed: another connection sees the record.
+			if n := count(t, pool, "select count(*) from registrum_data.e_household where record_id = '"+id+"'"); n != 1 {
+				t.Error("the snapshot was delivered before the commit")
+			}
+			snap, delivered = got, true
+			return nil
+		})
+		returned = true
+		return &store.Outcome{}, err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if !delivered {
+		t.Fatal("the snapshot was not delivered")
+	}
+	if got := snapshotIDs(t, s, snap); !slices.Contains(got, first) || !slices.Contains(got, id) || slices.Contains(got, hidden) {
+		t.Fatalf("the write's state: %v, want %s and %s, not %s of the transaction in progress", got, first, id, hidden)
+	}
+	// A revision after the snapshot was asked for is refused, as after Snapshot.
+	if _, _, err := s.Write(ctx, nil, func(w *store.Writer) (*store.Outcome, error) {
+		if err := w.SnapshotAtCommit(ctx, func(store.Snapshot) error { return nil }); err != nil {
+			return nil, err
+		}
+		_, err := w.Create(ctx, hh, uuid.NewString(), map[string]any{"name": "x"}, journal())
+		return &store.Outcome{}, err
+	}); err == nil {
+		t.Fatal("a revision after the snapshot was accepted")
+	}
+}
+
+// A write that stores its outcome under an idempotency key gets its
+// snapshot at once, before the outcome is stored.
+func TestAKeyedWriteGetsItsSnapshotBeforeItsOutcomeIsStored(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openStore(t)
+	hh := s.Package().EntityByID("household")
+	idem := &store.Idempotency{KeyReference: "k-" + uuid.NewString(), RequestDigest: "d"}
+	id := uuid.NewString()
+	out, _, err := s.Write(ctx, idem, func(w *store.Writer) (*store.Outcome, error) {
+		if _, err := w.Create(ctx, hh, id, map[string]any{"name": "a"}, journal()); err != nil {
+			return nil, err
+		}
+		out := &store.Outcome{Status: 201}
+		return out, w.SnapshotAtCommit(ctx, func(snap store.Snapshot) error {
+			out.Body = []byte(`{"snapshot":"taken"}`)
+			return nil
+		})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, replayed, err := s.Write(ctx, idem, func(w *store.Writer) (*store.Outcome, error) {
+		if _, err := w.Create(ctx, hh, uuid.NewString(), map[string]any{"name": "a"}, journal()); err != nil {
+			return nil, err
+		}
+		out := &store.Outcome{Status: 201}
+		return out, w.SnapshotAtCommit(ctx, func(snap store.Snapshot) error {
+			out.Body = []byte(`{"snapshot":"taken again"}`)
+			return nil
+		})
+	})
+	if err != nil || !replayed {
+		t.Fatalf("replay: %v, replayed %v", err, replayed)
+	}
+	if string(out.Body) != `{"snapshot":"taken"}` || string(again.Body) != string(out.Body) {
+		t.Fatalf("stored outcome %q, first answer %q", again.Body, out.Body)
+	}
+}
+
+// A write whose snapshot lists more transactions in progress than
+// MaxWriteInProgress is refused with nothing committed, whether its
+// snapshot is read on its own or with COMMIT; within the bound it commits.
+func TestAWriteWhoseSnapshotListsTooManyTransactionsIsRefused(t *testing.T) {
+	ctx := context.Background()
+	s, pool := openStore(t)
+	hh := s.Package().EntityByID("household")
+	// Three transactions in progress, each with an id.
+	for range 3 {
+		tx, err := pool.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tx.Rollback(ctx)
+		if _, err := tx.Exec(ctx, "SELECT pg_current_xact_id()"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	store.LowerMaxWriteInProgress(s, 2)
+	for _, atCommit := range []bool{false, true} {
+		id := uuid.NewString()
+		_, _, err := s.Write(ctx, nil, func(w *store.Writer) (*store.Outcome, error) {
+			if _, err := w.Create(ctx, hh, id, map[string]any{"name": "a"}, journal()); err != nil {
+				return nil, err
+			}
+			if atCommit {
+				return &store.Outcome{}, w.SnapshotAtCommit(ctx, func(store.Snapshot) error {
+					t.Error("a refused write's snapshot was delivered")
+					return nil
+				})
+			}
+			_, err := w.Snapshot(ctx)
+			return &store.Outcome{}, err
+		})
+		if !errors.Is(err, store.ErrSnapshotTooWide) {
+			t.Fatalf("at commit %v: %v, want ErrSnapshotTooWide", atCommit, err)
+		}
+		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) {
+			t.Errorf("the refusal carries the database's error: %v", pgErr)
+		}
+		if n := count(t, pool, "select count(*) from registrum_data.e_household where record_id = '"+id+"'"); n != 0 {
+			t.Fatalf("at commit %v: the refused write was committed", atCommit)
+		}
+	}
+	store.LowerMaxWriteInProgress(s, store.MaxWriteInProgress)
+	if _, _, err := s.Write(ctx, nil, func(w *store.Writer) (*store.Outcome, error) {
+		if _, err := w.Create(ctx, hh, uuid.NewString(), map[string]any{"name": "a"}, journal()); err != nil {
+			return nil, err
+		}
+		return &store.Outcome{}, w.SnapshotAtCommit(ctx, func(snap store.Snapshot) error {
+			if len(snap.Xip) < 3 {
+				t.Errorf("the snapshot lists %d transactions in progress, want at least the 3 held open", len(snap.Xip))
+			}
+			return nil
+		})
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
