@@ -638,8 +638,15 @@ func (s *Service) Snapshot(ctx context.Context, c records.Call, e *model.Entity,
 	more := false
 	origins := map[string]bool{}
 	everyVisible := everyRecordVisible(e, grant)
+	// Every revision read is shown unless validAt or the caller's row
+	// boundaries leave some out: then a page reads twice what it shows at
+	// a time, else exactly the page and one more to know there is more.
+	batch := 2 * top
+	if everyVisible && !at.set {
+		batch = top + 1
+	}
 	for len(page.Items) <= top {
-		revs, err := s.store.SnapshotRevisions(ctx, e, snap, after, 2*top)
+		revs, err := s.store.SnapshotRevisions(ctx, e, snap, after, batch)
 		if err != nil {
 			return nil, records.SourceUnavailable(err)
 		}
@@ -674,7 +681,7 @@ func (s *Service) Snapshot(ctx context.Context, c records.Call, e *model.Entity,
 			page.Items = append(page.Items, records.CollectionItem{RecordIdentifier: rev.RecordID, RevisionIdentifier: strconv.FormatInt(rev.Revision, 10), DomainData: dd})
 			last = rev.RecordID
 		}
-		if more || len(revs) < 2*top {
+		if more || len(revs) < batch {
 			break
 		}
 	}
