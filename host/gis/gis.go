@@ -274,7 +274,6 @@ func (s *Service) Items(ctx context.Context, c records.Call, e *model.Entity, op
 	geom := e.Field(e.GeoJSON.GeometryField)
 	b := make([]byte, 0, 256+200*len(recs))
 	b = append(b, `{"type":"FeatureCollection","features":[`...)
-	var compact bytes.Buffer
 	for i, rec := range recs {
 		if i > 0 {
 			b = append(b, ',')
@@ -286,11 +285,7 @@ func (s *Service) Items(ctx context.Context, c records.Call, e *model.Entity, op
 		if raw == nil {
 			b = append(b, "null"...)
 		} else {
-			compact.Reset()
-			if err := json.Compact(&compact, raw); err != nil {
-				return nil, fmt.Errorf("gis: geometry of %s %s: %w", e.ID, rec.ID, err)
-			}
-			b = append(b, compact.Bytes()...)
+			b = appendCompact(b, raw)
 		}
 		props := make(map[string]any, len(q.Select))
 		for _, f := range q.Select {
@@ -324,6 +319,33 @@ func (s *Service) Items(ctx context.Context, c records.Call, e *model.Entity, op
 	}
 	b = append(b, "]}"...)
 	return b, nil
+}
+
+// appendCompact appends src, a JSON text the database wrote (a jsonb
+// value's text form), without the white space between its tokens: what
+// json.Compact writes for it, without json.Compact's validation (the
+// database's JSON is valid), which took a seventh of a page of 1,000
+// features.
+func appendCompact(dst, src []byte) []byte {
+	inString := false
+	for i := 0; i < len(src); i++ {
+		c := src[i]
+		switch {
+		case inString:
+			dst = append(dst, c)
+			if c == '\\' && i+1 < len(src) {
+				i++
+				dst = append(dst, src[i])
+			} else if c == '"' {
+				inString = false
+			}
+		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
+		default:
+			dst = append(dst, c)
+			inString = c == '"'
+		}
+	}
+	return dst
 }
 
 // encodeGISOptions re-encodes the options of a read for its self link.
