@@ -122,8 +122,8 @@ func TestActivationAppliesAdditiveChangesAndRefusesDestructiveOnes(t *testing.T)
 		if _, err := w.Create(ctx, hh, late, map[string]any{"name": "late"}, journal()); err != nil {
 			return nil, err
 		}
-		return &store.Outcome{}, w.SnapshotAtCommit(ctx, func(store.Snapshot) error {
-			t.Error("a refused write's snapshot was delivered")
+		return &store.Outcome{}, w.TokenAtCommit(ctx, func(string) error {
+			t.Error("a refused write's token was delivered")
 			return nil
 		})
 	}); !errors.Is(err, store.ErrPackageChanged) {

@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"slices"
 	"sync/atomic"
@@ -84,7 +85,7 @@ func TestASnapshotReadWithCommitNamesTheCommittedWrite(t *testing.T) {
 			if _, err := w.Create(ctx, hh, uuid.NewString(), map[string]any{"name": "warm"}, journal()); err != nil {
 				return nil, err
 			}
-			return &store.Outcome{}, w.SnapshotAtCommit(ctx, func(store.Snapshot) error { return nil })
+			return &store.Outcome{}, w.TokenAtCommit(ctx, func(string) error { return nil })
 		}); err != nil {
 			t.Fatal(err)
 		}
@@ -97,7 +98,7 @@ func TestASnapshotReadWithCommitNamesTheCommittedWrite(t *testing.T) {
 		if _, err := w.Create(ctx, hh, id, map[string]any{"name": "b"}, journal()); err != nil {
 			return nil, err
 		}
-		err := w.SnapshotAtCommit(ctx, func(got store.Snapshot) error {
+		err := w.TokenAtCommit(ctx, func(tok string) error {
 			if n := trips.n.Load() - before; n != 1 {
 				t.Errorf("a create with its snapshot took %d round trips, want 1", n)
 			}
@@ -108,7 +109,7 @@ func TestASnapshotReadWithCommitNamesTheCommittedWrite(t *testing.T) {
 			if n := count(t, pool, "select count(*) from registrum_data.e_household where record_id = '"+id+"'"); n != 1 {
 				t.Error("the snapshot was delivered before the commit")
 			}
-			snap, delivered = got, true
+			snap, delivered = snapshotOfToken(t, tok), true
 			return nil
 		})
 		returned = true
@@ -124,7 +125,7 @@ func TestASnapshotReadWithCommitNamesTheCommittedWrite(t *testing.T) {
 	}
 	// A revision after the snapshot was asked for is refused, as after Snapshot.
 	if _, _, err := s.Write(ctx, nil, func(w *store.Writer) (*store.Outcome, error) {
-		if err := w.SnapshotAtCommit(ctx, func(store.Snapshot) error { return nil }); err != nil {
+		if err := w.TokenAtCommit(ctx, func(string) error { return nil }); err != nil {
 			return nil, err
 		}
 		_, err := w.Create(ctx, hh, uuid.NewString(), map[string]any{"name": "x"}, journal())
@@ -134,42 +135,78 @@ func TestASnapshotReadWithCommitNamesTheCommittedWrite(t *testing.T) {
 	}
 }
 
-// A write that stores its outcome under an idempotency key gets its
-// snapshot at once, before the outcome is stored.
-func TestAKeyedWriteGetsItsSnapshotBeforeItsOutcomeIsStored(t *testing.T) {
+// A write that stores its outcome under an idempotency key reads its
+// snapshot in the statement that stores the outcome: a keyed create is one
+// round trip too. Its caller renders the outcome before COMMIT with a
+// stand-in the answer carries the token in place of, and a replay answers
+// the same bytes, the token made again from the stored snapshot. An
+// outcome without the stand-in is refused, nothing written.
+func TestAKeyedWriteReadsItsSnapshotWithItsOutcome(t *testing.T) {
 	ctx := context.Background()
-	s, _ := openStore(t)
+	s, pool, trips := openCountingStore(t)
 	hh := s.Package().EntityByID("household")
+	keyed := func(idem *store.Idempotency, id string, render func(stand string) string) (*store.Outcome, bool, error) {
+		return s.Write(ctx, idem, func(w *store.Writer) (*store.Outcome, error) {
+			if _, err := w.Create(ctx, hh, id, map[string]any{"name": "a"}, journal()); err != nil {
+				return nil, err
+			}
+			out := &store.Outcome{Status: 201, ETag: `"e"`}
+			return out, w.TokenAtCommit(ctx, func(stand string) error {
+				out.Body = []byte(render(stand))
+				return nil
+			})
+		})
+	}
+	body := func(stand string) string { return `{"id":"x","snapshot":"` + stand + `","after":"é"}` }
+	for range pool.Config().MaxConns {
+		if _, _, err := keyed(&store.Idempotency{KeyReference: "k-" + uuid.NewString(), RequestDigest: "d"}, uuid.NewString(), body); err != nil {
+			t.Fatal(err)
+		}
+	}
 	idem := &store.Idempotency{KeyReference: "k-" + uuid.NewString(), RequestDigest: "d"}
 	id := uuid.NewString()
-	out, _, err := s.Write(ctx, idem, func(w *store.Writer) (*store.Outcome, error) {
-		if _, err := w.Create(ctx, hh, id, map[string]any{"name": "a"}, journal()); err != nil {
-			return nil, err
-		}
-		out := &store.Outcome{Status: 201}
-		return out, w.SnapshotAtCommit(ctx, func(snap store.Snapshot) error {
-			out.Body = []byte(`{"snapshot":"taken"}`)
-			return nil
-		})
-	})
-	if err != nil {
-		t.Fatal(err)
+	before := trips.n.Load()
+	out, replayed, err := keyed(idem, id, body)
+	if err != nil || replayed {
+		t.Fatalf("first use: %v, replayed %v", err, replayed)
 	}
-	again, replayed, err := s.Write(ctx, idem, func(w *store.Writer) (*store.Outcome, error) {
-		if _, err := w.Create(ctx, hh, uuid.NewString(), map[string]any{"name": "a"}, journal()); err != nil {
-			return nil, err
-		}
-		out := &store.Outcome{Status: 201}
-		return out, w.SnapshotAtCommit(ctx, func(snap store.Snapshot) error {
-			out.Body = []byte(`{"snapshot":"taken again"}`)
-			return nil
-		})
-	})
+	if n := trips.n.Load() - before; n != 1 {
+		t.Errorf("a keyed create with its snapshot took %d round trips, want 1", n)
+	}
+	var got struct{ Snapshot string }
+	if err := json.Unmarshal(out.Body, &got); err != nil {
+		t.Fatalf("answer %q: %v", out.Body, err)
+	}
+	if ids := snapshotIDs(t, s, snapshotOfToken(t, got.Snapshot)); !slices.Contains(ids, id) {
+		t.Fatalf("the token's state lacks the write's record: %v", ids)
+	}
+	if want := body(got.Snapshot); string(out.Body) != want {
+		t.Fatalf("answer %q, want %q", out.Body, want)
+	}
+	again, replayed, err := keyed(idem, uuid.NewString(), body)
 	if err != nil || !replayed {
 		t.Fatalf("replay: %v, replayed %v", err, replayed)
 	}
-	if string(out.Body) != `{"snapshot":"taken"}` || string(again.Body) != string(out.Body) {
-		t.Fatalf("stored outcome %q, first answer %q", again.Body, out.Body)
+	var made struct{ Snapshot string }
+	json.Unmarshal(again.Body, &made)
+	if string(again.Body) != body(made.Snapshot) || again.Status != 201 || again.ETag != `"e"` {
+		t.Fatalf("replayed %d %s %q", again.Status, again.ETag, again.Body)
+	}
+	if !slices.Equal(snapshotIDs(t, s, snapshotOfToken(t, made.Snapshot)), snapshotIDs(t, s, snapshotOfToken(t, got.Snapshot))) {
+		t.Fatal("the replayed token names another state")
+	}
+	// No stand-in, or two: refused, nothing written.
+	for name, render := range map[string]func(string) string{
+		"none": func(string) string { return `{}` },
+		"two":  func(stand string) string { return `["` + stand + `","` + stand + `"]` },
+	} {
+		id := uuid.NewString()
+		if _, _, err := keyed(&store.Idempotency{KeyReference: "k-" + uuid.NewString(), RequestDigest: "d"}, id, render); err == nil {
+			t.Errorf("%s: an outcome without its token exactly once was stored", name)
+		}
+		if n := count(t, pool, "select count(*) from registrum_data.e_household where record_id = '"+id+"'"); n != 0 {
+			t.Errorf("%s: the refused write was committed", name)
+		}
 	}
 }
 
@@ -182,40 +219,41 @@ func TestAWriteWhoseSnapshotListsTooManyTransactionsIsRefused(t *testing.T) {
 	hh := s.Package().EntityByID("household")
 	// Three transactions in progress, each with an id.
 	for range 3 {
-		tx, err := pool.Begin(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer tx.Rollback(ctx)
-		if _, err := tx.Exec(ctx, "SELECT pg_current_xact_id()"); err != nil {
-			t.Fatal(err)
-		}
+		holdTransactionID(t, pool)
 	}
 	store.LowerMaxWriteInProgress(s, 2)
-	for _, atCommit := range []bool{false, true} {
+	for _, mode := range []string{"Snapshot", "TokenAtCommit", "TokenAtCommit under a key"} {
 		id := uuid.NewString()
-		_, _, err := s.Write(ctx, nil, func(w *store.Writer) (*store.Outcome, error) {
+		var idem *store.Idempotency
+		if mode == "TokenAtCommit under a key" {
+			idem = &store.Idempotency{KeyReference: "k-" + uuid.NewString(), RequestDigest: "d"}
+		}
+		_, _, err := s.Write(ctx, idem, func(w *store.Writer) (*store.Outcome, error) {
 			if _, err := w.Create(ctx, hh, id, map[string]any{"name": "a"}, journal()); err != nil {
 				return nil, err
 			}
-			if atCommit {
-				return &store.Outcome{}, w.SnapshotAtCommit(ctx, func(store.Snapshot) error {
-					t.Error("a refused write's snapshot was delivered")
-					return nil
-				})
+			if mode == "Snapshot" {
+				_, err := w.Snapshot(ctx)
+				return &store.Outcome{}, err
 			}
-			_, err := w.Snapshot(ctx)
-			return &store.Outcome{}, err
+			out := &store.Outcome{}
+			return out, w.TokenAtCommit(ctx, func(tok string) error {
+				if idem == nil {
+					t.Error("a refused write's token was delivered")
+				}
+				out.Body = []byte(`"` + tok + `"`)
+				return nil
+			})
 		})
 		if !errors.Is(err, store.ErrSnapshotTooWide) {
-			t.Fatalf("at commit %v: %v, want ErrSnapshotTooWide", atCommit, err)
+			t.Fatalf("%s: %v, want ErrSnapshotTooWide", mode, err)
 		}
 		var pgErr *pgconn.PgError
 		if errors.As(err, &pgErr) {
 			t.Errorf("the refusal carries the database's error: %v", pgErr)
 		}
 		if n := count(t, pool, "select count(*) from registrum_data.e_household where record_id = '"+id+"'"); n != 0 {
-			t.Fatalf("at commit %v: the refused write was committed", atCommit)
+			t.Fatalf("%s: the refused write was committed", mode)
 		}
 	}
 	store.LowerMaxWriteInProgress(s, store.MaxWriteInProgress)
@@ -223,8 +261,8 @@ func TestAWriteWhoseSnapshotListsTooManyTransactionsIsRefused(t *testing.T) {
 		if _, err := w.Create(ctx, hh, uuid.NewString(), map[string]any{"name": "a"}, journal()); err != nil {
 			return nil, err
 		}
-		return &store.Outcome{}, w.SnapshotAtCommit(ctx, func(snap store.Snapshot) error {
-			if len(snap.Xip) < 3 {
+		return &store.Outcome{}, w.TokenAtCommit(ctx, func(tok string) error {
+			if snap := snapshotOfToken(t, tok); len(snap.Xip) < 3 {
 				t.Errorf("the snapshot lists %d transactions in progress, want at least the 3 held open", len(snap.Xip))
 			}
 			return nil

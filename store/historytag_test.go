@@ -305,14 +305,7 @@ func TestOpeningKeepsTheTagWhenWritesCommitAfterItsIDWasAssigned(t *testing.T) {
 	s, pool := openStore(t)
 	child := s.Package().EntityByID("child")
 	before := s.HistoryTag()
-	tx, err := pool.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback(ctx)
-	if _, err := tx.Exec(ctx, "SELECT pg_current_xact_id()"); err != nil {
-		t.Fatal(err)
-	}
+	tx := holdTransactionID(t, pool)
 	if _, err := s.Create(ctx, child, uuid.NewString(), map[string]any{"national-id": "LATER"}, journal()); err != nil {
 		t.Fatal(err)
 	}

@@ -102,8 +102,9 @@ func (w *Writer) commit(ctx context.Context) error {
 	if len(w.pending) == 0 && !w.begun {
 		return nil // nothing was written
 	}
-	if w.atCommit != nil {
-		// The last statement before COMMIT: every write of the transaction,
+	if w.atCommit != nil && !w.keyed {
+		// The last statement before COMMIT (a keyed write reads it in the
+		// statement that stores its outcome): every write of the transaction,
 		// event deliveries' jobs included, was queued or sent before it.
 		w.sendRow(w.atCommit.read, sqlWriteSnapshot, w.s.fp, w.s.maxInProgress)
 	}

@@ -1,8 +1,13 @@
 package store
 
 import (
+	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -294,6 +299,46 @@ func (s *Store) SnapshotRevisions(ctx context.Context, e *model.Entity, snap Sna
 	return collectRevisions(rows, err, "snapshot of "+e.ID)
 }
 
+// MaxSnapshotTokenBytes bounds a snapshot token.
+const MaxSnapshotTokenBytes = 4096
+
+// SnapshotTokenPrefix starts every snapshot token: engine2_ and the
+// base64url (no padding) encoding of the history tag and the snapshot.
+const SnapshotTokenPrefix = "engine2_"
+
+// ErrSnapshotTokenTooLong means a state has too many transactions in
+// progress to be named by a token of at most MaxSnapshotTokenBytes.
+var ErrSnapshotTokenTooLong = errors.New("store: the snapshot token would exceed 4096 bytes")
+
+// SnapshotToken encodes snap of the history tagged tag as a snapshot token
+// (docs/history.md): the 8-byte tag, then unsigned varints of xmin,
+// xmax - xmin, the number of in-progress transactions and each one's
+// distance from its predecessor (from xmin for the first, less one after
+// it). It fails when the token would be longer than MaxSnapshotTokenBytes.
+// The host parses tokens (records.ParseSnapshotToken); the store writes
+// them into the answers of writes (Writer.TokenAtCommit).
+func SnapshotToken(tag [8]byte, snap Snapshot) (string, error) {
+	raw := make([]byte, 0, 8+3*binary.MaxVarintLen64+2*len(snap.Xip))
+	raw = append(raw, tag[:]...)
+	raw = binary.AppendUvarint(raw, snap.Xmin)
+	raw = binary.AppendUvarint(raw, snap.Xmax-snap.Xmin)
+	raw = binary.AppendUvarint(raw, uint64(len(snap.Xip)))
+	prev := snap.Xmin
+	for i, x := range snap.Xip {
+		d := x - prev
+		if i > 0 {
+			d--
+		}
+		raw = binary.AppendUvarint(raw, d)
+		prev = x
+	}
+	tok := SnapshotTokenPrefix + base64.RawURLEncoding.EncodeToString(raw)
+	if len(tok) > MaxSnapshotTokenBytes {
+		return "", ErrSnapshotTokenTooLong
+	}
+	return tok, nil
+}
+
 // MaxWriteInProgress bounds the transactions a write's snapshot may list as
 // in progress. A write whose snapshot lists more is refused (ErrSnapshotTooWide)
 // and writes nothing: a client names the state after a write by a token of at
@@ -336,12 +381,30 @@ func writeSnapshotError(err error) error {
 	return fmt.Errorf("store: snapshot of a write: %w", err)
 }
 
-// commitSnapshot is a write's snapshot read with its COMMIT and the caller
-// waiting for it.
+// sqlStoreOutcomeWithSnapshot stores a keyed write's outcome, its body
+// without the token, together with what the token is made of, read by
+// registrum.write_snapshot in the same statement (so that it travels with
+// COMMIT): $1 key reference, $2 the outcome, $3 where the token goes in
+// its body, $4 schema fingerprint, $5 the in-progress bound. A replay
+// makes the token again from the stored snapshot (Store.storedOutcome).
+const sqlStoreOutcomeWithSnapshot = `UPDATE registrum.idempotency i
+    SET outcome = $2::jsonb || jsonb_build_object('snapshot',
+        jsonb_build_object('at', $3::int, 'own', s.own, 'of', s.snapshot, 'tag', encode(s.tag, 'hex')))
+    FROM registrum.write_snapshot($4, $5) s
+    WHERE i.key_reference = $1
+    RETURNING s.own, s.snapshot, s.tag`
+
+// commitSnapshot is a write's snapshot read with its COMMIT, and what
+// waits for its token.
 type commitSnapshot struct {
 	own, text string
 	tag       []byte
-	done      func(Snapshot) error
+	// render receives the token of a write without a key, after COMMIT.
+	render func(token string) error
+	// marker stood for the token in a keyed write's outcome, rendered
+	// before COMMIT; at is where the token goes in the stored body.
+	marker string
+	at     int
 }
 
 func (c *commitSnapshot) read(row pgx.Row) error {
@@ -351,13 +414,87 @@ func (c *commitSnapshot) read(row pgx.Row) error {
 	return nil
 }
 
-// deliver hands the committed write's snapshot to the caller.
-func (c *commitSnapshot) deliver(w *Writer) error {
-	snap, err := w.ownSnapshot(c.own, c.text, c.tag)
+// queueOutcome queues the statement that stores a keyed write's outcome o
+// with its snapshot: o's body without the marker, and where the token goes.
+func (c *commitSnapshot) queueOutcome(w *Writer, idem *Idempotency, o *Outcome) error {
+	if o == nil {
+		return errors.New("store: a keyed write without an outcome")
+	}
+	i := bytes.Index(o.Body, []byte(c.marker))
+	if i < 0 || bytes.Contains(o.Body[i+len(c.marker):], []byte(c.marker)) {
+		return errors.New("store: a keyed write's outcome does not carry its token exactly once")
+	}
+	o.Body = slices.Concat(o.Body[:i], o.Body[i+len(c.marker):])
+	c.at = i
+	b, err := json.Marshal(o)
+	if err != nil {
+		return fmt.Errorf("store: outcome: %w", err)
+	}
+	w.sendRow(c.read, sqlStoreOutcomeWithSnapshot, idem.KeyReference, b, i, w.s.fp, w.s.maxInProgress)
+	return nil
+}
+
+// deliver makes the committed write's token: a write without a key hands
+// it to its caller, a keyed write's outcome gets it where the marker was.
+func (c *commitSnapshot) deliver(w *Writer, o *Outcome) error {
+	tag, snap, err := w.ownSnapshot(c.own, c.text, c.tag)
 	if err != nil {
 		return err
 	}
-	return c.done(snap)
+	tok, err := SnapshotToken(tag, snap)
+	if err != nil {
+		return fmt.Errorf("store: the token of a write's snapshot: %w", err)
+	}
+	if c.render != nil {
+		return c.render(tok)
+	}
+	o.Body = insertToken(o.Body, c.at, tok)
+	return nil
+}
+
+// insertToken returns body with tok inserted at at.
+func insertToken(body []byte, at int, tok string) []byte {
+	return slices.Concat(body[:at], []byte(tok), body[at:])
+}
+
+// storedToken is what a keyed write's stored outcome holds of its token
+// (sqlStoreOutcomeWithSnapshot).
+type storedToken struct {
+	At  int    `json:"at"`
+	Own string `json:"own"`
+	Of  string `json:"of"`
+	Tag string `json:"tag"`
+}
+
+// complete inserts into o's body the token t is made of.
+func (s *Store) completeOutcome(o *Outcome, t *storedToken) error {
+	raw, err := hex.DecodeString(t.Tag)
+	if err != nil || len(raw) != 8 || t.At < 0 || t.At > len(o.Body) {
+		return errors.New("store: a stored outcome's token is malformed")
+	}
+	snap, err := parseSnapshot(t.Of)
+	if err != nil {
+		return err
+	}
+	xid, err := strconv.ParseUint(t.Own, 10, 64)
+	if err != nil {
+		return fmt.Errorf("store: a stored outcome's transaction id %q: %w", t.Own, err)
+	}
+	tok, err := SnapshotToken([8]byte(raw), withOwn(snap, xid))
+	if err != nil {
+		return fmt.Errorf("store: the token of a stored outcome: %w", err)
+	}
+	o.Body = insertToken(o.Body, t.At, tok)
+	return nil
+}
+
+// newMarker returns a string that stands for a keyed write's token in its
+// outcome until the token is known: the token's alphabet, random, so that
+// no rendered value is ever taken for it.
+func newMarker() string {
+	var b [32]byte
+	rand.Read(b[:])
+	return SnapshotTokenPrefix + base64.RawURLEncoding.EncodeToString(b[:])
 }
 
 // Snapshot returns the snapshot of the state just after w's transaction
@@ -369,7 +506,7 @@ func (c *commitSnapshot) deliver(w *Writer) error {
 // lists more than MaxWriteInProgress transactions in progress; the write
 // then commits nothing. Transactions that commit between this call and w's
 // commit are not in it: neither saw the other's writes, so the state is
-// that of w committing first. SnapshotAtCommit saves the round trip.
+// that of w committing first. TokenAtCommit saves the round trip.
 func (w *Writer) Snapshot(ctx context.Context) (Snapshot, error) {
 	if w.snapshot != nil {
 		return *w.snapshot, nil
@@ -379,7 +516,7 @@ func (w *Writer) Snapshot(ctx context.Context) (Snapshot, error) {
 	if err := w.queryRow(ctx, sqlWriteSnapshot, w.s.fp, w.s.maxInProgress).Scan(&own, &text, &tag); err != nil {
 		return Snapshot{}, writeSnapshotError(err)
 	}
-	snap, err := w.ownSnapshot(own, text, tag)
+	_, snap, err := w.ownSnapshot(own, text, tag)
 	if err != nil {
 		return Snapshot{}, err
 	}
@@ -387,47 +524,49 @@ func (w *Writer) Snapshot(ctx context.Context) (Snapshot, error) {
 	return snap, nil
 }
 
-// SnapshotAtCommit calls done with the snapshot Snapshot would return,
-// read without a round trip of its own where it can be. A write that
-// stores its outcome under an idempotency key needs the snapshot before it
-// commits: done runs at once, with what Snapshot reads. Any other write
-// reads it in the round trip that carries COMMIT, after every other
-// statement of the transaction, and done runs once the transaction has
-// committed, before Store.Write returns; the refusals Snapshot reports then
-// come from Store.Write, with nothing committed. Either way no revision
-// may be appended after the call.
-func (w *Writer) SnapshotAtCommit(ctx context.Context, done func(Snapshot) error) error {
-	if w.keyed || w.snapshot != nil {
-		snap, err := w.Snapshot(ctx)
-		if err != nil {
-			return err
-		}
-		return done(snap)
-	}
-	if w.atCommit != nil {
+// TokenAtCommit hands render the snapshot token (SnapshotToken) of the
+// state just after w's transaction commits, the snapshot Snapshot would
+// return, read without a round trip of its own: in the statement that
+// stores a keyed write's outcome, else just before COMMIT, in the round
+// trip that carries it. A write without an Idempotency-Key calls render
+// with the token once the transaction has committed, before Store.Write
+// returns. A keyed write's outcome is stored before COMMIT: render runs at
+// once with a marker standing for the token, which must appear exactly
+// once in the outcome's body; Store.Write returns the body with the token
+// in its place, and a replay makes the token again from the stored
+// snapshot. The refusals Snapshot reports come from Store.Write, with
+// nothing committed. No revision may be appended after the call.
+func (w *Writer) TokenAtCommit(ctx context.Context, render func(token string) error) error {
+	if w.atCommit != nil || w.snapshot != nil {
 		return errors.New("store: a write's snapshot was asked for twice")
 	}
-	w.atCommit = &commitSnapshot{done: done}
-	return nil
+	w.atCommit = &commitSnapshot{}
+	if !w.keyed {
+		w.atCommit.render = render
+		return nil
+	}
+	w.atCommit.marker = newMarker()
+	return render(w.atCommit.marker)
 }
 
 // ownSnapshot reads write_snapshot's answer: it adopts the history tag
 // (the database's now, even when another host's start replaced it; the
-// write's token carries it, HistoryTag) and makes the snapshot see the
-// transaction itself.
-func (w *Writer) ownSnapshot(own, text string, tag []byte) (Snapshot, error) {
-	if _, err := w.s.adoptTag(tag); err != nil {
-		return Snapshot{}, err
+// write's token carries it) and makes the snapshot see the transaction
+// itself.
+func (w *Writer) ownSnapshot(own, text string, b []byte) ([8]byte, Snapshot, error) {
+	tag, err := w.s.adoptTag(b)
+	if err != nil {
+		return tag, Snapshot{}, err
 	}
 	snap, err := parseSnapshot(text)
 	if err != nil {
-		return Snapshot{}, err
+		return tag, Snapshot{}, err
 	}
 	xid, err := strconv.ParseUint(own, 10, 64)
 	if err != nil {
-		return Snapshot{}, fmt.Errorf("store: transaction id %q: %w", own, err)
+		return tag, Snapshot{}, fmt.Errorf("store: transaction id %q: %w", own, err)
 	}
-	return withOwn(snap, xid), nil
+	return tag, withOwn(snap, xid), nil
 }
 
 // withOwn makes a transaction's snapshot see the transaction itself: a

@@ -1,7 +1,10 @@
 package store_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"os"
@@ -11,6 +14,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/registrum/registrum/model"
@@ -311,4 +315,50 @@ func TestConcurrentMigratorsApplyOnce(t *testing.T) {
 	if sum != len(store.Migrations()) {
 		t.Fatalf("migrations applied %d times in all, want %d", sum, len(store.Migrations()))
 	}
+}
+
+// snapshotOfToken decodes a write's snapshot token (store.SnapshotToken).
+func snapshotOfToken(t *testing.T, tok string) store.Snapshot {
+	t.Helper()
+	raw, err := base64.RawURLEncoding.DecodeString(strings.TrimPrefix(tok, store.SnapshotTokenPrefix))
+	if err != nil || len(raw) < 8 || !strings.HasPrefix(tok, store.SnapshotTokenPrefix) {
+		t.Fatalf("%q is not a snapshot token", tok)
+	}
+	r := bytes.NewReader(raw[8:])
+	next := func() uint64 {
+		v, err := binary.ReadUvarint(r)
+		if err != nil {
+			t.Fatalf("%q: %v", tok, err)
+		}
+		return v
+	}
+	var s store.Snapshot
+	s.Xmin = next()
+	s.Xmax = s.Xmin + next()
+	prev := s.Xmin
+	for i, n := 0, next(); uint64(i) < n; i++ {
+		x := prev + next()
+		if i > 0 {
+			x++
+		}
+		s.Xip = append(s.Xip, x)
+		prev = x
+	}
+	return s
+}
+
+// holdTransactionID begins a transaction on pool that holds an id, in
+// progress until the test ends.
+func holdTransactionID(t *testing.T, pool *pgxpool.Pool) pgx.Tx {
+	t.Helper()
+	ctx := context.Background()
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tx.Rollback(ctx) })
+	if _, err := tx.Exec(ctx, "SELECT pg_current_xact_id()"); err != nil {
+		t.Fatal(err)
+	}
+	return tx
 }

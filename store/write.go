@@ -140,9 +140,13 @@ func (s *Store) write(ctx context.Context, idem *Idempotency, fn func(w *Writer)
 		err = w.insertDeliveryJobs(ctx)
 	}
 	if err == nil && idem != nil {
-		var b []byte
-		if b, err = json.Marshal(o); err == nil {
-			w.send(nil, nil, SQLStoreOutcome, idem.KeyReference, b)
+		if w.atCommit != nil {
+			err = w.atCommit.queueOutcome(w, idem, o)
+		} else {
+			var b []byte
+			if b, err = json.Marshal(o); err == nil {
+				w.send(nil, nil, SQLStoreOutcome, idem.KeyReference, b)
+			}
 		}
 	}
 	if err == nil {
@@ -152,7 +156,7 @@ func (s *Store) write(ctx context.Context, idem *Idempotency, fn func(w *Writer)
 		// Committed: what is left cannot fail on the database's account
 		// (the statement that read the snapshot refused anything the
 		// caller could not name).
-		err = w.atCommit.deliver(w)
+		err = w.atCommit.deliver(w, o)
 	}
 	if err != nil && idem != nil && !w.begun && !w.replayed {
 		// fn refused before anything reached the database: a key taken
@@ -170,7 +174,7 @@ func (s *Store) write(ctx context.Context, idem *Idempotency, fn func(w *Writer)
 
 // replay reads the outcome stored under a key that a write found taken.
 func (s *Store) replay(ctx context.Context, idem *Idempotency) (*Outcome, error) {
-	out, err := storedOutcome(s.pool.QueryRow(ctx, `SELECT request_digest, outcome, outcome_erased_at IS NOT NULL FROM registrum.idempotency WHERE key_reference = $1`, idem.KeyReference), idem)
+	out, err := s.storedOutcome(s.pool.QueryRow(ctx, `SELECT request_digest, outcome, outcome_erased_at IS NOT NULL FROM registrum.idempotency WHERE key_reference = $1`, idem.KeyReference), idem)
 	if err == nil && out == nil {
 		return nil, fmt.Errorf("store: the idempotency key's outcome is missing")
 	}

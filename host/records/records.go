@@ -579,20 +579,14 @@ func (s *Service) WriteSnapshot(ctx context.Context, w *store.Writer) (string, e
 }
 
 // WriteSnapshotAtCommit hands render the token WriteSnapshot returns,
-// read in the round trip that carries the write's COMMIT when the write
-// stores no outcome under an idempotency key
-// (store.Writer.SnapshotAtCommit): render may then run after the commit,
-// and writes nothing. Its refusals are WriteSnapshot's, returned by the
-// store's Write when the snapshot travels with COMMIT.
+// read without a round trip of its own (store.Writer.TokenAtCommit): for
+// a write without an Idempotency-Key, render runs after the commit and
+// writes nothing; for a keyed write it runs before, with a stand-in the
+// store replaces by the token, so the token must appear once in what it
+// renders. Its refusals are WriteSnapshot's, returned by the store's
+// Write.
 func (s *Service) WriteSnapshotAtCommit(ctx context.Context, w *store.Writer, render func(tok string) error) error {
-	err := w.SnapshotAtCommit(ctx, func(snap store.Snapshot) error {
-		tok, err := s.writeToken(snap)
-		if err != nil {
-			return err
-		}
-		return render(tok)
-	})
-	if err != nil {
+	if err := w.TokenAtCommit(ctx, render); err != nil {
 		return StoreRefusal(err)
 	}
 	return nil

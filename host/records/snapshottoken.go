@@ -3,7 +3,6 @@ package records
 import (
 	"encoding/base64"
 	"encoding/binary"
-	"errors"
 	"math"
 	"strings"
 
@@ -15,42 +14,19 @@ import (
 // (docs/history.md, docs/decisions/snapshot-reads.md).
 
 // MaxSnapshotTokenBytes bounds a snapshot token.
-const MaxSnapshotTokenBytes = 4096
+const MaxSnapshotTokenBytes = store.MaxSnapshotTokenBytes
 
-// snapshotPrefix starts every snapshot token: engine2_ and the base64url
-// (no padding) encoding of the history tag and the snapshot.
-const snapshotPrefix = "engine2_"
+// snapshotPrefix starts every snapshot token.
+const snapshotPrefix = store.SnapshotTokenPrefix
 
-// SnapshotToken encodes snap of the history tagged tag as a snapshot token:
-// the 8-byte tag, then unsigned varints of xmin, xmax - xmin, the number of
-// in-progress transactions and each one's distance from its predecessor
-// (from xmin for the first, less one after it). It fails when the token
-// would be longer than MaxSnapshotTokenBytes.
-func SnapshotToken(tag [8]byte, snap store.Snapshot) (string, error) {
-	raw := make([]byte, 0, 8+3*binary.MaxVarintLen64+2*len(snap.Xip))
-	raw = append(raw, tag[:]...)
-	raw = binary.AppendUvarint(raw, snap.Xmin)
-	raw = binary.AppendUvarint(raw, snap.Xmax-snap.Xmin)
-	raw = binary.AppendUvarint(raw, uint64(len(snap.Xip)))
-	prev := snap.Xmin
-	for i, x := range snap.Xip {
-		d := x - prev
-		if i > 0 {
-			d--
-		}
-		raw = binary.AppendUvarint(raw, d)
-		prev = x
-	}
-	tok := snapshotPrefix + base64.RawURLEncoding.EncodeToString(raw)
-	if len(tok) > MaxSnapshotTokenBytes {
-		return "", errSnapshotTooLong
-	}
-	return tok, nil
-}
+// SnapshotToken encodes snap of the history tagged tag as a snapshot token
+// (store.SnapshotToken, which the store also uses for the tokens of the
+// writes it answers and replays).
+var SnapshotToken = store.SnapshotToken
 
 // errSnapshotTooLong means a state has too many transactions in progress
 // to be named by a token of at most MaxSnapshotTokenBytes.
-var errSnapshotTooLong = errors.New("records: the snapshot token would exceed 4096 bytes")
+var errSnapshotTooLong = store.ErrSnapshotTokenTooLong
 
 // ParseSnapshotToken reads a snapshot token strictly: the prefix, base64url
 // without padding, the encoding SnapshotToken writes (minimal varints,
