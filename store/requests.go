@@ -254,7 +254,7 @@ func (s *Store) ActionInputs(ctx context.Context, idem *Idempotency, e *model.En
 	}
 	br := s.pool.SendBatch(ctx, b)
 	defer br.Close()
-	stored, err := s.storedOutcome(br.QueryRow(), idem)
+	stored, err := storedOutcome(br.QueryRow(), idem)
 	if err != nil || stored != nil {
 		return stored, nil, nil, err
 	}
@@ -345,11 +345,11 @@ func (w *Writer) Now() time.Time { return w.now }
 func (s *Store) Stored(ctx context.Context, idem *Idempotency) (_ *Outcome, err error) {
 	ctx, span := startOp(ctx, spanRead, "Stored")
 	defer func() { endOp(span, err) }()
-	return s.storedOutcome(s.pool.QueryRow(ctx, `SELECT request_digest, outcome, outcome_erased_at IS NOT NULL FROM registrum.idempotency WHERE key_reference = $1`, idem.KeyReference), idem)
+	return storedOutcome(s.pool.QueryRow(ctx, `SELECT request_digest, outcome, outcome_erased_at IS NOT NULL FROM registrum.idempotency WHERE key_reference = $1`, idem.KeyReference), idem)
 }
 
 // storedOutcome reads the row of an idempotency key (see Stored).
-func (s *Store) storedOutcome(row pgx.Row, idem *Idempotency) (*Outcome, error) {
+func storedOutcome(row pgx.Row, idem *Idempotency) (*Outcome, error) {
 	var digest string
 	var stored []byte
 	var erased bool
@@ -376,7 +376,7 @@ func (s *Store) storedOutcome(row pgx.Row, idem *Idempotency) (*Outcome, error) 
 		return nil, fmt.Errorf("store: stored outcome: %w", err)
 	}
 	if out.Token != nil {
-		if err := s.completeOutcome(&out.Outcome, out.Token); err != nil {
+		if err := completeOutcome(&out.Outcome, out.Token); err != nil {
 			return nil, err
 		}
 	}

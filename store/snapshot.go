@@ -386,7 +386,7 @@ func writeSnapshotError(err error) error {
 // registrum.write_snapshot in the same statement (so that it travels with
 // COMMIT): $1 key reference, $2 the outcome, $3 where the token goes in
 // its body, $4 schema fingerprint, $5 the in-progress bound. A replay
-// makes the token again from the stored snapshot (Store.storedOutcome).
+// makes the token again from the stored snapshot (storedOutcome).
 const sqlStoreOutcomeWithSnapshot = `UPDATE registrum.idempotency i
     SET outcome = $2::jsonb || jsonb_build_object('snapshot',
         jsonb_build_object('at', $3::int, 'own', s.own, 'of', s.snapshot, 'tag', encode(s.tag, 'hex')))
@@ -466,8 +466,9 @@ type storedToken struct {
 	Tag string `json:"tag"`
 }
 
-// complete inserts into o's body the token t is made of.
-func (s *Store) completeOutcome(o *Outcome, t *storedToken) error {
+// completeOutcome inserts into a stored outcome's body the token t is
+// made of.
+func completeOutcome(o *Outcome, t *storedToken) error {
 	raw, err := hex.DecodeString(t.Tag)
 	if err != nil || len(raw) != 8 || t.At < 0 || t.At > len(o.Body) {
 		return errors.New("store: a stored outcome's token is malformed")

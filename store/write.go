@@ -75,10 +75,10 @@ type Writer struct {
 	// no revision may be appended after it.
 	snapshot *Snapshot
 	// keyed is set when the write stores its outcome under an idempotency
-	// key: its snapshot must be read before the outcome is stored.
+	// key: the statement that stores it reads the write's snapshot.
 	keyed bool
-	// atCommit, once SnapshotAtCommit was called on a write without a key,
-	// receives the snapshot read in the round trip that carries COMMIT.
+	// atCommit, once TokenAtCommit was called, is the snapshot read in the
+	// round trip that carries COMMIT and what waits for its token.
 	atCommit *commitSnapshot
 }
 
@@ -174,7 +174,7 @@ func (s *Store) write(ctx context.Context, idem *Idempotency, fn func(w *Writer)
 
 // replay reads the outcome stored under a key that a write found taken.
 func (s *Store) replay(ctx context.Context, idem *Idempotency) (*Outcome, error) {
-	out, err := s.storedOutcome(s.pool.QueryRow(ctx, `SELECT request_digest, outcome, outcome_erased_at IS NOT NULL FROM registrum.idempotency WHERE key_reference = $1`, idem.KeyReference), idem)
+	out, err := storedOutcome(s.pool.QueryRow(ctx, `SELECT request_digest, outcome, outcome_erased_at IS NOT NULL FROM registrum.idempotency WHERE key_reference = $1`, idem.KeyReference), idem)
 	if err == nil && out == nil {
 		return nil, fmt.Errorf("store: the idempotency key's outcome is missing")
 	}
