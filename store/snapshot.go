@@ -473,15 +473,11 @@ func completeOutcome(o *Outcome, t *storedToken) error {
 	if err != nil || len(raw) != 8 || t.At < 0 || t.At > len(o.Body) {
 		return errors.New("store: a stored outcome's token is malformed")
 	}
-	snap, err := parseSnapshot(t.Of)
+	snap, err := transactionSnapshot(t.Own, t.Of)
 	if err != nil {
 		return err
 	}
-	xid, err := strconv.ParseUint(t.Own, 10, 64)
-	if err != nil {
-		return fmt.Errorf("store: a stored outcome's transaction id %q: %w", t.Own, err)
-	}
-	tok, err := SnapshotToken([8]byte(raw), withOwn(snap, xid))
+	tok, err := SnapshotToken([8]byte(raw), snap)
 	if err != nil {
 		return fmt.Errorf("store: the token of a stored outcome: %w", err)
 	}
@@ -559,15 +555,23 @@ func (w *Writer) ownSnapshot(own, text string, b []byte) ([8]byte, Snapshot, err
 	if err != nil {
 		return tag, Snapshot{}, err
 	}
+	snap, err := transactionSnapshot(own, text)
+	return tag, snap, err
+}
+
+// transactionSnapshot reads the snapshot text of a transaction whose id is
+// own (write_snapshot's answer, or its copy in a stored outcome) as the
+// snapshot that sees the transaction itself.
+func transactionSnapshot(own, text string) (Snapshot, error) {
 	snap, err := parseSnapshot(text)
 	if err != nil {
-		return tag, Snapshot{}, err
+		return Snapshot{}, err
 	}
 	xid, err := strconv.ParseUint(own, 10, 64)
 	if err != nil {
-		return tag, Snapshot{}, fmt.Errorf("store: transaction id %q: %w", own, err)
+		return Snapshot{}, fmt.Errorf("store: transaction id %q: %w", own, err)
 	}
-	return tag, withOwn(snap, xid), nil
+	return withOwn(snap, xid), nil
 }
 
 // withOwn makes a transaction's snapshot see the transaction itself: a

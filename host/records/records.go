@@ -277,7 +277,7 @@ func (s *Service) Create(ctx context.Context, c Call, e *model.Entity, in Body) 
 		}
 		out := &store.Outcome{Status: http.StatusCreated, Location: "/v1/records/" + e.Route + "/" + id}
 		return out, s.WriteSnapshotAtCommit(ctx, w, func(tok string) error {
-			return s.renderInto(out, rec, req, grant, c.Representation, tok)
+			return s.RenderInto(out, rec, req, grant, c.Representation, tok)
 		})
 	})
 }
@@ -394,7 +394,7 @@ func (s *Service) Patch(ctx context.Context, c Call, e *model.Entity, id, ifMatc
 		}
 		out := &store.Outcome{Status: http.StatusOK}
 		return out, s.WriteSnapshotAtCommit(ctx, w, func(tok string) error {
-			return s.renderInto(out, rec, req, grant, c.Representation, tok)
+			return s.RenderInto(out, rec, req, grant, c.Representation, tok)
 		})
 	})
 }
@@ -424,7 +424,7 @@ func (s *Service) Tombstone(ctx context.Context, c Call, e *model.Entity, id, if
 		}
 		out := &store.Outcome{Status: http.StatusOK}
 		return out, s.WriteSnapshotAtCommit(ctx, w, func(tok string) error {
-			return s.renderInto(out, rec, nil, grant, c.Representation, tok)
+			return s.RenderInto(out, rec, nil, grant, c.Representation, tok)
 		})
 	})
 }
@@ -522,16 +522,10 @@ func (s *Service) Journal(c Call, grant *access.Grant, e *model.Entity, id strin
 	}, nil
 }
 
-// OutcomeWith renders the envelope of rec, with data.request when req is
-// the workflow state of a request record.
-func (s *Service) OutcomeWith(rec *store.Record, req *store.Request, grant *access.Grant, rep Representation, snapshot string) (*store.Outcome, error) {
-	return s.render(rec, req, nil, grant, rep, snapshot)
-}
-
-// renderInto renders the envelope of rec (with data.request when req is
+// RenderInto renders the envelope of rec (with data.request when req is
 // the workflow state of a request record) into out's body and validator.
-func (s *Service) renderInto(out *store.Outcome, rec *store.Record, req *store.Request, grant *access.Grant, rep Representation, snapshot string) error {
-	o, err := s.OutcomeWith(rec, req, grant, rep, snapshot)
+func (s *Service) RenderInto(out *store.Outcome, rec *store.Record, req *store.Request, grant *access.Grant, rep Representation, snapshot string) error {
+	o, err := s.render(rec, req, nil, grant, rep, snapshot)
 	if err != nil {
 		return err
 	}

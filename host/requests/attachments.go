@@ -238,14 +238,9 @@ func (s *Service) slotWrite(ctx context.Context, c records.Call, e *model.Entity
 		if err != nil {
 			return nil, err
 		}
-		out := &store.Outcome{}
+		out := &store.Outcome{Status: http.StatusOK}
 		return out, s.records.WriteSnapshotAtCommit(ctx, w, func(tok string) error {
-			o, err := s.records.OutcomeWith(rec, req, grant, c.Representation, tok)
-			if err == nil {
-				*out = *o
-				out.Status = http.StatusOK
-			}
-			return err
+			return s.records.RenderInto(out, rec, req, grant, c.Representation, tok)
 		})
 	})
 }
