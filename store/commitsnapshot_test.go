@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -269,5 +270,79 @@ func TestAWriteWhoseSnapshotListsTooManyTransactionsIsRefused(t *testing.T) {
 		})
 	}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// Concurrent first uses of one key on the smallest pool resolve to one
+// write, and every caller gets the same answer, token included: the one
+// made after the commit for the writer, the one made again from the stored
+// snapshot for those whose use of the key waited for it.
+func TestConcurrentUsesOfOneKeyAnswerOneWriteWithOneToken(t *testing.T) {
+	ctx := context.Background()
+	cfg, err := pgxpool.ParseConfig(storetest.NewDatabase(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.MaxConns = 2
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	s, err := store.Open(ctx, pool, testPackage(t), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hh := s.Package().EntityByID("household")
+	idem := &store.Idempotency{KeyReference: "k-" + uuid.NewString(), RequestDigest: "d"}
+	name := "k" + uuid.NewString()[:7]
+	const callers = 8
+	bodies := make([]string, callers)
+	written := make([]bool, callers)
+	errs := make([]error, callers)
+	var wg sync.WaitGroup
+	for i := range callers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			id := uuid.NewString()
+			out, replayed, err := s.Write(ctx, idem, func(w *store.Writer) (*store.Outcome, error) {
+				if _, err := w.Create(ctx, hh, id, map[string]any{"name": name}, journal()); err != nil {
+					return nil, err
+				}
+				out := &store.Outcome{Status: 201}
+				return out, w.TokenAtCommit(ctx, func(stand string) error {
+					out.Body = []byte(`{"id":"` + id + `","snapshot":"` + stand + `"}`)
+					return nil
+				})
+			})
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			bodies[i], written[i] = string(out.Body), !replayed
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	if n := count(t, pool, "select count(*) from registrum_data.e_household where f_name = '"+name+"'"); n != 1 {
+		t.Fatalf("%d records written under one key, want 1", n)
+	}
+	if n := len(slices.DeleteFunc(slices.Clone(written), func(w bool) bool { return !w })); n != 1 {
+		t.Fatalf("%d callers wrote, want 1", n)
+	}
+	var first struct{ ID, Snapshot string }
+	if err := json.Unmarshal([]byte(bodies[0]), &first); err != nil {
+		t.Fatalf("answer %q: %v", bodies[0], err)
+	}
+	for i, b := range bodies {
+		if b != bodies[0] {
+			t.Fatalf("caller %d answered %q, caller 0 %q", i, b, bodies[0])
+		}
+	}
+	if ids := snapshotIDs(t, s, snapshotOfToken(t, first.Snapshot)); !slices.Contains(ids, first.ID) {
+		t.Fatalf("the answer's token does not name a state with its record: %v", ids)
 	}
 }
