@@ -369,6 +369,12 @@ func TestIngestionRunsAreTheirCreatorsOnly(t *testing.T) {
 	}{
 		{"colleague reads", env.colleague, "GET", path, ""},
 		{"colleague submits", env.colleague, "POST", path + "/chunks", chunks[0].body(0)},
+		{"colleague submits under the run's profile", env.colleague, "POST", path + "/chunks?accessProfile=clerk", chunks[0].body(0)},
+		{"colleague submits a malformed chunk", env.colleague, "POST", path + "/chunks?accessProfile=clerk", `{"chunkIndex":`},
+		{"colleague submits a chunk of no run", env.colleague, "POST", path + "/chunks?accessProfile=clerk", `{"items":[]}`},
+		{"owner submits under a profile without batch", env.owner, "POST", path + "/chunks?accessProfile=reader", chunks[0].body(0)},
+		{"owner submits to an unknown run", env.owner, "POST", unknown + "/chunks?accessProfile=clerk", chunks[0].body(0)},
+		{"owner submits to no run id", env.owner, "POST", "/v1/records/items/ingestion-runs/nope/chunks?accessProfile=clerk", chunks[0].body(0)},
 		{"colleague cancels", env.colleague, "POST", path + "/cancel", ""},
 		{"colleague reads a receipt", env.colleague, "GET", path + "/chunks/0/receipt", ""},
 		{"no token", env.anonymous, "GET", path, ""},
@@ -382,6 +388,10 @@ func TestIngestionRunsAreTheirCreatorsOnly(t *testing.T) {
 	}
 	if got := env.written(t); !strings.HasPrefix(got, "records 0") {
 		t.Errorf("rows: %s", got)
+	}
+	// No attempt of another caller is the run's lastAttempt.
+	if d := env.read(t, env.owner, run.RunID); d.LastAttempt != nil || d.NextChunkIndex != 0 {
+		t.Errorf("the owner's run after others' attempts: %+v", d)
 	}
 	_, b := env.colleague.do(t, "GET", "/v1/records/items/ingestion-runs", "", "")
 	if !strings.Contains(string(b), `"runs":[]`) {

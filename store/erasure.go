@@ -113,7 +113,7 @@ WHERE entity_id = $1 AND record_id = $2::uuid AND revision < $3 AND erased_at IS
 VALUES ($1, $2::uuid, $3::uuid, $4, $5::text[]::xid8[], $6::uuid[], $7)`, entity, id, before, out.Revisions, xids, commits, traceID); err != nil {
 			return err
 		}
-		tag, err := tx.Exec(ctx, `UPDATE registrum.ingestion_run_chunks SET receipt = NULL, erased_at = now() WHERE commit_id = ANY($1::uuid[]) AND erased_at IS NULL`, commits)
+		tag, err := tx.Exec(ctx, `UPDATE registrum.ingestion_run_chunks SET receipt = NULL, receipt_token = NULL, erased_at = now() WHERE commit_id = ANY($1::uuid[]) AND erased_at IS NULL`, commits)
 		if err != nil {
 			return err
 		}

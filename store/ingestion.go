@@ -200,33 +200,44 @@ func (s *Store) Chunk(ctx context.Context, runID string, index int64) (_ *Chunk,
 
 func readChunk(ctx context.Context, q querier, runID string, index int64, lock bool) (*Chunk, error) {
 	c := &Chunk{RunID: runID, Index: index}
-	sql := `SELECT chunk_digest, prefix_digest, item_count, end_item, receipt, erased_at IS NOT NULL
+	sql := `SELECT chunk_digest, prefix_digest, item_count, end_item, receipt, receipt_token, erased_at IS NOT NULL
     FROM registrum.ingestion_run_chunks WHERE run_id = $1 AND chunk_index = $2`
 	if lock {
 		sql += ` FOR SHARE`
 	}
-	err := q.QueryRow(ctx, sql, runID, index).Scan(&c.Digest, &c.PrefixDigest, &c.ItemCount, &c.EndItem, &c.Receipt, &c.Erased)
+	var token *storedToken
+	err := q.QueryRow(ctx, sql, runID, index).Scan(&c.Digest, &c.PrefixDigest, &c.ItemCount, &c.EndItem, &c.Receipt, &token, &c.Erased)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, ErrRunNotFound
 	}
 	if err != nil {
 		return nil, fmt.Errorf("store: read ingestion chunk: %w", err)
 	}
+	if c.Receipt != nil && token != nil {
+		// The receipt was stored without its token (CommitChunk).
+		if c.Receipt, err = completeBody(c.Receipt, token); err != nil {
+			return nil, fmt.Errorf("store: ingestion chunk %d of run %s: %w", index, runID, err)
+		}
+	}
 	return c, nil
 }
 
-// LockRunWithChunk reads a run and locks it until the transaction ends,
-// so that one chunk of a run commits at a time, and reads its committed
-// chunk index (nil when that chunk was not committed) in the same round
-// trip. The chunk's statement runs after the lock was granted, so it sees
-// a chunk that the run's previous holder committed.
-func (w *Writer) LockRunWithChunk(ctx context.Context, entityID, runID string, index int64) (*Run, *Chunk, error) {
+// LockRunWithChunk reads a run of entityID that principalReference opened
+// under profileID and locks it until the transaction ends, so that one
+// chunk of a run commits at a time, and reads its committed chunk index
+// (nil when that chunk was not committed) in the same round trip; the
+// round trip begins the transaction. Another principal's run, or a run of
+// another profile, is ErrRunNotFound, and is neither read nor locked. The
+// chunk's statement runs after the lock was granted, so it sees a chunk
+// that the run's previous holder committed.
+func (w *Writer) LockRunWithChunk(ctx context.Context, entityID, runID, principalReference, profileID string, index int64) (*Run, *Chunk, error) {
 	var run *Run
 	var runErr error
 	w.sendRow(func(row pgx.Row) error {
 		run, runErr = scanRun(row)
 		return nil
-	}, `SELECT `+runColumns+` FROM registrum.ingestion_runs WHERE run_id = $1 AND entity_id = $2 FOR UPDATE`, runID, entityID)
+	}, `SELECT `+runColumns+` FROM registrum.ingestion_runs
+    WHERE run_id = $1 AND entity_id = $2 AND principal_reference = $3 AND profile_id = $4 FOR UPDATE`, runID, entityID, principalReference, profileID)
 	c, err := readChunk(ctx, w.db(), runID, index, false)
 	switch {
 	case runErr != nil && !errors.Is(runErr, ErrRunNotFound):
@@ -243,10 +254,22 @@ func (w *Writer) LockRunWithChunk(ctx context.Context, entityID, runID string, i
 
 // CommitChunk stores a chunk's receipt and advances the run's checkpoint in
 // the transaction that wrote the chunk's records; complete marks the run
-// complete. An audit entry records the commit.
+// complete. An audit entry records the commit. The receipt is w's answer:
+// w was told it StoresAnswer, and the receipt carries the stand-in
+// TokenAtCommit rendered for its snapshot token. It is stored without it,
+// with what the token is made of, read in the same statement; every read
+// of the receipt (a replay, Store.Chunk) makes the token again.
 func (w *Writer) CommitChunk(ctx context.Context, r *Run, c Chunk, complete bool, principalReference, traceID string) error {
-	w.send(nil, func(err error) error { return fmt.Errorf("store: store ingestion chunk: %w", err) }, SQLStoreChunk,
-		r.RunID, c.Index, c.Digest, c.PrefixDigest, c.ItemCount, c.EndItem, w.commitID, c.Receipt, w.now)
+	if !w.storesAnswer || w.atCommit == nil || w.atCommit.marker == "" {
+		return errors.New("store: a chunk's receipt is stored with its snapshot (StoresAnswer, then TokenAtCommit)")
+	}
+	receipt, at, err := w.atCommit.cut(c.Receipt)
+	if err != nil {
+		return err
+	}
+	w.atCommit.at, w.atCommit.stored = at, true
+	w.sendRow(w.atCommit.read, sqlStoreChunkWithSnapshot,
+		r.RunID, c.Index, c.Digest, c.PrefixDigest, c.ItemCount, c.EndItem, w.commitID, receipt, w.now, at, w.s.fp, w.s.maxInProgress)
 	status := "open"
 	if complete {
 		status = "complete"
@@ -263,3 +286,14 @@ func (w *Writer) CommitChunk(ctx context.Context, r *Run, c Chunk, complete bool
     VALUES ('ingestion_chunk', 'succeeded', $1, NULL, NULL, nullif($2, ''), $3)`, r.EntityID, principalReference, traceID)
 	return nil
 }
+
+// sqlStoreChunkWithSnapshot stores a chunk's receipt as SQLStoreChunk does,
+// without its token, and what the token is made of beside it, read by
+// registrum.write_snapshot in the same statement: $1–$9 as SQLStoreChunk's,
+// $10 where the token goes in the receipt, $11 schema fingerprint, $12 the
+// in-progress bound. It returns the snapshot as write_snapshot does.
+const sqlStoreChunkWithSnapshot = `INSERT INTO registrum.ingestion_run_chunks
+    (run_id, chunk_index, chunk_digest, prefix_digest, item_count, end_item, commit_id, receipt, created_at, receipt_token)
+    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, (SELECT jsonb_build_object('at', $10::int, 'own', s.own, 'of', s.snapshot, 'tag', encode(s.tag, 'hex'))
+        FROM registrum.write_snapshot($11, $12) s))
+    RETURNING receipt_token->>'own', receipt_token->>'of', decode(receipt_token->>'tag', 'hex')`

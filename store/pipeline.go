@@ -102,11 +102,15 @@ func (w *Writer) commit(ctx context.Context) error {
 	if len(w.pending) == 0 && !w.begun {
 		return nil // nothing was written
 	}
-	if w.atCommit != nil && !w.keyed {
-		// The last statement before COMMIT (a keyed write reads it in the
-		// statement that stores its outcome): every write of the transaction,
-		// event deliveries' jobs included, was queued or sent before it.
+	switch {
+	case w.atCommit == nil:
+	case w.atCommit.marker == "":
+		// The last statement before COMMIT (a stored answer reads it in the
+		// statement that stores it): every write of the transaction, event
+		// deliveries' jobs included, was queued or sent before it.
 		w.sendRow(w.atCommit.read, sqlWriteSnapshot, w.s.fp, w.s.maxInProgress)
+	case !w.atCommit.stored:
+		return errors.New("store: a write rendered its answer for storing but did not store it")
 	}
 	br, err := w.sendBatch(ctx, "COMMIT")
 	if err != nil {

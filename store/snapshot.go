@@ -401,10 +401,13 @@ type commitSnapshot struct {
 	tag       []byte
 	// render receives the token of a write without a key, after COMMIT.
 	render func(token string) error
-	// marker stood for the token in a keyed write's outcome, rendered
-	// before COMMIT; at is where the token goes in the stored body.
+	// marker stands for the token in a stored answer (a keyed write's
+	// outcome, a chunk's receipt), rendered before COMMIT; at is where the
+	// token goes in the stored body, stored once the statement that stores
+	// the answer with the snapshot was queued.
 	marker string
 	at     int
+	stored bool
 }
 
 func (c *commitSnapshot) read(row pgx.Row) error {
@@ -414,28 +417,40 @@ func (c *commitSnapshot) read(row pgx.Row) error {
 	return nil
 }
 
+// cut returns body without the marker, which must appear in it exactly
+// once, and where the marker stood: what a stored answer holds and where
+// its token goes.
+func (c *commitSnapshot) cut(body []byte) ([]byte, int, error) {
+	i := bytes.Index(body, []byte(c.marker))
+	if i < 0 || bytes.Contains(body[i+len(c.marker):], []byte(c.marker)) {
+		return nil, 0, errors.New("store: a write's stored answer does not carry its token exactly once")
+	}
+	return slices.Concat(body[:i], body[i+len(c.marker):]), i, nil
+}
+
 // queueOutcome queues the statement that stores a keyed write's outcome o
 // with its snapshot: o's body without the marker, and where the token goes.
 func (c *commitSnapshot) queueOutcome(w *Writer, idem *Idempotency, o *Outcome) error {
 	if o == nil {
 		return errors.New("store: a keyed write without an outcome")
 	}
-	i := bytes.Index(o.Body, []byte(c.marker))
-	if i < 0 || bytes.Contains(o.Body[i+len(c.marker):], []byte(c.marker)) {
-		return errors.New("store: a keyed write's outcome does not carry its token exactly once")
+	stored := *o
+	var err error
+	if stored.Body, c.at, err = c.cut(o.Body); err != nil {
+		return err
 	}
-	o.Body = slices.Concat(o.Body[:i], o.Body[i+len(c.marker):])
-	c.at = i
-	b, err := json.Marshal(o)
+	b, err := json.Marshal(&stored)
 	if err != nil {
 		return fmt.Errorf("store: outcome: %w", err)
 	}
-	w.sendRow(c.read, sqlStoreOutcomeWithSnapshot, idem.KeyReference, b, i, w.s.fp, w.s.maxInProgress)
+	c.stored = true
+	w.sendRow(c.read, sqlStoreOutcomeWithSnapshot, idem.KeyReference, b, c.at, w.s.fp, w.s.maxInProgress)
 	return nil
 }
 
-// deliver makes the committed write's token: a write without a key hands
-// it to its caller, a keyed write's outcome gets it where the marker was.
+// deliver makes the committed write's token: a write without a stored
+// answer hands it to its caller, a stored answer (a keyed write's outcome,
+// a chunk's receipt) gets it where the marker is in o's body.
 func (c *commitSnapshot) deliver(w *Writer, o *Outcome) error {
 	tag, snap, err := w.ownSnapshot(c.own, c.text, c.tag)
 	if err != nil {
@@ -448,7 +463,14 @@ func (c *commitSnapshot) deliver(w *Writer, o *Outcome) error {
 	if c.render != nil {
 		return c.render(tok)
 	}
-	o.Body = insertToken(o.Body, c.at, tok)
+	if o == nil {
+		return errors.New("store: a write with a stored answer returned no outcome")
+	}
+	rest, at, err := c.cut(o.Body)
+	if err != nil {
+		return err
+	}
+	o.Body = insertToken(rest, at, tok)
 	return nil
 }
 
@@ -469,24 +491,34 @@ type storedToken struct {
 // completeOutcome inserts into a stored outcome's body the token t is
 // made of.
 func completeOutcome(o *Outcome, t *storedToken) error {
-	raw, err := hex.DecodeString(t.Tag)
-	if err != nil || len(raw) != 8 || t.At < 0 || t.At > len(o.Body) {
-		return errors.New("store: a stored outcome's token is malformed")
-	}
-	snap, err := transactionSnapshot(t.Own, t.Of)
+	b, err := completeBody(o.Body, t)
 	if err != nil {
 		return err
 	}
-	tok, err := SnapshotToken([8]byte(raw), snap)
-	if err != nil {
-		return fmt.Errorf("store: the token of a stored outcome: %w", err)
-	}
-	o.Body = insertToken(o.Body, t.At, tok)
+	o.Body = b
 	return nil
 }
 
-// newMarker returns a string that stands for a keyed write's token in its
-// outcome until the token is known: the token's alphabet, random, so that
+// completeBody returns a stored answer's body with the token t is made of
+// inserted where it goes.
+func completeBody(body []byte, t *storedToken) ([]byte, error) {
+	raw, err := hex.DecodeString(t.Tag)
+	if err != nil || len(raw) != 8 || t.At < 0 || t.At > len(body) {
+		return nil, errors.New("store: a stored answer's token is malformed")
+	}
+	snap, err := transactionSnapshot(t.Own, t.Of)
+	if err != nil {
+		return nil, err
+	}
+	tok, err := SnapshotToken([8]byte(raw), snap)
+	if err != nil {
+		return nil, fmt.Errorf("store: the token of a stored answer: %w", err)
+	}
+	return insertToken(body, t.At, tok), nil
+}
+
+// newMarker returns a string that stands for a write's token in its
+// stored answer until the token is known: the token's alphabet, random, so that
 // no rendered value is ever taken for it.
 func newMarker() string {
 	var b [32]byte
@@ -524,13 +556,14 @@ func (w *Writer) Snapshot(ctx context.Context) (Snapshot, error) {
 // TokenAtCommit hands render the snapshot token (SnapshotToken) of the
 // state just after w's transaction commits, the snapshot Snapshot would
 // return, read without a round trip of its own: in the statement that
-// stores a keyed write's outcome, else just before COMMIT, in the round
-// trip that carries it. A write without an Idempotency-Key calls render
-// with the token once the transaction has committed, before Store.Write
-// returns. A keyed write's outcome is stored before COMMIT: render runs at
-// once with a marker standing for the token, which must appear exactly
-// once in the outcome's body; Store.Write returns the body with the token
-// in its place, and a replay makes the token again from the stored
+// stores the write's answer (a keyed write's outcome, a chunk's receipt:
+// StoresAnswer), else just before COMMIT, in the round trip that carries
+// it. A write whose answer is not stored calls render with the token once
+// the transaction has committed, before Store.Write returns. A stored
+// answer is stored before COMMIT: render runs at once with a marker
+// standing for the token, which must appear exactly once in the answer's
+// body; Store.Write returns the body with the token in its place, and a
+// read of the stored answer makes the token again from the stored
 // snapshot. The refusals Snapshot reports come from Store.Write, with
 // nothing committed. No revision may be appended after the call.
 func (w *Writer) TokenAtCommit(ctx context.Context, render func(token string) error) error {
@@ -538,13 +571,19 @@ func (w *Writer) TokenAtCommit(ctx context.Context, render func(token string) er
 		return errors.New("store: a write's snapshot was asked for twice")
 	}
 	w.atCommit = &commitSnapshot{}
-	if !w.keyed {
+	if !w.keyed && !w.storesAnswer {
 		w.atCommit.render = render
 		return nil
 	}
 	w.atCommit.marker = newMarker()
 	return render(w.atCommit.marker)
 }
+
+// StoresAnswer tells w, before TokenAtCommit, that its transaction stores
+// the answer it returns (an ingestion chunk's receipt, CommitChunk), so
+// that the answer is rendered before COMMIT with a stand-in for its token,
+// as a keyed write's outcome is.
+func (w *Writer) StoresAnswer() { w.storesAnswer = true }
 
 // ownSnapshot reads write_snapshot's answer: it adopts the history tag
 // (the database's now, even when another host's start replaced it; the

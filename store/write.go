@@ -77,6 +77,9 @@ type Writer struct {
 	// keyed is set when the write stores its outcome under an idempotency
 	// key: the statement that stores it reads the write's snapshot.
 	keyed bool
+	// storesAnswer is set when the transaction stores the answer it
+	// returns without a key (StoresAnswer).
+	storesAnswer bool
 	// atCommit, once TokenAtCommit was called, is the snapshot read in the
 	// round trip that carries COMMIT and what waits for its token.
 	atCommit *commitSnapshot

@@ -17,6 +17,7 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -374,16 +375,13 @@ func (s *Service) ownRun(ctx context.Context, c records.Call, e *model.Entity, r
 		return nil, nil, problem.NotFound()
 	}
 	var r *store.Run
-	if _, err := uuid.Parse(runID); err == nil && len(runID) == 36 {
+	if validRunID(runID) {
+		var err error
 		if r, err = s.store.Run(ctx, e.ID, runID); err != nil && !errors.Is(err, store.ErrRunNotFound) {
 			return nil, nil, err
 		}
 	}
-	profile := c.Profile
-	if r != nil && profile == "" {
-		profile = r.ProfileID
-	}
-	grant, err := s.records.Decide(ctx, records.Call{Bearer: c.Bearer, UnusableCredential: c.UnusableCredential, Profile: profile}, model.OpBatch, e)
+	grant, profile, err := s.decideRun(ctx, c, e, r)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -394,6 +392,28 @@ func (s *Service) ownRun(ctx context.Context, c records.Call, e *model.Entity, r
 		return nil, nil, err
 	}
 	return r, grant, nil
+}
+
+// validRunID reports whether runID can name a run: run ids are UUIDs.
+func validRunID(runID string) bool {
+	_, err := uuid.Parse(runID)
+	return err == nil && len(runID) == 36
+}
+
+// decideRun decides the batch operation of e for a call on a run under
+// the call's accessProfile or, when it names none, under the profile of r
+// (the run read by its id; nil when none was found or read), and returns
+// the profile decided under.
+func (s *Service) decideRun(ctx context.Context, c records.Call, e *model.Entity, r *store.Run) (*access.Grant, string, error) {
+	profile := c.Profile
+	if r != nil && profile == "" {
+		profile = r.ProfileID
+	}
+	grant, err := s.records.Decide(ctx, records.Call{Bearer: c.Bearer, UnusableCredential: c.UnusableCredential, Profile: profile}, model.OpBatch, e)
+	if err != nil {
+		return nil, "", err
+	}
+	return grant, profile, nil
 }
 
 // GetRun reads one of the caller's runs.
@@ -601,33 +621,67 @@ func refuse(outcome string, code problem.Code, at, format string, args ...any) *
 //
 // The body is judged once the caller's own run is found: another caller's
 // run and an unknown run are the concealed not-found whatever the body.
+// A well-formed chunk takes two round trips to the database: one locks the
+// caller's run (and reads the chunk's index, for a replay) while the
+// items are checked under the run's profile, the other carries the writes,
+// the receipt with the snapshot, the checkpoint and COMMIT.
 func (s *Service) Chunk(ctx context.Context, c records.Call, e *model.Entity, runID string, in records.Body) (*records.Result, error) {
-	r, grant, err := s.ownRun(ctx, c, e, runID)
+	if e.Batch == nil {
+		return nil, problem.NotFound()
+	}
+	body, err := in.Bytes()
+	var cb *ChunkBody
+	if err == nil {
+		cb, err = ParseChunk(body)
+	}
+	if err != nil {
+		return nil, s.malformedChunk(ctx, c, e, runID, err)
+	}
+	// Without an accessProfile the run's profile is read for the
+	// decision; the lock below checks the run against both again.
+	var pre *store.Run
+	if c.Profile == "" && validRunID(runID) {
+		if pre, err = s.store.Run(ctx, e.ID, runID); err != nil && !errors.Is(err, store.ErrRunNotFound) {
+			return nil, err
+		}
+	}
+	grant, profile, err := s.decideRun(ctx, c, e, pre)
 	if err != nil {
 		return nil, err
 	}
-	// Items are checked under the run's profile, whatever accessProfile says.
-	c.Profile = r.ProfileID
-	body, err := in.Bytes()
-	if err != nil {
-		return nil, s.attempt(ctx, r, OutcomeRefused, r.NextChunkIndex, err)
+	if !validRunID(runID) || grant.PrincipalReference == "" {
+		return nil, problem.NotFound()
 	}
-	cb, err := ParseChunk(body)
-	if err != nil {
-		outcome := OutcomeRefused
-		var pe *problem.Error
-		if errors.As(err, &pe) && pe.FieldPath != nil && len(*pe.FieldPath) > 7 && (*pe.FieldPath)[:7] == "/items/" {
-			outcome = OutcomeInvalidItem
-		}
-		return nil, s.attempt(ctx, r, outcome, r.NextChunkIndex, err)
+	// Items are checked under the run's profile, whatever accessProfile
+	// says: the lock finds the run only when it is the caller's under this
+	// profile. They are checked while the lock travels; what the check
+	// says is used once every check of the chunk before it has passed, so
+	// the answer is the one checking them in turn gives.
+	c.Profile = profile
+	type checked struct {
+		items []records.BatchItem
+		err   error
 	}
+	itemsChecked := make(chan checked, 1)
+	go func() {
+		items, err := s.records.ParseBatchItems(ctx, c, e, grant, cb.Items)
+		itemsChecked <- checked{items, err}
+	}()
+	var run *store.Run // the caller's run, once locked
 	var items []records.BatchItem
 	var cc []byte
 	out, _, err := s.store.Write(ctx, nil, func(w *store.Writer) (*store.Outcome, error) {
-		run, done, err := w.LockRunWithChunk(ctx, e.ID, r.RunID, cb.Index)
+		locked, done, err := w.LockRunWithChunk(ctx, e.ID, runID, grant.PrincipalReference, profile, cb.Index)
+		if errors.Is(err, store.ErrRunNotFound) {
+			return nil, problem.NotFound()
+		}
 		if err != nil {
 			return nil, err
 		}
+		if err := noIdempotencyKey(c); err != nil {
+			return nil, err
+		}
+		run = locked
 		if done != nil {
 			if done.Digest == cb.Digest && done.PrefixDigest == cb.PrefixDigest && cb.CanonicalDigest() == cb.Digest {
 				if done.Erased || done.Receipt == nil {
@@ -637,51 +691,22 @@ func (s *Service) Chunk(ctx context.Context, c records.Call, e *model.Entity, ru
 			}
 			return nil, refuse(OutcomeChunkMismatch, problem.MutationConflict, "", "chunk %d was committed with another digest or prefix digest", cb.Index)
 		}
-		switch {
-		case run.Status != "open":
-			return nil, refuse(OutcomeRunNotOpen, problem.MutationConflict, "", "the run is %s", run.Status)
-		case !s.bound(run):
-			return nil, refuse(OutcomeBindingChanged, problem.PreconditionFailed, "", "the active package changed since the run was opened (activePackageChanged): start a successor run under the new binding")
-		case cb.Index != run.NextChunkIndex:
-			return nil, refuse(OutcomeChunkMismatch, problem.MutationConflict, "/chunkIndex", "chunkIndex must be nextChunkIndex %d", run.NextChunkIndex)
-		case cb.CanonicalDigest() != cb.Digest:
-			return nil, refuse(OutcomeChunkMismatch, problem.MutationConflict, "/digest", "digest is not the SHA-256 of the chunk's canonical batch body")
-		case int64(len(cb.Items)) > run.MaximumItems:
-			return nil, refuse(OutcomeChunkMismatch, problem.MutationConflict, "/items", "the chunk has more than %d items", run.MaximumItems)
-		case int64(len(cb.Canonical)) > run.MaximumBytes:
-			return nil, refuse(OutcomeChunkMismatch, problem.MutationConflict, "/items", "the chunk's canonical batch body is larger than %d bytes", run.MaximumBytes)
+		if err := s.fits(run, cb); err != nil {
+			return nil, err
 		}
-		end := run.CommittedItems + int64(len(cb.Items))
-		last := cb.Index == run.ChunkCount-1
-		switch {
-		case end > run.ItemCount:
-			return nil, refuse(OutcomeChunkMismatch, problem.MutationConflict, "/items", "the chunk goes past the run's %d items", run.ItemCount)
-		case last && end != run.ItemCount:
-			return nil, refuse(OutcomeChunkMismatch, problem.MutationConflict, "/items", "the final chunk must bring the run to its %d items", run.ItemCount)
-		case !last && end == run.ItemCount:
-			return nil, refuse(OutcomeChunkMismatch, problem.MutationConflict, "/chunkIndex", "the run's items end before its announced %d chunks", run.ChunkCount)
-		case last && cb.PrefixDigest != run.InputDigest:
-			return nil, refuse(OutcomeChunkMismatch, problem.MutationConflict, "/prefixDigest", "the final chunk's prefixDigest must be the run's inputDigest")
-		case !last && cb.PrefixDigest == run.InputDigest:
-			return nil, refuse(OutcomeChunkMismatch, problem.MutationConflict, "/prefixDigest", "only the final chunk covers the whole input")
+		got := <-itemsChecked
+		if got.err != nil {
+			return nil, &chunkRefusal{OutcomeInvalidItem, got.err}
 		}
-		for i, raw := range cb.Items {
-			if m, ok := raw.(map[string]any); ok && m["operation"] != run.Operation {
-				return nil, refuse(OutcomeInvalidItem, problem.RequestInvalid, "/items/"+strconv.Itoa(i)+"/operation", "every item of this run is a %s", run.Operation)
-			}
-		}
-		// The items are the decoded canonical body (ParseChunk); a chunk
-		// carries no changeContext.
-		items, err = s.records.ParseBatchItems(ctx, c, e, grant, cb.Items)
-		if err != nil {
-			return nil, &chunkRefusal{OutcomeInvalidItem, err}
-		}
+		items = got.items
+		w.StoresAnswer()
 		out, err := s.records.WriteBatch(ctx, w, c, e, grant, items, cc)
 		if err != nil {
 			return nil, &chunkRefusal{OutcomeRefused, err}
 		}
+		end := run.CommittedItems + int64(len(items))
 		if err := w.CommitChunk(ctx, run, store.Chunk{Index: cb.Index, Digest: cb.Digest, PrefixDigest: cb.PrefixDigest,
-			ItemCount: int64(len(items)), EndItem: end, Receipt: out.Body}, last, grant.PrincipalReference, c.TraceID); err != nil {
+			ItemCount: int64(len(items)), EndItem: end, Receipt: out.Body}, cb.Index == run.ChunkCount-1, grant.PrincipalReference, c.TraceID); err != nil {
 			return nil, err
 		}
 		return out, nil
@@ -689,24 +714,82 @@ func (s *Service) Chunk(ctx context.Context, c records.Call, e *model.Entity, ru
 	var replay *chunkReplay
 	var refusal *chunkRefusal
 	switch {
+	case err == nil:
+		return &records.Result{Status: out.Status, Body: out.Body}, nil
+	case run == nil:
+		// Not the caller's run (or never locked): no attempt is recorded.
+		return nil, err
 	case errors.As(err, &replay):
-		if err := s.store.RecordAttempt(ctx, r.RunID, OutcomeReplayed, cb.Index); err != nil {
+		if err := s.store.RecordAttempt(ctx, run.RunID, OutcomeReplayed, cb.Index); err != nil {
 			return nil, err
 		}
 		return &records.Result{Status: http.StatusOK, Body: replay.receipt, Replayed: true}, nil
 	case errors.As(err, &refusal):
-		return nil, s.attempt(ctx, r, refusal.outcome, cb.Index, s.records.Refusal(e, s.records.NameViolatingItem(ctx, c, e, grant, items, cc, refusal.err)))
-	case err != nil && store.Unavailable(err):
-		return nil, s.attempt(ctx, r, OutcomeUnavailable, cb.Index, err)
-	case err != nil:
-		err = s.records.Refusal(e, s.records.NameViolatingItem(ctx, c, e, grant, items, cc, err))
-		var pe *problem.Error
-		if errors.As(err, &pe) {
-			return nil, s.attempt(ctx, r, OutcomeRefused, cb.Index, err)
-		}
-		return nil, err
+		return nil, s.attempt(ctx, run, refusal.outcome, cb.Index, s.records.Refusal(e, s.records.NameViolatingItem(ctx, c, e, grant, items, cc, refusal.err)))
+	case store.Unavailable(err):
+		return nil, s.attempt(ctx, run, OutcomeUnavailable, cb.Index, err)
 	}
-	return &records.Result{Status: out.Status, Body: out.Body}, nil
+	err = s.records.Refusal(e, s.records.NameViolatingItem(ctx, c, e, grant, items, cc, err))
+	var pe *problem.Error
+	if errors.As(err, &pe) {
+		return nil, s.attempt(ctx, run, OutcomeRefused, cb.Index, err)
+	}
+	return nil, err
+}
+
+// malformedChunk answers a chunk body that cannot be read or is no chunk,
+// once the run is found to be the caller's, and records the attempt.
+func (s *Service) malformedChunk(ctx context.Context, c records.Call, e *model.Entity, runID string, fault error) error {
+	r, _, err := s.ownRun(ctx, c, e, runID)
+	if err != nil {
+		return err
+	}
+	outcome := OutcomeRefused
+	var pe *problem.Error
+	if errors.As(fault, &pe) && pe.FieldPath != nil && len(*pe.FieldPath) > len("/items/") && strings.HasPrefix(*pe.FieldPath, "/items/") {
+		outcome = OutcomeInvalidItem
+	}
+	return s.attempt(ctx, r, outcome, r.NextChunkIndex, fault)
+}
+
+// fits checks a chunk that was not committed against the locked run: the
+// run open and bound to the active package, the chunk the next one, its
+// digest, its bounds, where it ends, and every item the run's operation.
+func (s *Service) fits(run *store.Run, cb *ChunkBody) error {
+	switch {
+	case run.Status != "open":
+		return refuse(OutcomeRunNotOpen, problem.MutationConflict, "", "the run is %s", run.Status)
+	case !s.bound(run):
+		return refuse(OutcomeBindingChanged, problem.PreconditionFailed, "", "the active package changed since the run was opened (activePackageChanged): start a successor run under the new binding")
+	case cb.Index != run.NextChunkIndex:
+		return refuse(OutcomeChunkMismatch, problem.MutationConflict, "/chunkIndex", "chunkIndex must be nextChunkIndex %d", run.NextChunkIndex)
+	case cb.CanonicalDigest() != cb.Digest:
+		return refuse(OutcomeChunkMismatch, problem.MutationConflict, "/digest", "digest is not the SHA-256 of the chunk's canonical batch body")
+	case int64(len(cb.Items)) > run.MaximumItems:
+		return refuse(OutcomeChunkMismatch, problem.MutationConflict, "/items", "the chunk has more than %d items", run.MaximumItems)
+	case int64(len(cb.Canonical)) > run.MaximumBytes:
+		return refuse(OutcomeChunkMismatch, problem.MutationConflict, "/items", "the chunk's canonical batch body is larger than %d bytes", run.MaximumBytes)
+	}
+	end := run.CommittedItems + int64(len(cb.Items))
+	last := cb.Index == run.ChunkCount-1
+	switch {
+	case end > run.ItemCount:
+		return refuse(OutcomeChunkMismatch, problem.MutationConflict, "/items", "the chunk goes past the run's %d items", run.ItemCount)
+	case last && end != run.ItemCount:
+		return refuse(OutcomeChunkMismatch, problem.MutationConflict, "/items", "the final chunk must bring the run to its %d items", run.ItemCount)
+	case !last && end == run.ItemCount:
+		return refuse(OutcomeChunkMismatch, problem.MutationConflict, "/chunkIndex", "the run's items end before its announced %d chunks", run.ChunkCount)
+	case last && cb.PrefixDigest != run.InputDigest:
+		return refuse(OutcomeChunkMismatch, problem.MutationConflict, "/prefixDigest", "the final chunk's prefixDigest must be the run's inputDigest")
+	case !last && cb.PrefixDigest == run.InputDigest:
+		return refuse(OutcomeChunkMismatch, problem.MutationConflict, "/prefixDigest", "only the final chunk covers the whole input")
+	}
+	for i, raw := range cb.Items {
+		if m, ok := raw.(map[string]any); ok && m["operation"] != run.Operation {
+			return refuse(OutcomeInvalidItem, problem.RequestInvalid, "/items/"+strconv.Itoa(i)+"/operation", "every item of this run is a %s", run.Operation)
+		}
+	}
+	return nil
 }
 
 // attempt records the outcome of an attempt that wrote nothing and returns

@@ -103,9 +103,10 @@ func (s *Service) WriteBatch(ctx context.Context, w *store.Writer, c Call, e *mo
 			}
 		}
 	}
-	// The results need nothing more from the database: they are rendered
-	// while the round trip that carries the batch's writes and takes its
-	// snapshot is on its way, instead of after it.
+	// The results need nothing more from the database: without a stored
+	// answer (an Idempotency-Key, a chunk's receipt) they are rendered
+	// while the round trip that carries the batch's writes, its snapshot
+	// and COMMIT is on its way, instead of after it.
 	var results []byte
 	var renderErr error
 	rendered := make(chan struct{})
@@ -113,20 +114,24 @@ func (s *Service) WriteBatch(ctx context.Context, w *store.Writer, c Call, e *mo
 		defer close(rendered)
 		results, renderErr = s.appendBatchResults(make([]byte, 0, 400*len(items)), e, grant, items, recs)
 	}()
-	tok, err := s.WriteSnapshot(ctx, w)
-	<-rendered
+	out := &store.Outcome{Status: http.StatusOK}
+	err = s.WriteSnapshotAtCommit(ctx, w, func(tok string) error {
+		<-rendered
+		if renderErr != nil {
+			return renderErr
+		}
+		b := make([]byte, 0, len(results)+len(tok)+32)
+		b = append(b, `{"snapshot":`...)
+		b = AppendJSONString(b, tok)
+		b = append(b, `,"results":`...)
+		b = append(b, results...)
+		out.Body = append(b, '}')
+		return nil
+	})
 	if err != nil {
 		return nil, err
 	}
-	if renderErr != nil {
-		return nil, renderErr
-	}
-	b := make([]byte, 0, len(results)+len(tok)+32)
-	b = append(b, `{"snapshot":`...)
-	b = AppendJSONString(b, tok)
-	b = append(b, `,"results":`...)
-	b = append(b, results...)
-	return &store.Outcome{Status: http.StatusOK, Body: append(b, '}')}, nil
+	return out, nil
 }
 
 // appendBatchResults appends the results member of a batch response, one

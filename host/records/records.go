@@ -560,40 +560,22 @@ func (s *Service) render(rec *store.Record, req *store.Request, presence json.Ra
 	}, nil
 }
 
-// WriteSnapshot returns the snapshot token of the state just after w's
-// transaction commits, taken once all its revisions are written. A state
-// the store cannot name by a token of at most 4096 bytes refuses the write
-// (503 source.unavailable, nothing written; store.MaxWriteInProgress).
-func (s *Service) WriteSnapshot(ctx context.Context, w *store.Writer) (string, error) {
-	snap, err := w.Snapshot(ctx)
-	if err != nil {
-		return "", StoreRefusal(err)
-	}
-	return s.writeToken(snap)
-}
-
-// WriteSnapshotAtCommit hands render the token WriteSnapshot returns,
-// read without a round trip of its own (store.Writer.TokenAtCommit): for
-// a write without an Idempotency-Key, render runs after the commit and
-// writes nothing; for a keyed write it runs before, with a stand-in the
-// store replaces by the token, so the token must appear once in what it
-// renders. Its refusals are WriteSnapshot's, returned by the store's
-// Write.
+// WriteSnapshotAtCommit hands render the snapshot token of the state
+// just after w's transaction commits, read without a round trip of its
+// own (store.Writer.TokenAtCommit): for a write whose answer is not stored,
+// render runs after the commit and writes nothing; for a stored answer (a
+// keyed write's outcome, a chunk's receipt) it runs before, with a
+// stand-in the store replaces by the token, so the token must appear once
+// in what it renders. A state the store cannot name by a token of at most
+// 4096 bytes refuses the write (503 source.unavailable, nothing written;
+// store.MaxWriteInProgress), as does a database moved to another package
+// (503 service.unavailable): both come from the store's Write, through
+// StoreRefusal.
 func (s *Service) WriteSnapshotAtCommit(ctx context.Context, w *store.Writer, render func(tok string) error) error {
 	if err := w.TokenAtCommit(ctx, render); err != nil {
 		return StoreRefusal(err)
 	}
 	return nil
-}
-
-// writeToken encodes a write's snapshot. The store refused every snapshot
-// a token cannot name, so a failure here is an internal error.
-func (s *Service) writeToken(snap store.Snapshot) (string, error) {
-	tok, err := SnapshotToken(s.store.HistoryTag(), snap)
-	if err != nil {
-		return "", fmt.Errorf("records: a write's snapshot within store.MaxWriteInProgress: %w", err)
-	}
-	return tok, nil
 }
 
 // decodeFields checks every member of data against the entity and the grant
