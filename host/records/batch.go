@@ -91,31 +91,46 @@ func (s *Service) Batch(ctx context.Context, c Call, e *model.Entity, in Body) (
 // WriteBatch writes checked batch items in w's transaction, in item
 // order, and returns the batch response.
 func (s *Service) WriteBatch(ctx context.Context, w *store.Writer, c Call, e *model.Entity, grant *access.Grant, items []BatchItem, changeContext []byte) (*store.Outcome, error) {
-	recs, err := s.createAll(ctx, w, c, e, grant, items, changeContext)
-	if err != nil {
-		return nil, err
+	// The results need nothing more from the database. A batch of creates
+	// knows them before it is written: they are rendered while the journal
+	// entries and statements are built. Otherwise, without a stored answer
+	// (an Idempotency-Key, a chunk's receipt), they are rendered while the
+	// round trip that carries the writes, the snapshot and COMMIT is on its
+	// way.
+	var results []byte
+	var renderErr error
+	rendered := make(chan struct{})
+	render := func(recs []*store.Record) {
+		go func() {
+			defer close(rendered)
+			results, renderErr = s.appendBatchResults(make([]byte, 0, 400*len(items)), e, grant, items, recs)
+		}()
 	}
-	if recs == nil {
-		recs = make([]*store.Record, len(items))
+	if ids := createIDs(items); ids != nil {
+		shown := make([]store.Record, len(items))
+		recs := make([]*store.Record, len(items))
 		for i, it := range items {
+			// The record CreateMany writes, as far as a result shows it.
+			shown[i] = store.Record{Entity: e, ID: ids[i], Revision: 1, Values: it.values}
+			recs[i] = &shown[i]
+		}
+		render(recs)
+		if err := s.createAll(ctx, w, c, e, grant, items, ids, changeContext); err != nil {
+			<-rendered
+			return nil, err
+		}
+	} else {
+		recs := make([]*store.Record, len(items))
+		for i, it := range items {
+			var err error
 			if recs[i], err = s.batchItem(ctx, w, c, e, grant, it, changeContext); err != nil {
 				return nil, inItem(err, i)
 			}
 		}
+		render(recs)
 	}
-	// The results need nothing more from the database: without a stored
-	// answer (an Idempotency-Key, a chunk's receipt) they are rendered
-	// while the round trip that carries the batch's writes, its snapshot
-	// and COMMIT is on its way, instead of after it.
-	var results []byte
-	var renderErr error
-	rendered := make(chan struct{})
-	go func() {
-		defer close(rendered)
-		results, renderErr = s.appendBatchResults(make([]byte, 0, 400*len(items)), e, grant, items, recs)
-	}()
 	out := &store.Outcome{Status: http.StatusOK}
-	err = s.WriteSnapshotAtCommit(ctx, w, func(tok string) error {
+	err := s.WriteSnapshotAtCommit(ctx, w, func(tok string) error {
 		<-rendered
 		if renderErr != nil {
 			return renderErr
@@ -132,6 +147,19 @@ func (s *Service) WriteBatch(ctx context.Context, w *store.Writer, c Call, e *mo
 		return nil, err
 	}
 	return out, nil
+}
+
+// createIDs returns the new record ids of a batch of creates only, nil
+// when an item is no create.
+func createIDs(items []BatchItem) []string {
+	ids := make([]string, len(items))
+	for i, it := range items {
+		if it.operation != model.OpCreate {
+			return nil
+		}
+		ids[i] = uuid.NewString()
+	}
+	return ids
 }
 
 // appendBatchResults appends the results member of a batch response, one
@@ -170,27 +198,24 @@ func (s *Service) appendBatchResults(b []byte, e *model.Entity, grant *access.Gr
 	return append(b, ']'), nil
 }
 
-// createAll writes a batch of creates only in a few multi-row statements
-// (store.Writer.CreateMany), the same rows the items' creates one by one
-// write. It returns nil records when an item is no create.
-func (s *Service) createAll(ctx context.Context, w *store.Writer, c Call, e *model.Entity, grant *access.Grant, items []BatchItem, cc []byte) ([]*store.Record, error) {
+// createAll writes a batch of creates only, the records ids names, in a
+// few multi-row statements (store.Writer.CreateMany): the same rows the
+// items' creates one by one write.
+func (s *Service) createAll(ctx context.Context, w *store.Writer, c Call, e *model.Entity, grant *access.Grant, items []BatchItem, ids []string, cc []byte) error {
 	news := make([]store.NewRecord, len(items))
 	for i, it := range items {
-		if it.operation != model.OpCreate {
-			return nil, nil
-		}
 		if !grant.Admits(it.values) {
-			return nil, problem.NotFound()
+			return problem.NotFound()
 		}
-		id := uuid.NewString()
-		j, err := s.Journal(c, grant, e, id, it.values)
+		j, err := s.Journal(c, grant, e, ids[i], it.values)
 		if err != nil {
-			return nil, inItem(err, i)
+			return inItem(err, i)
 		}
 		j.ChangeContext = cc
-		news[i] = store.NewRecord{ID: id, Values: it.values, Journal: j}
+		news[i] = store.NewRecord{ID: ids[i], Values: it.values, Journal: j}
 	}
-	return w.CreateMany(ctx, e, news)
+	_, err := w.CreateMany(ctx, e, news)
+	return err
 }
 
 func (s *Service) batchItem(ctx context.Context, w *store.Writer, c Call, e *model.Entity, grant *access.Grant, it BatchItem, cc []byte) (*store.Record, error) {
