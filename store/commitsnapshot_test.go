@@ -273,6 +273,48 @@ func TestAWriteWhoseSnapshotListsTooManyTransactionsIsRefused(t *testing.T) {
 	}
 }
 
+// The bound counts the transactions a snapshot lists, not the span of ids
+// it covers: one transaction held open while others commit after it gives
+// a snapshot over many ids that lists one, and the write goes through;
+// a second held open, past a bound of one, refuses it.
+func TestAWriteWhoseSnapshotSpansManyIDsButListsFewCommits(t *testing.T) {
+	ctx := context.Background()
+	s, pool := openStore(t)
+	hh := s.Package().EntityByID("household")
+	holdTransactionID(t, pool)
+	for range 5 {
+		if _, err := s.Create(ctx, hh, uuid.NewString(), map[string]any{"name": "between"}, journal()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	store.LowerMaxWriteInProgress(s, 1)
+	defer store.LowerMaxWriteInProgress(s, store.MaxWriteInProgress)
+	write := func() (store.Snapshot, error) {
+		var snap store.Snapshot
+		_, _, err := s.Write(ctx, nil, func(w *store.Writer) (*store.Outcome, error) {
+			if _, err := w.Create(ctx, hh, uuid.NewString(), map[string]any{"name": "a"}, journal()); err != nil {
+				return nil, err
+			}
+			return &store.Outcome{}, w.TokenAtCommit(ctx, func(tok string) error {
+				snap = snapshotOfToken(t, tok)
+				return nil
+			})
+		})
+		return snap, err
+	}
+	snap, err := write()
+	if err != nil {
+		t.Fatalf("a snapshot listing one transaction in progress, bound 1: %v", err)
+	}
+	if len(snap.Xip) != 1 || snap.Xmax-snap.Xmin <= 5 {
+		t.Fatalf("snapshot %+v: want one transaction listed over a span of more than 5 ids", snap)
+	}
+	holdTransactionID(t, pool)
+	if _, err := write(); !errors.Is(err, store.ErrSnapshotTooWide) {
+		t.Fatalf("two transactions in progress, bound 1: %v, want ErrSnapshotTooWide", err)
+	}
+}
+
 // Concurrent first uses of one key on the smallest pool resolve to one
 // write, and every caller gets the same answer, token included: the one
 // made after the commit for the writer, the one made again from the stored
