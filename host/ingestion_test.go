@@ -526,9 +526,15 @@ func TestIngestionConcurrentSubmissionsOfOneChunkCommitOnce(t *testing.T) {
 	const n = 6
 	bodies := make(chan []byte, n)
 	statuses := make(chan int, n)
-	for range n {
+	for i := range n {
+		// Half name the run's profile, as registrum ingest does (the run is
+		// not read before its lock), half name none (it is).
+		query := ""
+		if i%2 == 1 {
+			query = "?accessProfile=clerk"
+		}
 		go func() {
-			req, _ := http.NewRequest("POST", env.owner.srv.URL+path+"/chunks", strings.NewReader(chunks[0].body(0)))
+			req, _ := http.NewRequest("POST", env.owner.srv.URL+path+"/chunks"+query, strings.NewReader(chunks[0].body(0)))
 			req.Header.Set("Content-Type", "application/json")
 			req.Header.Set("Authorization", "Bearer "+env.owner.token)
 			resp, err := http.DefaultClient.Do(req)
