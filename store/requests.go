@@ -376,7 +376,7 @@ func storedOutcome(row pgx.Row, idem *Idempotency) (*Outcome, error) {
 		return nil, fmt.Errorf("store: stored outcome: %w", err)
 	}
 	if out.Token != nil {
-		if err := completeOutcome(&out.Outcome, out.Token); err != nil {
+		if out.Body, err = completeBody(out.Body, out.Token); err != nil {
 			return nil, err
 		}
 	}
