@@ -11,10 +11,12 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/registrum/registrum/host/auth/authtest"
+	"github.com/registrum/registrum/host/ingest"
 	"github.com/registrum/registrum/internal/canonjson"
 	"github.com/registrum/registrum/issuer/issuertest"
 	"github.com/registrum/registrum/model"
@@ -577,4 +579,70 @@ func TestIngestionConcurrentSubmissionsOfOneChunkCommitOnce(t *testing.T) {
 	wantProblem(t, "erased receipt", 410, b, "ingestion.receipt_erased")
 	_, b = env.owner.do(t, "POST", path+"/chunks", "application/json", chunks[0].body(0))
 	wantProblem(t, "replay of an erased chunk", 410, b, "ingestion.receipt_erased")
+}
+
+// TestIngestionAChunkSentAheadFollowsItsPredecessor: a client with two
+// chunks on their way (sdk/ingest sends chunk i+1 once i's request is
+// written) can have i+1 reach the run's lock first. It waits for i and
+// commits after it; the run's lastAttempt never says chunkMismatch. A
+// chunk one ahead with no predecessor on its way is refused once the wait
+// is over, a chunk two ahead at once, with nothing written.
+func TestIngestionAChunkSentAheadFollowsItsPredecessor(t *testing.T) {
+	env := startIngestion(t)
+	input := jsonl("A", 12)
+	chunks := plan(t, input, 2, 4096)
+	run := env.open(t, env.owner, input, len(chunks))
+	path := "/v1/records/items/ingestion-runs/" + run.RunID + "/chunks?accessProfile=clerk"
+	type answer struct {
+		status int
+		body   []byte
+	}
+	submit := func(i int, out chan<- answer) {
+		resp, b := env.owner.do(t, "POST", path, "application/json", chunks[i].body(i))
+		out <- answer{resp.StatusCode, b}
+	}
+	// Two chunks at a time, the later one sent first: it takes the lock
+	// before its predecessor is there.
+	for i := 0; i+1 < len(chunks); i += 2 {
+		first, second := make(chan answer, 1), make(chan answer, 1)
+		go submit(i+1, second)
+		time.Sleep(20 * time.Millisecond)
+		go submit(i, first)
+		for k, ch := range []chan answer{first, second} {
+			if a := <-ch; a.status != 200 {
+				t.Fatalf("chunk %d: %d %s", i+k, a.status, a.body)
+			}
+		}
+		d := env.read(t, env.owner, run.RunID)
+		if d.NextChunkIndex != i+2 || d.LastAttempt == nil || d.LastAttempt.Outcome != "committed" || d.LastAttempt.ChunkIndex != i+1 {
+			t.Fatalf("after chunks %d and %d: %+v, last attempt %+v", i, i+1, d, d.LastAttempt)
+		}
+	}
+	if got := env.written(t); !strings.HasPrefix(got, "records 12 revisions 12") || !strings.HasSuffix(got, "chunks 6") {
+		t.Errorf("rows: %s", got)
+	}
+
+	input = jsonl("B", 6)
+	chunks = plan(t, input, 2, 4096)
+	run = env.open(t, env.owner, input, len(chunks))
+	path = "/v1/records/items/ingestion-runs/" + run.RunID + "/chunks?accessProfile=clerk"
+	for _, c := range []struct {
+		index int
+		least time.Duration
+		most  time.Duration
+	}{{1, ingest.AheadWait, 10 * ingest.AheadWait}, {2, 0, ingest.AheadWait / 2}} {
+		start := time.Now()
+		resp, b := env.owner.do(t, "POST", path, "application/json", chunks[c.index].body(c.index))
+		took := time.Since(start)
+		wantProblem(t, fmt.Sprintf("chunk %d alone", c.index), 409, b, "mutation.conflict")
+		if resp.StatusCode != 409 || took < c.least || took > c.most {
+			t.Errorf("chunk %d alone: %d after %v, want between %v and %v", c.index, resp.StatusCode, took, c.least, c.most)
+		}
+		if d := env.read(t, env.owner, run.RunID); d.NextChunkIndex != 0 || d.LastAttempt == nil || d.LastAttempt.Outcome != "chunkMismatch" || d.LastAttempt.ChunkIndex != c.index {
+			t.Errorf("after chunk %d alone: %+v, last attempt %+v", c.index, d, d.LastAttempt)
+		}
+	}
+	if got := env.written(t); !strings.HasPrefix(got, "records 12 revisions 12") || !strings.HasSuffix(got, "chunks 6") {
+		t.Errorf("rows after the refusals: %s", got)
+	}
 }

@@ -168,3 +168,67 @@ func TestAChunkLocksOnlyTheCallersRun(t *testing.T) {
 		}
 	}
 }
+
+// Writes queued after QueueRunLock travel in the lock's round trip and run
+// once the lock is granted: a chunk of creates is two round trips with its
+// records written in the first, so nothing of the host's work stands
+// between the lock and the inserts. The lock's result is known after that
+// round trip; a caller that is refused there rolls the writes back.
+func TestWritesQueuedAfterTheRunLockTravelWithIt(t *testing.T) {
+	ctx := context.Background()
+	s, pool, trips := openCountingStore(t)
+	hh := s.Package().EntityByID("household")
+	chunk := func(r *store.Run, principal string, index int64, name string) error {
+		_, _, err := s.Write(ctx, nil, func(w *store.Writer) (*store.Outcome, error) {
+			lock := w.QueueRunLock("household", r.RunID, principal, r.ProfileID, index)
+			if _, err := w.CreateMany(ctx, hh, []store.NewRecord{{ID: uuid.NewString(), Values: map[string]any{"name": name}, Journal: journal()}}); err != nil {
+				return nil, err
+			}
+			if err := w.Flush(ctx); err != nil {
+				return nil, err
+			}
+			run, done, err := lock.Result()
+			if err != nil {
+				return nil, err
+			}
+			if done != nil {
+				return nil, errors.New("committed already")
+			}
+			w.StoresAnswer()
+			out := &store.Outcome{Status: 200}
+			if err := w.TokenAtCommit(ctx, func(stand string) error { out.Body = []byte(`{"snapshot":"` + stand + `"}`); return nil }); err != nil {
+				return nil, err
+			}
+			return out, w.CommitChunk(ctx, run, store.Chunk{Index: index, Digest: strings.Repeat("b", 64), PrefixDigest: strings.Repeat("c", 64),
+				ItemCount: 1, EndItem: index + 1, Receipt: out.Body}, index == 1, r.PrincipalReference, strings.Repeat("f", 32))
+		})
+		return err
+	}
+	for range pool.Config().MaxConns {
+		if err := chunk(openRun(t, s, "warm"), "warm", 0, "warm"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := openRun(t, s, "owner")
+	before := trips.n.Load()
+	if err := chunk(r, "owner", 0, "first"); err != nil {
+		t.Fatal(err)
+	}
+	if n := trips.n.Load() - before; n != 2 {
+		t.Errorf("a chunk with its writes queued after the lock took %d round trips, want 2", n)
+	}
+	if n := count(t, pool, "select count(*) from registrum_data.e_household where f_name = 'first'"); n != 1 {
+		t.Fatalf("%d records of the chunk, want 1", n)
+	}
+	// Another principal: the lock finds no run; the writes that ran in its
+	// round trip are rolled back. A chunk committed already: the same.
+	if err := chunk(r, "intruder", 1, "intruder"); !errors.Is(err, store.ErrRunNotFound) {
+		t.Errorf("another principal's chunk: %v, want ErrRunNotFound", err)
+	}
+	if err := chunk(r, "owner", 0, "again"); err == nil || !strings.Contains(err.Error(), "committed already") {
+		t.Errorf("a committed chunk again: %v", err)
+	}
+	if n := count(t, pool, "select count(*) from registrum_data.e_household where f_name in ('intruder', 'again')"); n != 0 {
+		t.Errorf("%d records written by chunks their lock refused", n)
+	}
+}

@@ -199,14 +199,23 @@ func (s *Store) Chunk(ctx context.Context, runID string, index int64) (_ *Chunk,
 }
 
 func readChunk(ctx context.Context, q querier, runID string, index int64, lock bool) (*Chunk, error) {
-	c := &Chunk{RunID: runID, Index: index}
-	sql := `SELECT chunk_digest, prefix_digest, item_count, end_item, receipt, receipt_token, erased_at IS NOT NULL
-    FROM registrum.ingestion_run_chunks WHERE run_id = $1 AND chunk_index = $2`
+	sql := sqlReadChunk
 	if lock {
 		sql += ` FOR SHARE`
 	}
+	return scanChunk(q.QueryRow(ctx, sql, runID, index), runID, index)
+}
+
+// sqlReadChunk reads a committed chunk of a run.
+const sqlReadChunk = `SELECT chunk_digest, prefix_digest, item_count, end_item, receipt, receipt_token, erased_at IS NOT NULL
+    FROM registrum.ingestion_run_chunks WHERE run_id = $1 AND chunk_index = $2`
+
+// scanChunk reads the row of sqlReadChunk: ErrRunNotFound when the chunk
+// was not committed.
+func scanChunk(row pgx.Row, runID string, index int64) (*Chunk, error) {
+	c := &Chunk{RunID: runID, Index: index}
 	var token *storedToken
-	err := q.QueryRow(ctx, sql, runID, index).Scan(&c.Digest, &c.PrefixDigest, &c.ItemCount, &c.EndItem, &c.Receipt, &token, &c.Erased)
+	err := row.Scan(&c.Digest, &c.PrefixDigest, &c.ItemCount, &c.EndItem, &c.Receipt, &token, &c.Erased)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, ErrRunNotFound
 	}
@@ -222,6 +231,56 @@ func readChunk(ctx context.Context, q querier, runID string, index int64, lock b
 	return c, nil
 }
 
+// RunLock is a run's lock and the read of one of its chunks, queued by
+// QueueRunLock; its Result is known once the Writer's next round trip was
+// made.
+type RunLock struct {
+	sent     bool
+	run      *Run
+	runErr   error
+	chunk    *Chunk
+	chunkErr error
+}
+
+// QueueRunLock queues the statements of LockRunWithChunk without sending
+// them: the statements queued after it (a chunk's writes) travel in the
+// same round trip and run once the lock is granted, so that a chunk's
+// records are written while no host work stands between the lock and
+// COMMIT. The caller judges Result before it commits; a transaction whose
+// lock says no is rolled back with what was queued after it.
+func (w *Writer) QueueRunLock(entityID, runID, principalReference, profileID string, index int64) *RunLock {
+	l := &RunLock{}
+	w.sendRow(func(row pgx.Row) error {
+		l.sent = true
+		l.run, l.runErr = scanRun(row)
+		return nil
+	}, `SELECT `+runColumns+` FROM registrum.ingestion_runs
+    WHERE run_id = $1 AND entity_id = $2 AND principal_reference = $3 AND profile_id = $4 FOR UPDATE`, runID, entityID, principalReference, profileID)
+	w.sendRow(func(row pgx.Row) error {
+		l.chunk, l.chunkErr = scanChunk(row, runID, index)
+		return nil
+	}, sqlReadChunk, runID, index)
+	return l
+}
+
+// Result is the locked run and its chunk (nil when that chunk was not
+// committed); ErrRunNotFound when the run is not the caller's.
+func (l *RunLock) Result() (*Run, *Chunk, error) {
+	switch {
+	case !l.sent:
+		return nil, nil, errors.New("store: the run's lock was not sent")
+	case l.runErr != nil && !errors.Is(l.runErr, ErrRunNotFound):
+		return nil, nil, fmt.Errorf("store: lock ingestion run: %w", l.runErr)
+	case l.runErr != nil:
+		return nil, nil, l.runErr
+	case errors.Is(l.chunkErr, ErrRunNotFound):
+		return l.run, nil, nil
+	case l.chunkErr != nil:
+		return nil, nil, l.chunkErr
+	}
+	return l.run, l.chunk, nil
+}
+
 // LockRunWithChunk reads a run of entityID that principalReference opened
 // under profileID and locks it until the transaction ends, so that one
 // chunk of a run commits at a time, and reads its committed chunk index
@@ -231,25 +290,11 @@ func readChunk(ctx context.Context, q querier, runID string, index int64, lock b
 // chunk's statement runs after the lock was granted, so it sees a chunk
 // that the run's previous holder committed.
 func (w *Writer) LockRunWithChunk(ctx context.Context, entityID, runID, principalReference, profileID string, index int64) (*Run, *Chunk, error) {
-	var run *Run
-	var runErr error
-	w.sendRow(func(row pgx.Row) error {
-		run, runErr = scanRun(row)
-		return nil
-	}, `SELECT `+runColumns+` FROM registrum.ingestion_runs
-    WHERE run_id = $1 AND entity_id = $2 AND principal_reference = $3 AND profile_id = $4 FOR UPDATE`, runID, entityID, principalReference, profileID)
-	c, err := readChunk(ctx, w.db(), runID, index, false)
-	switch {
-	case runErr != nil && !errors.Is(runErr, ErrRunNotFound):
-		return nil, nil, fmt.Errorf("store: lock ingestion run: %w", runErr)
-	case runErr != nil:
-		return nil, nil, runErr
-	case errors.Is(err, ErrRunNotFound):
-		return run, nil, nil
-	case err != nil:
-		return nil, nil, err
+	l := w.QueueRunLock(entityID, runID, principalReference, profileID, index)
+	if err := w.flush(ctx); err != nil && !l.sent {
+		return nil, nil, fmt.Errorf("store: lock ingestion run: %w", err)
 	}
-	return run, c, nil
+	return l.Result()
 }
 
 // CommitChunk stores a chunk's receipt and advances the run's checkpoint in

@@ -23,6 +23,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/registrum/registrum/host/auth/authtest"
+	hostingest "github.com/registrum/registrum/host/ingest"
 	"github.com/registrum/registrum/issuer/issuertest"
 	"github.com/registrum/registrum/sdk/ingest"
 	"github.com/registrum/registrum/store/storetest"
@@ -155,6 +156,29 @@ type ingestRun struct {
 	} `json:"lastAttempt"`
 }
 
+// ingestionDeployment compiles the ingestion test project into a folder
+// of the test and returns the folder, a fresh database, a host
+// configuration serving the project on it with a real issuer's
+// authentication, a token file of the issuer's standard client, and the
+// issuer.
+func ingestionDeployment(t *testing.T) (dir, dsn, cfg, tokenFile string, is *authtest.Issuer) {
+	t.Helper()
+	dir = t.TempDir()
+	pkg := filepath.Join(dir, "package")
+	if out, err := exec.Command(binary, "compile", "../../host/testdata/ingestion", "--out", pkg).CombinedOutput(); err != nil {
+		t.Fatalf("compile: %v\n%s", err, out)
+	}
+	dsn = storetest.NewDatabase(t)
+	is = authtest.StartIssuer(t, issuertest.DevOptions{Scopes: []string{"stock:write"}}, nil)
+	tokenFile = filepath.Join(dir, "token")
+	os.WriteFile(tokenFile, []byte(is.Token(t, issuertest.StandardClientID)+"\n"), 0o600)
+	os.MkdirAll(filepath.Join(dir, "secrets"), 0o700)
+	os.WriteFile(filepath.Join(dir, "secrets", "host-key"), bytes.Repeat([]byte{9}, 32), 0o600)
+	cfg = fmt.Sprintf("version: 1\ndatabase: {url: %q}\npackage: %s\nsecrets: {root: secrets}\nhostKeyRef: secret:file/host-key\n%s",
+		dsn, pkg, is.HostAuthentication())
+	return dir, dsn, cfg, tokenFile, is
+}
+
 // TestIngestResumesAfterKill9 imports a file with `registrum ingest`
 // while the host is killed (SIGKILL) during a chunk commit and between two
 // chunks, an answer is lost on the way, and the importer itself is killed;
@@ -162,20 +186,8 @@ type ingestRun struct {
 // per chunk. A second import of the same file in a new run is refused by
 // the uniqueness constraint, naming the line and the successor-run remedy.
 func TestIngestResumesAfterKill9(t *testing.T) {
-	dir := t.TempDir()
-	pkg := filepath.Join(dir, "package")
-	if out, err := exec.Command(binary, "compile", "../../host/testdata/ingestion", "--out", pkg).CombinedOutput(); err != nil {
-		t.Fatalf("compile: %v\n%s", err, out)
-	}
-	dsn := storetest.NewDatabase(t)
-	is := authtest.StartIssuer(t, issuertest.DevOptions{Scopes: []string{"stock:write"}}, nil)
+	dir, dsn, cfg, tokenFile, is := ingestionDeployment(t)
 	token := is.Token(t, issuertest.StandardClientID)
-	tokenFile := filepath.Join(dir, "token")
-	os.WriteFile(tokenFile, []byte(token+"\n"), 0o600)
-	os.MkdirAll(filepath.Join(dir, "secrets"), 0o700)
-	os.WriteFile(filepath.Join(dir, "secrets", "host-key"), bytes.Repeat([]byte{9}, 32), 0o600)
-	cfg := fmt.Sprintf("version: 1\ndatabase: {url: %q}\npackage: %s\nsecrets: {root: secrets}\nhostKeyRef: secret:file/host-key\n%s",
-		dsn, pkg, is.HostAuthentication())
 
 	const items = 600 // 300 chunks of two items
 	var src strings.Builder
@@ -261,7 +273,9 @@ func TestIngestResumesAfterKill9(t *testing.T) {
 	importer.Process.Signal(syscall.SIGSTOP)
 	before := run().NextChunkIndex
 	gate.open()
-	waitFor(t, "the held chunk committed", 30*time.Second, func() bool { return run().NextChunkIndex == before+1 })
+	// The chunk the importer sent behind it (two are on their way) may
+	// commit too.
+	waitFor(t, "the held chunk committed", 30*time.Second, func() bool { return run().NextChunkIndex >= before+1 })
 	kill9(t, host)
 	importer.Process.Signal(syscall.SIGCONT)
 	time.Sleep(300 * time.Millisecond) // the importer meets no host
@@ -557,5 +571,50 @@ func TestIngestTokenFileIsAnOwnersSecret(t *testing.T) {
 		if !errors.As(err, &ee) || ee.ExitCode() != 2 || strings.Contains(string(out), "s3cret") || !strings.Contains(string(out), "token file") {
 			t.Errorf("--token-file %s: %v\n%s", tf, err, out)
 		}
+	}
+}
+
+// TestIngestRefusalOfAChunkIsItsOwnWithTheNextOnItsWay: the importer
+// keeps two chunks on their way; when a chunk is refused for an invalid
+// item, the one sent behind it is withdrawn, so the run's lastAttempt (and
+// what the importer prints) is the refused chunk's, not a chunkMismatch
+// of its successor, and nothing after the refused chunk is written.
+func TestIngestRefusalOfAChunkIsItsOwnWithTheNextOnItsWay(t *testing.T) {
+	dir, dsn, cfg, tokenFile, _ := ingestionDeployment(t)
+	_, base := startHost(t, cfg, dir)
+	db, err := pgx.Connect(context.Background(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close(context.Background())
+
+	// Chunks of two items; line 41 (the first item of chunk 21) is no
+	// item of the entity.
+	const bad = 41
+	var src strings.Builder
+	for i := 1; i <= 100; i++ {
+		if i == bad {
+			src.WriteString(`{"operation":"create","data":{"code":"R-41","qty":"many"}}` + "\n")
+			continue
+		}
+		fmt.Fprintf(&src, `{"operation":"create","data":{"code":"R-%d","qty":%d}}`+"\n", i, i)
+	}
+	file := filepath.Join(dir, "items.jsonl")
+	os.WriteFile(file, []byte(src.String()), 0o600)
+	out, err := exec.Command(binary, "ingest", "--url", base, "--route", "items", "--profile", "clerk", "--token-file", tokenFile, file).CombinedOutput()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 || !strings.Contains(string(out), "refused line 41") {
+		t.Fatalf("importer (%v):\n%s", err, out)
+	}
+	// Past the time the host holds a chunk one ahead of its run, the run
+	// still says what the refused chunk's attempt was.
+	time.Sleep(hostingest.AheadWait + 200*time.Millisecond)
+	var outcome string
+	var index, next, records int
+	if err := db.QueryRow(context.Background(), "SELECT last_attempt_outcome, last_attempt_chunk_index, next_chunk_index FROM registrum.ingestion_runs").Scan(&outcome, &index, &next); err != nil {
+		t.Fatal(err)
+	}
+	db.QueryRow(context.Background(), "SELECT count(*) FROM registrum_data.e_item").Scan(&records)
+	if outcome != "invalidItem" || index != 20 || next != 20 || records != 40 {
+		t.Fatalf("run: last attempt %s at chunk %d, next chunk %d, %d records; want invalidItem at 20, next 20, 40 records\n%s", outcome, index, next, records, out)
 	}
 }

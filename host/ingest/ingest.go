@@ -592,6 +592,29 @@ func (b *ChunkBody) CanonicalDigest() string {
 	return chunking.Digest(b.Canonical)
 }
 
+// AheadWait is how long a chunk one index ahead of its run waits for its
+// predecessor before it is refused: a client may send chunk i+1 while
+// chunk i commits (sdk/ingest keeps two in flight), and i+1 can reach the
+// run's lock first. Within the wait the lock is let go and taken again, so
+// the predecessor commits and i+1 follows it; nothing is written or
+// recorded for the chunk until it is judged.
+const AheadWait = 500 * time.Millisecond
+
+// errAhead unwinds the transaction of a chunk one ahead of its run, to
+// take the lock again after its predecessor.
+var errAhead = errors.New("ingest: the chunk is one ahead of its run")
+
+// createsOnly reports whether every item of a chunk says it is a create
+// (the items' checks say whether they are).
+func createsOnly(items []any) bool {
+	for _, raw := range items {
+		if m, ok := raw.(map[string]any); !ok || m["operation"] != model.OpCreate {
+			return false
+		}
+	}
+	return true
+}
+
 // chunkRefusal is a refusal of a chunk attempt with the outcome it records.
 type chunkRefusal struct {
 	outcome string
@@ -621,10 +644,13 @@ func refuse(outcome string, code problem.Code, at, format string, args ...any) *
 //
 // The body is judged once the caller's own run is found: another caller's
 // run and an unknown run are the concealed not-found whatever the body.
-// A well-formed chunk takes two round trips to the database: one locks the
-// caller's run (and reads the chunk's index, for a replay) while the
-// items are checked under the run's profile, the other carries the writes,
-// the receipt with the snapshot, the checkpoint and COMMIT.
+// A well-formed chunk takes two round trips to the database. A chunk of
+// creates is checked under the run's profile first; the first round trip
+// locks the caller's run, reads the chunk's index (for a replay) and
+// writes the chunk's records, revisions and audit entries; the second
+// carries the receipt with the snapshot, the checkpoint and COMMIT, once
+// the chunk was judged against the locked run. Any other chunk's items are
+// checked while the lock travels, and its writes go with the second.
 func (s *Service) Chunk(ctx context.Context, c records.Call, e *model.Entity, runID string, in records.Body) (*records.Result, error) {
 	if e.Batch == nil {
 		return nil, problem.NotFound()
@@ -669,17 +695,51 @@ func (s *Service) Chunk(ctx context.Context, c records.Call, e *model.Entity, ru
 	}()
 	var run *store.Run // the caller's run, once locked
 	var items []records.BatchItem
+	var got *checked
 	var cc []byte
-	out, _, err := s.store.Write(ctx, nil, func(w *store.Writer) (*store.Outcome, error) {
-		locked, done, err := w.LockRunWithChunk(ctx, e.ID, runID, grant.PrincipalReference, profile, cb.Index)
+	waitUntil := time.Now().Add(AheadWait)
+	write := func(w *store.Writer) (*store.Outcome, error) {
+		lock := w.QueueRunLock(e.ID, runID, grant.PrincipalReference, profile, cb.Index)
+		// A chunk of creates whose items passed their checks is written in
+		// the lock's round trip: its records, revisions and audit entries
+		// are inserted as soon as the lock is granted, and what stands
+		// between the lock and COMMIT is the judgement of the chunk
+		// against the run. A chunk the run refuses is rolled back with
+		// them, and its refusal is the one checking in turn gives.
+		var out *store.Outcome
+		var writeErr error
+		queued := false
+		if createsOnly(cb.Items) {
+			if got == nil {
+				g := <-itemsChecked
+				got = &g
+			}
+			if got.err == nil {
+				items, queued = got.items, true
+				w.StoresAnswer()
+				out, writeErr = s.records.WriteBatch(ctx, w, c, e, grant, items, cc)
+			}
+		}
+		flushErr := w.Flush(ctx)
+		locked, done, err := lock.Result()
 		if errors.Is(err, store.ErrRunNotFound) {
 			return nil, problem.NotFound()
 		}
 		if err != nil {
+			if flushErr != nil {
+				return nil, flushErr
+			}
 			return nil, err
 		}
 		if err := noIdempotencyKey(c); err != nil {
 			return nil, err
+		}
+		if done == nil && cb.Index == locked.NextChunkIndex+1 && locked.Status == "open" && s.bound(locked) && time.Now().Before(waitUntil) {
+			// One ahead: its predecessor may be on its way to this lock
+			// (a client with two chunks in flight). The lock is let go
+			// for it and taken again; past AheadWait the chunk is
+			// refused as any other index.
+			return nil, errAhead
 		}
 		run = locked
 		if done != nil {
@@ -694,15 +754,25 @@ func (s *Service) Chunk(ctx context.Context, c records.Call, e *model.Entity, ru
 		if err := s.fits(run, cb); err != nil {
 			return nil, err
 		}
-		got := <-itemsChecked
+		if got == nil {
+			g := <-itemsChecked
+			got = &g
+		}
 		if got.err != nil {
 			return nil, &chunkRefusal{OutcomeInvalidItem, got.err}
 		}
-		items = got.items
-		w.StoresAnswer()
-		out, err := s.records.WriteBatch(ctx, w, c, e, grant, items, cc)
-		if err != nil {
-			return nil, &chunkRefusal{OutcomeRefused, err}
+		switch {
+		case queued && writeErr != nil:
+			return nil, &chunkRefusal{OutcomeRefused, writeErr}
+		case queued && flushErr != nil:
+			// A statement of the chunk's writes failed.
+			return nil, flushErr
+		case !queued:
+			items = got.items
+			w.StoresAnswer()
+			if out, err = s.records.WriteBatch(ctx, w, c, e, grant, items, cc); err != nil {
+				return nil, &chunkRefusal{OutcomeRefused, err}
+			}
 		}
 		end := run.CommittedItems + int64(len(items))
 		if err := w.CommitChunk(ctx, run, store.Chunk{Index: cb.Index, Digest: cb.Digest, PrefixDigest: cb.PrefixDigest,
@@ -710,7 +780,16 @@ func (s *Service) Chunk(ctx context.Context, c records.Call, e *model.Entity, ru
 			return nil, err
 		}
 		return out, nil
-	})
+	}
+	out, _, err := s.store.Write(ctx, nil, write)
+	for pause := time.Millisecond; errors.Is(err, errAhead); pause = min(2*pause, 16*time.Millisecond) {
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(pause):
+		}
+		out, _, err = s.store.Write(ctx, nil, write)
+	}
 	var replay *chunkReplay
 	var refusal *chunkRefusal
 	switch {

@@ -22,10 +22,12 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptrace"
 	"net/url"
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -401,6 +403,12 @@ type Progress struct {
 // its stored receipt. A chunk the host refuses for its content or the
 // run's state ends the upload with a *Refusal. progress, when set, hears of
 // each committed chunk.
+//
+// Two chunks are on their way at a time: once chunk i's request is
+// written, chunk i+1 is sent, and the host takes it after i commits, so
+// that the host reads and checks i+1 while i commits. A failure of i
+// withdraws i+1 before the run is read again, so the run's lastAttempt is
+// i's.
 func (c *Client) Upload(ctx context.Context, run *Run, plan *Plan, src io.ReaderAt, progress func(Progress)) (*Run, error) {
 	if err := Matches(run, plan); err != nil {
 		return run, err
@@ -408,34 +416,42 @@ func (c *Client) Upload(ctx context.Context, run *Run, plan *Plan, src io.Reader
 	if run.Status != "open" && !run.Complete {
 		return run, c.refusal(run, plan, run.NextChunkIndex, &Problem{Code: "run." + run.Status, Detail: "the run is " + run.Status + blockedWhy(run)})
 	}
-	// The next chunk is read and rebuilt while the current one is on its
-	// way: the host and this client work at the same time.
-	var ahead chan prepared
+	var ahead *inflight // chunk i+1, sent while chunk i was on its way
+	defer func() { ahead.withdraw() }()
+	plain := -1 // a chunk refused while sent ahead, sent again on its own
 	for i := run.NextChunkIndex; i < len(plan.Chunks); {
 		ch := plan.Chunks[i]
-		var next prepared
-		if ahead != nil {
-			next = <-ahead
-			ahead = nil
+		cur := ahead
+		ahead = nil
+		if cur == nil || cur.index != i {
+			cur.withdraw()
+			next := prepare(plan, src, i)
+			if next.err != nil {
+				return run, next.err
+			}
+			cur = c.send(ctx, run, ch, next.body, false)
 		}
-		if next.index != i || next.body == nil {
-			next = prepare(plan, src, i)
-		}
-		if next.err != nil {
-			return run, next.err
-		}
+		// While chunk i is on its way, i+1 is read and rebuilt, and sent
+		// once i's request is written.
+		var later *prepared
 		if i+1 < len(plan.Chunks) {
-			ahead = make(chan prepared, 1)
-			go func(next int, out chan<- prepared) { out <- prepare(plan, src, next) }(i+1, ahead)
+			next := prepare(plan, src, i+1)
+			later = &next
+			select {
+			case <-cur.wrote:
+				if next.err == nil {
+					ahead = c.send(ctx, run, plan.Chunks[i+1], next.body, true)
+				}
+			case <-cur.retried:
+			}
 		}
-		buf := next.body
-		start := time.Now()
-		replayed, err := c.submit(ctx, run, ch, buf)
-		took := time.Since(start)
+		res := cur.wait(func() { ahead.withdraw(); ahead = nil })
 		var p *Problem
 		switch {
-		case err == nil:
-		case errors.As(err, &p) && p.Status == http.StatusConflict:
+		case res.err == nil:
+		case errors.As(res.err, &p) && p.Status == http.StatusConflict:
+			ahead.withdraw()
+			ahead = nil
 			// The run moved on (a lost answer of this chunk, another
 			// uploader) or the chunk does not fit it: reread and resume
 			// where it stands when it is this plan's prefix.
@@ -448,21 +464,32 @@ func (c *Client) Upload(ctx context.Context, run *Run, plan *Plan, src io.Reader
 				i = run.NextChunkIndex
 				continue
 			}
+			if cur.ahead && plain != i && run.NextChunkIndex == i && Matches(run, plan) == nil {
+				// Sent ahead, it waited longer for its predecessor than
+				// the host holds a chunk: sent again on its own.
+				plain = i
+				continue
+			}
 			return run, c.refusal(run, plan, i, p)
-		case errors.As(err, &p):
+		case errors.As(res.err, &p):
+			ahead.withdraw()
+			ahead = nil
 			if again, rerr := c.Run(ctx, run.RunID); rerr == nil {
 				run = again
 			}
 			return run, c.refusal(run, plan, i, p)
 		default:
-			return run, err
+			return run, res.err
+		}
+		if later != nil && later.err != nil {
+			return run, later.err
 		}
 		run.NextChunkIndex, run.CommittedItems, run.CommittedPrefixDigest = i+1, ch.FirstItem+ch.Items, ch.PrefixDigest
 		if i+1 == len(plan.Chunks) {
 			run.Status, run.Complete = "complete", true
 		}
 		if progress != nil {
-			progress(Progress{Run: run, Chunk: ch, Replayed: replayed, Took: took, CommittedItems: ch.FirstItem + ch.Items, CommittedBytes: ch.Offset + ch.Length})
+			progress(Progress{Run: run, Chunk: ch, Replayed: res.replayed, Took: res.took, CommittedItems: ch.FirstItem + ch.Items, CommittedBytes: ch.Offset + ch.Length})
 		}
 		i++
 	}
@@ -475,6 +502,70 @@ func (c *Client) Upload(ctx context.Context, run *Run, plan *Plan, src io.Reader
 		run = again
 	}
 	return run, nil
+}
+
+// inflight is the submission of one chunk, on its way in a goroutine of
+// its own.
+type inflight struct {
+	index int
+	// ahead: sent while its predecessor was on its way.
+	ahead  bool
+	cancel context.CancelFunc
+	// wrote is closed once the request is written (or the submission
+	// ended), retried once it is first retried.
+	wrote, retried chan struct{}
+	done           chan submitted
+}
+
+// submitted is how a submission ended.
+type submitted struct {
+	replayed bool
+	took     time.Duration
+	err      error
+}
+
+// send starts submitting chunk ch.
+func (c *Client) send(ctx context.Context, run *Run, ch Chunk, body []byte, ahead bool) *inflight {
+	f := &inflight{index: ch.Index, ahead: ahead, wrote: make(chan struct{}), retried: make(chan struct{}), done: make(chan submitted, 1)}
+	var wrote, retried sync.Once
+	ctx, f.cancel = context.WithCancel(ctx)
+	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{WroteRequest: func(httptrace.WroteRequestInfo) {
+		wrote.Do(func() { close(f.wrote) })
+	}})
+	go func() {
+		start := time.Now()
+		replayed, err := c.submit(ctx, run, ch, body, func() { retried.Do(func() { close(f.retried) }) })
+		wrote.Do(func() { close(f.wrote) })
+		f.done <- submitted{replayed, time.Since(start), err}
+	}()
+	return f
+}
+
+// wait returns how the submission ended; onRetry runs when it is first
+// retried, before it ends.
+func (f *inflight) wait(onRetry func()) submitted {
+	retried := f.retried
+	for {
+		select {
+		case res := <-f.done:
+			f.cancel()
+			return res
+		case <-retried:
+			onRetry()
+			retried = nil
+		}
+	}
+}
+
+// withdraw cancels the submission, if any, and waits for it to end: the
+// host then records nothing for it unless it was already judged.
+func (f *inflight) withdraw() {
+	if f == nil {
+		return
+	}
+	f.cancel()
+	<-f.done
+	f.done <- submitted{err: context.Canceled}
 }
 
 // prepared is the submission of one chunk, read and rebuilt from the
@@ -509,7 +600,7 @@ func blockedWhy(run *Run) string {
 
 // submit posts one chunk, retrying what may pass by itself. It reports
 // whether the host answered a replay of a committed chunk.
-func (c *Client) submit(ctx context.Context, run *Run, ch Chunk, body []byte) (bool, error) {
+func (c *Client) submit(ctx context.Context, run *Run, ch Chunk, body []byte, retrying func()) (bool, error) {
 	retryFor := c.RetryFor
 	if retryFor == 0 {
 		retryFor = 10 * time.Minute
@@ -531,6 +622,7 @@ func (c *Client) submit(ctx context.Context, run *Run, ch Chunk, body []byte) (b
 		if !transient(err) || time.Now().Add(wait).After(deadline) {
 			return false, err
 		}
+		retrying()
 		if c.Retrying != nil {
 			c.Retrying(ch.Index, err, wait)
 		}
