@@ -10,7 +10,6 @@ import (
 	"net/url"
 	"os"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -193,16 +192,7 @@ func TestPerformanceReport(t *testing.T) {
 	// The HTTP ceiling: the same read behind a bare net/http handler (no
 	// authentication, access decision, ETag or envelope; the record's
 	// values as JSON), driven by the same load generator.
-	bare := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		id := strings.TrimPrefix(r.URL.Path, "/v1/records/items/")
-		rec, err := st.Get(ctx, item, id)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusNotFound)
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		json.NewEncoder(w).Encode(map[string]any{"id": id, "revision": rec.Revision, "data": rec.Values})
-	}))
+	bare := httptest.NewServer(bareRead(st, item))
 	defer bare.Close()
 	wrkLoad(t, "read-bare-warm-up", bare.URL, clients, warm, token, wrkPaths(paths))
 	bareRead := wrkLoad(t, "read-bare", bare.URL, clients, phase, token, wrkPaths(paths))

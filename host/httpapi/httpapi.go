@@ -80,6 +80,8 @@ type API struct {
 	handler  http.Handler
 	router   chi.Router
 	links    map[string]string // entity id → Link header of its records
+	// linkHeaders holds the same Link headers as header values.
+	linkHeaders map[string][]string
 }
 
 // New builds the edge.
@@ -90,8 +92,10 @@ func New(o Options) *API {
 	}
 	a.typeBase = a.pkg.Registry.URLs.ProblemTypeBase
 	a.links = make(map[string]string, len(a.pkg.Entities))
+	a.linkHeaders = make(map[string][]string, len(a.pkg.Entities))
 	for _, e := range a.pkg.Entities {
 		a.links[e.ID] = a.link(e)
+		a.linkHeaders[e.ID] = []string{a.links[e.ID]}
 	}
 	r := chi.NewRouter()
 	r.NotFound(a.notFound)
@@ -352,21 +356,43 @@ func (a *API) tombstoneRecord(w http.ResponseWriter, r *http.Request, e *model.E
 // answer writes a record result of e with its ETag, Location and Link
 // headers.
 func (a *API) answer(w http.ResponseWriter, e *model.Entity, rep records.Representation, res *records.Result) {
+	// The header's canonical keys, assigned directly, and the values every
+	// answer shares: the hottest answer of the host sets only the ETag's
+	// own value.
 	h := w.Header()
-	h.Set("ETag", res.ETag)
+	h["Etag"] = []string{res.ETag}
 	if res.Location != "" {
-		h.Set("Location", res.Location)
+		h["Location"] = []string{res.Location}
 	}
-	h.Set("Link", a.link(e))
-	h.Set("Vary", "Accept")
+	if l, ok := a.linkHeaders[e.ID]; ok {
+		h["Link"] = l
+	} else {
+		h.Set("Link", a.link(e))
+	}
+	h["Vary"] = varyAccept
 	if res.Replayed {
-		h.Set("Idempotent-Replayed", "true")
+		h["Idempotent-Replayed"] = replayedTrue
 	}
-	h.Set("Content-Type", contentType(rep))
-	h.Set("Cache-Control", "no-store")
+	if rep == records.JSONLD {
+		h["Content-Type"] = typeJSONLD
+	} else {
+		h["Content-Type"] = typeJSON
+	}
+	h["Cache-Control"] = noStore
 	w.WriteHeader(res.Status)
 	w.Write(res.Body)
 }
+
+// Header values shared by every answer that carries them. net/http only
+// reads a header's values, and appending to one of these (its capacity is
+// its length) copies it, so no answer changes another's.
+var (
+	varyAccept   = []string{"Accept"}
+	replayedTrue = []string{"true"}
+	typeJSON     = []string{"application/json"}
+	typeJSONLD   = []string{"application/ld+json"}
+	noStore      = []string{"no-store"}
+)
 
 func writeRaw(w http.ResponseWriter, status int, ct string, body []byte) {
 	w.Header().Set("Content-Type", ct)

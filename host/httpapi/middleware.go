@@ -172,8 +172,11 @@ func note(ctx context.Context, bearer string, err error) {
 // refusalCategory classifies a refused decision ("" for a grant or an
 // error that is not a refusal, such as an unavailable database).
 func refusalCategory(bearer string, err error) string {
+	if err == nil {
+		return "" // before pe, which errors.As makes the heap's
+	}
 	var pe *problem.Error
-	if err == nil || !errors.As(err, &pe) {
+	if !errors.As(err, &pe) {
 		return ""
 	}
 	switch pe.Code {

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"hash"
 	"strings"
+	"sync"
 )
 
 // Keys are the host's keyed-digest keys, derived from its root secret.
@@ -18,26 +19,61 @@ type Keys struct {
 	cursor    []byte
 }
 
-// keyedHash is an HMAC-SHA-256 keyed once; every use starts from a clone of
-// it, which saves keying the hash again on each request.
-type keyedHash struct{ proto hash.Cloner }
+// keyedHash is an HMAC-SHA-256 keyed once. Uses take keyed clones of it
+// from a pool, each with a buffer for its input and output, so that a
+// digest (an ETag on every read) allocates only the text it answers.
+type keyedHash struct{ pool *sync.Pool }
+
+// keyedState is one pooled keyed HMAC with its buffers.
+type keyedState struct {
+	h        hash.Hash
+	in, text []byte
+	sum      [sha256.Size]byte
+}
 
 func newKeyedHash(key []byte) keyedHash {
 	m := hmac.New(sha256.New, key)
-	// Reset stores the keyed inner and outer states, so a clone's Sum
-	// restores the outer state instead of hashing the padded key again.
+	// Reset stores the keyed inner and outer states, so a clone's Reset
+	// and Sum restore them instead of hashing the padded key again.
 	m.Reset()
-	return keyedHash{proto: m.(hash.Cloner)}
+	proto := m.(hash.Cloner)
+	return keyedHash{pool: &sync.Pool{New: func() any {
+		h, err := proto.Clone()
+		if err != nil {
+			// HMAC-SHA-256 always clones (crypto/hmac and crypto/sha256
+			// implement hash.Cloner).
+			panic("records: clone HMAC-SHA-256: " + err.Error())
+		}
+		return &keyedState{h: h}
+	}}}
 }
 
-func (k keyedHash) new() hash.Hash {
-	h, err := k.proto.Clone()
-	if err != nil {
-		// HMAC-SHA-256 always clones (crypto/hmac and crypto/sha256 implement
-		// hash.Cloner).
-		panic("records: clone HMAC-SHA-256: " + err.Error())
+// maxPooledInput bounds the buffers a pooled state keeps.
+const maxPooledInput = 4 << 10
+
+// text returns prefix, the lowercase hex HMAC-SHA-256 of a domain label
+// and length-prefixed parts, and suffix, as one string.
+func (k keyedHash) text(prefix, suffix, domain string, parts ...string) string {
+	st := k.pool.Get().(*keyedState)
+	st.h.Reset()
+	in := append(st.in[:0], domain...)
+	for _, p := range parts {
+		in = binary.BigEndian.AppendUint64(in, uint64(len(p)))
+		in = append(in, p...)
 	}
-	return h
+	st.h.Write(in)
+	sum := st.h.Sum(st.sum[:0])
+	out := append(st.text[:0], prefix...)
+	out = hex.AppendEncode(out, sum)
+	out = append(out, suffix...)
+	text := string(out)
+	if cap(in) <= maxPooledInput {
+		st.in, st.text = in[:0], out[:0]
+	} else {
+		st.in, st.text = nil, nil
+	}
+	k.pool.Put(st)
+	return text
 }
 
 // DeriveKeys derives the ETag, reference and cursor keys from the host's root secret
@@ -58,24 +94,10 @@ func DeriveKeys(root []byte) (Keys, error) {
 	return Keys{etag: newKeyedHash(etag), reference: newKeyedHash(ref), cursor: cursor}, nil
 }
 
-// keyed returns HMAC-SHA-256 of a domain label and length-prefixed parts.
-func keyed(key keyedHash, domain string, parts ...string) []byte {
-	m := key.new()
-	m.Write([]byte(domain))
-	var n [8]byte
-	for _, p := range parts {
-		binary.BigEndian.PutUint64(n[:], uint64(len(p)))
-		m.Write(n[:])
-		m.Write([]byte(p))
-	}
-	return m.Sum(nil)
-}
-
 // ETag returns the strong validator of one revision in one representation:
 // `"engine-hmac-sha256:<64 hex>"`, quotes included.
 func (k Keys) ETag(packageRevision, entityID, recordID, revision, representation string) string {
-	sum := keyed(k.etag, "engine-etag-v1", packageRevision, entityID, recordID, revision, representation)
-	return `"engine-hmac-sha256:` + hex.EncodeToString(sum) + `"`
+	return k.etag.text(`"engine-hmac-sha256:`, `"`, "engine-etag-v1", packageRevision, entityID, recordID, revision, representation)
 }
 
 // splitETags splits an If-Match list into its entity tags.
@@ -97,18 +119,18 @@ func MatchETag(got, want string) bool {
 
 // PrincipalReference returns the keyed, value-free reference of a caller.
 func (k Keys) PrincipalReference(principal string) string {
-	return "hmac-sha256:" + hex.EncodeToString(keyed(k.reference, "engine-principal-v1", principal))
+	return k.reference.text("hmac-sha256:", "", "engine-principal-v1", principal)
 }
 
 // RecordReference returns the keyed, value-free reference of a record used
 // in audit entries and events.
 func (k Keys) RecordReference(entityID, recordID string) string {
-	return "hmac-sha256:" + hex.EncodeToString(keyed(k.reference, "engine-record-v1", entityID, recordID))
+	return k.reference.text("hmac-sha256:", "", "engine-record-v1", entityID, recordID)
 }
 
 // CursorPrincipal is the keyed reference of a principal reference that a
 // history cursor of domain binds (hex): a cursor names its caller without
 // carrying the principal's reference.
 func (k Keys) CursorPrincipal(domain, principalReference string) string {
-	return hex.EncodeToString(keyed(k.reference, domain, principalReference))
+	return k.reference.text("", "", domain, principalReference)
 }

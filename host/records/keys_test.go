@@ -60,6 +60,17 @@ func TestKeysFollowTheDocumentedConstruction(t *testing.T) {
 	if got, want := k.RecordReference("child", "r1"), "hmac-sha256:"+expectedMAC(t, root, "registrum reference v1", "engine-record-v1", "child", "r1"); got != want {
 		t.Errorf("RecordReference = %s, want %s", got, want)
 	}
+	// A part longer than what a pooled hash keeps of its buffers, then
+	// short ones again on the same hashes.
+	long := string(bytes.Repeat([]byte("p"), 5000))
+	for range 3 {
+		if got, want := k.PrincipalReference(long), "hmac-sha256:"+expectedMAC(t, root, "registrum reference v1", "engine-principal-v1", long); got != want {
+			t.Errorf("PrincipalReference of a long principal = %s, want %s", got, want)
+		}
+		if got, want := k.PrincipalReference("client-b"), "hmac-sha256:"+expectedMAC(t, root, "registrum reference v1", "engine-principal-v1", "client-b"); got != want {
+			t.Errorf("PrincipalReference after a long one = %s, want %s", got, want)
+		}
+	}
 	if k.ETag("rev-1", "child", "r", "2", "json") == k.ETag("rev-1", "child", "r", "2", "jsonld") {
 		t.Error("the representation does not change the ETag")
 	}

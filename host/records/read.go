@@ -25,6 +25,15 @@ func (s *Service) Read(ctx context.Context, c Call, e *model.Entity, id string, 
 // selected narrows the readable fields of a decided grant to a read's
 // $select; attachment slots, which $select does not name, stay readable.
 func selected(e *model.Entity, g *access.Grant, opts query.RawOptions) (*access.Grant, error) {
+	if _, ok := opts[query.OptSelect]; !ok && shownWhole(e, g.Readable) {
+		// Without $select a read shows every readable field and slot, and
+		// the grant reads nothing else: it is the grant as decided, once
+		// the options are checked.
+		if _, err := query.ParseRecord(e, query.Allowed{}, opts); err != nil {
+			return nil, QueryProblem(err)
+		}
+		return g, nil
+	}
 	fields, err := query.ParseRecord(e, query.Allowed{Readable: g.Readable.IDs()}, opts)
 	if err != nil {
 		return nil, QueryProblem(err)
@@ -41,6 +50,24 @@ func selected(e *model.Entity, g *access.Grant, opts query.RawOptions) (*access.
 	n := *g
 	n.Readable = access.NewFieldSet(ids...)
 	return &n, nil
+}
+
+// shownWhole reports whether every id of readable is a field or an
+// attachment slot of e, so that the fields and slots a read without
+// $select shows are readable itself.
+func shownWhole(e *model.Entity, readable access.FieldSet) bool {
+	n := 0
+	for _, f := range e.Fields {
+		if readable.Has(f.ID) {
+			n++
+		}
+	}
+	for _, slot := range e.Attachments {
+		if readable.Has(slot.ID) {
+			n++
+		}
+	}
+	return n == readable.Len()
 }
 
 // RetryAfterSeconds is what the host asks clients to wait when the

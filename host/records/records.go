@@ -210,7 +210,7 @@ func (s *Service) Idempotency(c Call, grant *access.Grant, parts ...string) (*st
 		fmt.Fprintf(h, "%d:%s;", len(p), p)
 	}
 	return &store.Idempotency{
-		KeyReference:  hex.EncodeToString(keyed(s.keys.reference, "engine-idempotency-v1", grant.PrincipalReference, c.IdempotencyKey)),
+		KeyReference:  s.keys.reference.text("", "", "engine-idempotency-v1", grant.PrincipalReference, c.IdempotencyKey),
 		RequestDigest: "sha256:" + hex.EncodeToString(h.Sum(nil)),
 	}, nil
 }
