@@ -645,4 +645,24 @@ func TestIngestionAChunkSentAheadFollowsItsPredecessor(t *testing.T) {
 	if got := env.written(t); !strings.HasPrefix(got, "records 12 revisions 12") || !strings.HasSuffix(got, "chunks 6") {
 		t.Errorf("rows after the refusals: %s", got)
 	}
+	// While it waits, a chunk of creates one ahead has its rows inserted
+	// (and rolled back) at its first try only, not at every try. A
+	// statement trigger counts the record inserts with a sequence, which
+	// rollbacks do not take back.
+	ctx := context.Background()
+	if _, err := env.pool.Exec(ctx, `CREATE SEQUENCE public.item_inserts;
+		CREATE FUNCTION public.count_item_insert() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM nextval('public.item_inserts'); RETURN NULL; END $$;
+		CREATE TRIGGER count_item_insert AFTER INSERT ON registrum_data.e_item FOR EACH STATEMENT EXECUTE FUNCTION public.count_item_insert()`); err != nil {
+		t.Fatal(err)
+	}
+	if resp, b := env.owner.do(t, "POST", path, "application/json", chunks[1].body(1)); resp.StatusCode != 409 {
+		t.Fatalf("chunk 1 alone: %d %s", resp.StatusCode, b)
+	}
+	var tries int64
+	if err := env.pool.QueryRow(ctx, "SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM public.item_inserts").Scan(&tries); err != nil {
+		t.Fatal(err)
+	}
+	if tries > 1 {
+		t.Errorf("a chunk of creates one ahead inserted its records %d times while it waited, want at most once", tries)
+	}
 }

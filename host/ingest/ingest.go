@@ -698,6 +698,10 @@ func (s *Service) Chunk(ctx context.Context, c records.Call, e *model.Entity, ru
 	var got *checked
 	var cc []byte
 	waitUntil := time.Now().Add(AheadWait)
+	// Once a chunk waited for its predecessor, its writes go after its
+	// lock: a chunk one ahead that no predecessor follows does not have
+	// its rows inserted and rolled back at every try.
+	waited := false
 	write := func(w *store.Writer) (*store.Outcome, error) {
 		lock := w.QueueRunLock(e.ID, runID, grant.PrincipalReference, profile, cb.Index)
 		// A chunk of creates whose items passed their checks is written in
@@ -709,7 +713,7 @@ func (s *Service) Chunk(ctx context.Context, c records.Call, e *model.Entity, ru
 		var out *store.Outcome
 		var writeErr error
 		queued := false
-		if createsOnly(cb.Items) {
+		if !waited && createsOnly(cb.Items) {
 			if got == nil {
 				g := <-itemsChecked
 				got = &g
@@ -783,6 +787,7 @@ func (s *Service) Chunk(ctx context.Context, c records.Call, e *model.Entity, ru
 	}
 	out, _, err := s.store.Write(ctx, nil, write)
 	for pause := time.Millisecond; errors.Is(err, errAhead); pause = min(2*pause, 16*time.Millisecond) {
+		waited = true
 		select {
 		case <-ctx.Done():
 			return nil, ctx.Err()
