@@ -389,7 +389,8 @@ type Progress struct {
 	Chunk    Chunk
 	Replayed bool
 	// Took is the time of the successful submission (its round trip,
-	// the chunk's commit included).
+	// the chunk's commit included; for a chunk sent while its predecessor
+	// was on its way, the wait for the predecessor's commit too).
 	Took time.Duration
 	// CommittedItems and CommittedBytes count the source committed so far.
 	CommittedItems int
