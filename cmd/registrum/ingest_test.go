@@ -9,6 +9,9 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,6 +19,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -616,5 +620,54 @@ func TestIngestRefusalOfAChunkIsItsOwnWithTheNextOnItsWay(t *testing.T) {
 	db.QueryRow(context.Background(), "SELECT count(*) FROM registrum_data.e_item").Scan(&records)
 	if outcome != "invalidItem" || index != 20 || next != 20 || records != 40 {
 		t.Fatalf("run: last attempt %s at chunk %d, next chunk %d, %d records; want invalidItem at 20, next 20, 40 records\n%s", outcome, index, next, records, out)
+	}
+}
+
+// TestIngestResendsAChunkThatWaitedTooLongForItsPredecessor: a proxy holds
+// the importer's first chunk for longer than the host lets a chunk one
+// ahead wait (hostingest.AheadWait), so the chunk sent behind it reaches
+// the host first and is refused with 409 chunkMismatch. The importer sends
+// it again on its own once its predecessor committed, and the import
+// completes with every item once.
+func TestIngestResendsAChunkThatWaitedTooLongForItsPredecessor(t *testing.T) {
+	dir, dsn, cfg, tokenFile, _ := ingestionDeployment(t)
+	_, base := startHost(t, cfg, dir)
+	target, err := url.Parse(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	var held atomic.Bool
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/chunks") {
+			body, _ := io.ReadAll(r.Body)
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			if bytes.Contains(body, []byte(`"chunkIndex":0,`)) && held.CompareAndSwap(false, true) {
+				time.Sleep(3 * hostingest.AheadWait)
+			}
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	var src strings.Builder
+	for i := range 10 {
+		fmt.Fprintf(&src, `{"operation":"create","data":{"code":"W-%d","qty":%d}}`+"\n", i, i)
+	}
+	file := filepath.Join(dir, "items.jsonl")
+	os.WriteFile(file, []byte(src.String()), 0o600)
+	out, err := exec.Command(binary, "ingest", "--url", srv.URL, "--route", "items", "--profile", "clerk", "--token-file", tokenFile, file).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "complete: 10 items in 5 chunks") || !held.Load() {
+		t.Fatalf("importer (%v, first chunk held: %v):\n%s", err, held.Load(), out)
+	}
+	db, err := pgx.Connect(context.Background(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close(context.Background())
+	var records, receipts int
+	db.QueryRow(context.Background(), "SELECT count(*) FROM registrum_data.e_item").Scan(&records)
+	db.QueryRow(context.Background(), "SELECT count(*) FROM registrum.ingestion_run_chunks").Scan(&receipts)
+	if records != 10 || receipts != 5 {
+		t.Fatalf("%d records and %d receipts after the import, want 10 and 5\n%s", records, receipts, out)
 	}
 }
