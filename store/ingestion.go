@@ -195,15 +195,7 @@ func (s *Store) RecordAttempt(ctx context.Context, runID, outcome string, chunkI
 func (s *Store) Chunk(ctx context.Context, runID string, index int64) (_ *Chunk, err error) {
 	ctx, span := startOp(ctx, spanRead, "Chunk")
 	defer func() { endOp(span, err) }()
-	return readChunk(ctx, s.pool, runID, index, false)
-}
-
-func readChunk(ctx context.Context, q querier, runID string, index int64, lock bool) (*Chunk, error) {
-	sql := sqlReadChunk
-	if lock {
-		sql += ` FOR SHARE`
-	}
-	return scanChunk(q.QueryRow(ctx, sql, runID, index), runID, index)
+	return scanChunk(s.pool.QueryRow(ctx, sqlReadChunk, runID, index), runID, index)
 }
 
 // sqlReadChunk reads a committed chunk of a run.

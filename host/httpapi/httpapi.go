@@ -79,9 +79,7 @@ type API struct {
 	typeBase string
 	handler  http.Handler
 	router   chi.Router
-	links    map[string]string // entity id → Link header of its records
-	// linkHeaders holds the same Link headers as header values.
-	linkHeaders map[string][]string
+	links    map[string][]string // entity id → Link header values of its records
 }
 
 // New builds the edge.
@@ -91,11 +89,9 @@ func New(o Options) *API {
 		a.log = slog.New(slog.DiscardHandler)
 	}
 	a.typeBase = a.pkg.Registry.URLs.ProblemTypeBase
-	a.links = make(map[string]string, len(a.pkg.Entities))
-	a.linkHeaders = make(map[string][]string, len(a.pkg.Entities))
+	a.links = make(map[string][]string, len(a.pkg.Entities))
 	for _, e := range a.pkg.Entities {
-		a.links[e.ID] = a.link(e)
-		a.linkHeaders[e.ID] = []string{a.links[e.ID]}
+		a.links[e.ID] = []string{a.link(e)}
 	}
 	r := chi.NewRouter()
 	r.NotFound(a.notFound)
@@ -182,7 +178,7 @@ func (a *API) call(r *http.Request) records.Call {
 // its schema.
 func (a *API) link(e *model.Entity) string {
 	if l, ok := a.links[e.ID]; ok {
-		return l
+		return l[0]
 	}
 	return fmt.Sprintf(`<%s>; rel="profile", </v1/schemas/%s>; rel="describedby"`, a.pkg.Registry.URLs.Profile, e.ID)
 }
@@ -201,11 +197,15 @@ func acceptsLD(accept string) bool {
 	return false
 }
 
-func contentType(rep records.Representation) string {
+func contentType(rep records.Representation) string { return contentTypes(rep)[0] }
+
+// contentTypes is the Content-Type header value of rep, shared by every
+// answer (see varyAccept).
+func contentTypes(rep records.Representation) []string {
 	if rep == records.JSONLD {
-		return "application/ld+json"
+		return typeJSONLD
 	}
-	return "application/json"
+	return typeJSON
 }
 
 // readBody receives a body of at most limit bytes sent as wantType,
@@ -364,7 +364,7 @@ func (a *API) answer(w http.ResponseWriter, e *model.Entity, rep records.Represe
 	if res.Location != "" {
 		h["Location"] = []string{res.Location}
 	}
-	if l, ok := a.linkHeaders[e.ID]; ok {
+	if l, ok := a.links[e.ID]; ok {
 		h["Link"] = l
 	} else {
 		h.Set("Link", a.link(e))
@@ -373,11 +373,7 @@ func (a *API) answer(w http.ResponseWriter, e *model.Entity, rep records.Represe
 	if res.Replayed {
 		h["Idempotent-Replayed"] = replayedTrue
 	}
-	if rep == records.JSONLD {
-		h["Content-Type"] = typeJSONLD
-	} else {
-		h["Content-Type"] = typeJSON
-	}
+	h["Content-Type"] = contentTypes(rep)
 	h["Cache-Control"] = noStore
 	w.WriteHeader(res.Status)
 	w.Write(res.Body)

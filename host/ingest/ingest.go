@@ -696,6 +696,14 @@ func (s *Service) Chunk(ctx context.Context, c records.Call, e *model.Entity, ru
 	var run *store.Run // the caller's run, once locked
 	var items []records.BatchItem
 	var got *checked
+	// checkedItems waits, once, for the items' checks.
+	checkedItems := func() *checked {
+		if got == nil {
+			g := <-itemsChecked
+			got = &g
+		}
+		return got
+	}
 	var cc []byte
 	waitUntil := time.Now().Add(AheadWait)
 	// Once a chunk waited for its predecessor, its writes go after its
@@ -714,12 +722,8 @@ func (s *Service) Chunk(ctx context.Context, c records.Call, e *model.Entity, ru
 		var writeErr error
 		queued := false
 		if !waited && createsOnly(cb.Items) {
-			if got == nil {
-				g := <-itemsChecked
-				got = &g
-			}
-			if got.err == nil {
-				items, queued = got.items, true
+			if g := checkedItems(); g.err == nil {
+				items, queued = g.items, true
 				w.StoresAnswer()
 				out, writeErr = s.records.WriteBatch(ctx, w, c, e, grant, items, cc)
 			}
@@ -758,12 +762,9 @@ func (s *Service) Chunk(ctx context.Context, c records.Call, e *model.Entity, ru
 		if err := s.fits(run, cb); err != nil {
 			return nil, err
 		}
-		if got == nil {
-			g := <-itemsChecked
-			got = &g
-		}
-		if got.err != nil {
-			return nil, &chunkRefusal{OutcomeInvalidItem, got.err}
+		parsed := checkedItems()
+		if parsed.err != nil {
+			return nil, &chunkRefusal{OutcomeInvalidItem, parsed.err}
 		}
 		switch {
 		case queued && writeErr != nil:
@@ -772,7 +773,7 @@ func (s *Service) Chunk(ctx context.Context, c records.Call, e *model.Entity, ru
 			// A statement of the chunk's writes failed.
 			return nil, flushErr
 		case !queued:
-			items = got.items
+			items = parsed.items
 			w.StoresAnswer()
 			if out, err = s.records.WriteBatch(ctx, w, c, e, grant, items, cc); err != nil {
 				return nil, &chunkRefusal{OutcomeRefused, err}

@@ -572,9 +572,8 @@ func (f *inflight) withdraw() {
 // prepared is the submission of one chunk, read and rebuilt from the
 // source.
 type prepared struct {
-	index int
-	body  []byte
-	err   error
+	body []byte
+	err  error
 }
 
 // prepare reads chunk i of plan from src, checks it against the plan and
@@ -583,13 +582,13 @@ func prepare(plan *Plan, src io.ReaderAt, i int) prepared {
 	ch := plan.Chunks[i]
 	raw := make([]byte, ch.Length)
 	if _, err := src.ReadAt(raw, ch.Offset); err != nil {
-		return prepared{index: i, err: fmt.Errorf("ingest: read chunk %d of the source: %w", i+1, err)}
+		return prepared{err: fmt.Errorf("ingest: read chunk %d of the source: %w", i+1, err)}
 	}
 	body, err := chunking.Rebuild(ch, raw, plan.Operation)
 	if err != nil {
-		return prepared{index: i, err: err}
+		return prepared{err: err}
 	}
-	return prepared{index: i, body: chunking.AppendSubmission(make([]byte, 0, len(body)+256), ch, body)}
+	return prepared{body: chunking.AppendSubmission(make([]byte, 0, len(body)+256), ch, body)}
 }
 
 func blockedWhy(run *Run) string {
