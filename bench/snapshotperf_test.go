@@ -50,13 +50,13 @@ FROM generate_series(1, $2) g, generate_series(1, 2) r`,
 	after := ""
 	start := time.Now()
 	for range pages {
-		revs, err := s.SnapshotRevisions(ctx, hh, snap, after, 50)
+		revs, err := s.SnapshotRecords(ctx, hh, snap, after, 50)
 		if err != nil || len(revs) != 50 {
 			t.Fatalf("%d %v", len(revs), err)
 		}
 		after = revs[len(revs)-1].RecordID
 	}
 	snapPage := time.Since(start) / pages
-	t.Logf("\n%d records, %d revisions, loaded in %v; a snapshot page of 50 (store.SnapshotRevisions, %d pages): %v",
+	t.Logf("\n%d records, %d revisions, loaded in %v; a snapshot page of 50 (store.SnapshotRecords, %d pages): %v",
 		rows, 2*rows, load.Round(time.Millisecond), pages, snapPage.Round(time.Microsecond))
 }

@@ -298,10 +298,13 @@ func TestSnapshotReadsOverHTTP(t *testing.T) {
 	}
 }
 
-// A snapshot read answers 503 source.unavailable when the revisions it
+// A snapshot read answers 503 source.unavailable when the states it
 // examines were written under more than 64 package revisions (originating
 // schema descriptors), or when a stored value no longer matches the field
-// metadata; at 64 it is served.
+// metadata; at 64 it is served. Both hold whichever source a state is read
+// from: a record's row, when the snapshot sees its writer (a fresh
+// snapshot here), and its revisions otherwise (a token taken before the
+// rows were written again).
 func TestSnapshotUnavailableOverTooManyDescriptorsOrMismatchedMetadata(t *testing.T) {
 	is := authtest.StartIssuer(t, issuertest.DevOptions{Scopes: []string{"offices:write"}, Claims: map[string]string{"district": "north"}}, nil)
 	dsn := storetest.NewDatabase(t)
@@ -318,34 +321,89 @@ func TestSnapshotUnavailableOverTooManyDescriptorsOrMismatchedMetadata(t *testin
 			t.Fatalf("create: %d %s", resp.StatusCode, b)
 		}
 	}
-	origins := func(n int) {
+	exec := func(q string, args ...any) {
 		t.Helper()
-		if _, err := conn.Exec(ctx, `UPDATE registrum.revisions r SET package_revision = 'sha256:' || lpad(((o.n - 1) % $1)::text, 64, '0')
-FROM (SELECT record_id, row_number() OVER (ORDER BY record_id) n FROM registrum.revisions WHERE entity_id = 'office') o WHERE o.record_id = r.record_id`, n); err != nil {
+		if _, err := conn.Exec(ctx, q, args...); err != nil {
 			t.Fatal(err)
 		}
 	}
-	read := func() (int, string) {
-		resp, b := clerk.do(t, "GET", "/v1/records/offices:snapshot?$top=100", "", "")
+	// The district's code list is checked by the database too: without
+	// that check a row can hold a code the field no longer lists, as a
+	// revision written under an earlier package can.
+	exec(`DO $$ DECLARE c text; BEGIN
+  FOR c IN SELECT conname FROM pg_constraint WHERE conrelid = 'registrum_data.e_office'::regclass AND pg_get_constraintdef(oid) LIKE '%f_district%' LOOP
+    EXECUTE format('ALTER TABLE registrum_data.e_office DROP CONSTRAINT %I', c);
+  END LOOP; END $$`)
+	const spread = `'sha256:' || lpad(((o.n - 1) % $1)::text, 64, '0')`
+	revisionOrigins := func(n int) {
+		t.Helper()
+		exec(`UPDATE registrum.revisions r SET package_revision = `+spread+`
+FROM (SELECT record_id, row_number() OVER (ORDER BY record_id) n FROM registrum.revisions WHERE entity_id = 'office') o WHERE o.record_id = r.record_id`, n)
+	}
+	rowOrigins := func(n int) {
+		t.Helper()
+		exec(`UPDATE registrum_data.e_office t SET package_revision = `+spread+`
+FROM (SELECT record_id, row_number() OVER (ORDER BY record_id) n FROM registrum_data.e_office) o WHERE o.record_id = t.record_id`, n)
+	}
+	read := func(token string) (int, string) {
+		t.Helper()
+		path := "/v1/records/offices:snapshot?$top=100"
+		if token != "" {
+			path += "&snapshot=" + url.QueryEscape(token)
+		}
+		resp, b := clerk.do(t, "GET", path, "", "")
 		return resp.StatusCode, string(b)
 	}
-	origins(64)
-	if code, b := read(); code != 200 {
-		t.Fatalf("64 descriptors: %d %s", code, b)
+	expect := func(what string, want int, token string) string {
+		t.Helper()
+		code, b := read(token)
+		if code != want || (want == 503 && !strings.Contains(b, "source.unavailable")) {
+			t.Fatalf("%s: %d %s", what, code, b)
+		}
+		return b
 	}
-	origins(65)
-	if code, b := read(); code != 503 || !strings.Contains(b, "source.unavailable") {
-		t.Fatalf("65 descriptors: %d %s", code, b)
+
+	// From the rows (each read takes a fresh snapshot, which sees them).
+	revisionOrigins(65) // not read: the rows are
+	rowOrigins(64)
+	expect("rows of 64 descriptors", 200, "")
+	rowOrigins(65)
+	expect("rows of 65 descriptors", 503, "")
+	rowOrigins(1)
+	revisionOrigins(1)
+	expect("rows of one descriptor", 200, "")
+	exec(`UPDATE registrum_data.e_office SET f_district = 'west' WHERE f_name = 'O7'`)
+	expect("a row holding a code the field no longer lists", 503, "")
+	exec(`UPDATE registrum_data.e_office SET f_district = 'north' WHERE f_name = 'O7'`)
+
+	// From the revisions: a token taken before every row is written again
+	// (with a note the revisions do not hold) does not see the rows.
+	var page struct {
+		Items    []struct{ DomainData map[string]any }
+		Snapshot string
 	}
-	origins(1)
-	if code, b := read(); code != 200 {
-		t.Fatalf("one descriptor: %d %s", code, b)
+	if err := json.Unmarshal([]byte(expect("a fresh snapshot", 200, "")), &page); err != nil || page.Snapshot == "" || len(page.Items) != 65 {
+		t.Fatalf("page: %v %+v", err, page)
 	}
-	// A stored value the field no longer accepts: a district outside its code list.
-	if _, err := conn.Exec(ctx, `UPDATE registrum.revisions SET data = jsonb_set(data, '{district}', '"west"') WHERE entity_id = 'office' AND data->>'name' = 'O7'`); err != nil {
-		t.Fatal(err)
+	exec(`UPDATE registrum_data.e_office SET f_note = 'written after the token'`)
+	var again struct {
+		Items []struct{ DomainData map[string]any }
 	}
-	if code, b := read(); code != 503 || !strings.Contains(b, "source.unavailable") {
-		t.Fatalf("mismatched metadata: %d %s", code, b)
+	if err := json.Unmarshal([]byte(expect("the token, rows written since", 200, page.Snapshot)), &again); err != nil || len(again.Items) != 65 {
+		t.Fatalf("page at the token: %v %+v", err, again)
 	}
+	for _, it := range again.Items {
+		if it.DomainData["note"] != nil {
+			t.Fatalf("the token's state shows a value written after it: %v", it.DomainData)
+		}
+	}
+	rowOrigins(65) // not read: the revisions are
+	revisionOrigins(64)
+	expect("revisions of 64 descriptors", 200, page.Snapshot)
+	revisionOrigins(65)
+	expect("revisions of 65 descriptors", 503, page.Snapshot)
+	revisionOrigins(1)
+	expect("revisions of one descriptor", 200, page.Snapshot)
+	exec(`UPDATE registrum.revisions SET data = jsonb_set(data, '{district}', '"west"') WHERE entity_id = 'office' AND data->>'name' = 'O7'`)
+	expect("a revision holding a code the field no longer lists", 503, page.Snapshot)
 }

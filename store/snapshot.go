@@ -251,16 +251,29 @@ func (s *Store) CheckToken(ctx context.Context, tag [8]byte, snap Snapshot) (err
 
 // checkSnapshot is CheckSnapshot; it returns the database's history tag.
 func (s *Store) checkSnapshot(ctx context.Context, snap Snapshot) ([8]byte, error) {
-	// The origin is compared too: a host that outlives a failover or a
-	// recovery without restarting holds the origin of the history before
-	// it.
+	return s.judgeSnapshot(s.pool.QueryRow(ctx, sqlCheckSnapshot, s.checkArgs(snap)...))
+}
+
+// sqlCheckSnapshot answers whether a snapshot can be read here (checkArgs)
+// and the database's history tag. The origin is compared too: a host that
+// outlives a failover or a recovery without restarting holds the origin of
+// the history before it.
+const sqlCheckSnapshot = `SELECT $1::xid8 <= pg_snapshot_xmax(pg_current_snapshot())
+  AND NOT EXISTS (SELECT 1 FROM registrum.history_erasures e, unnest(e.xids) x WHERE pg_visible_in_snapshot(x, $2::pg_snapshot))
+  AND (` + historyOrigin + `) = $3, h.tag
+  FROM registrum.history_state h`
+
+// checkArgs are the arguments of sqlCheckSnapshot for snap.
+func (s *Store) checkArgs(snap Snapshot) []any {
+	return []any{strconv.FormatUint(snap.Xmax, 10), snap.String(), s.origin}
+}
+
+// judgeSnapshot reads the row of sqlCheckSnapshot: ErrNoSnapshot unless the
+// snapshot can be read here, with the database's history tag.
+func (s *Store) judgeSnapshot(row pgx.Row) ([8]byte, error) {
 	var ok bool
 	var b []byte
-	if err := s.pool.QueryRow(ctx, `SELECT $1::xid8 <= pg_snapshot_xmax(pg_current_snapshot())
-  AND NOT EXISTS (SELECT 1 FROM registrum.history_erasures e, unnest(e.xids) x WHERE pg_visible_in_snapshot(x, $2::pg_snapshot))
-  AND (`+historyOrigin+`) = $3, h.tag
-  FROM registrum.history_state h`,
-		strconv.FormatUint(snap.Xmax, 10), snap.String(), s.origin).Scan(&ok, &b); err != nil {
+	if err := row.Scan(&ok, &b); err != nil {
 		return [8]byte{}, fmt.Errorf("store: check a snapshot: %w", err)
 	}
 	tag, err := s.adoptTag(b)
@@ -273,30 +286,188 @@ func (s *Store) checkSnapshot(ctx context.Context, snap Snapshot) ([8]byte, erro
 	return tag, nil
 }
 
-// SnapshotRevisions returns, in record id order after record id after ("" for
-// the start), at most limit records of e that are live in snap: each
+// CheckedSnapshotRecords is CheckSnapshot of snap (with tag nil) or
+// CheckToken of tag and snap, then SnapshotRecords, in one round trip: the
+// records are returned only when the check passes, and its error
+// otherwise.
+func (s *Store) CheckedSnapshotRecords(ctx context.Context, tag *[8]byte, e *model.Entity, snap Snapshot, after string, limit int) (_ []SnapshotRecord, err error) {
+	ctx, span := startOp(ctx, spanRead, "CheckedSnapshotRecords")
+	defer func() { endOp(span, err) }()
+	if limit < 1 {
+		if tag != nil {
+			return nil, s.CheckToken(ctx, *tag, snap)
+		}
+		return nil, s.CheckSnapshot(ctx, snap)
+	}
+	var b pgx.Batch
+	b.Queue(sqlCheckSnapshot, s.checkArgs(snap)...)
+	q, args := s.snapshotQuery(e, snap, after, limit)
+	b.Queue(q, args...)
+	br := s.pool.SendBatch(ctx, &b)
+	defer br.Close()
+	current, err := s.judgeSnapshot(br.QueryRow())
+	if err != nil && !errors.Is(err, ErrNoSnapshot) {
+		return nil, err
+	}
+	if tag != nil && current != *tag {
+		return nil, ErrOtherHistory
+	}
+	if err != nil {
+		return nil, err
+	}
+	rows, err := br.Query()
+	return collectSnapshotRecords(rows, err, e)
+}
+
+// SnapshotRecord is a record's state in a snapshot (SnapshotRecords): its
+// latest revision whose transaction the snapshot sees.
+type SnapshotRecord struct {
+	RecordID string
+	Revision int64
+	// PackageRevision is the package revision the revision was written
+	// under: the origin of its field descriptors.
+	PackageRevision string
+	// Values is the state in storage form by field id (as Get reads it),
+	// read from the record's row when the transaction that wrote the row
+	// is visible in the snapshot: the row is then the revision. Nil
+	// otherwise, and Data holds the state.
+	Values map[string]any
+	// Data is the revision's stored values in wire form by authored field
+	// id (a JSON object; a field not present was null) when Values is nil.
+	Data []byte
+}
+
+// SnapshotRecords returns, in record id order after record id after (""
+// for the start), at most limit records of e that are live in snap: each
 // record's latest revision whose transaction snap sees, when that revision
 // is not a tombstone.
-func (s *Store) SnapshotRevisions(ctx context.Context, e *model.Entity, snap Snapshot, after string, limit int) (_ []*Revision, err error) {
-	ctx, span := startOp(ctx, spanRead, "SnapshotRevisions")
+//
+// A record whose row was last written by a transaction snap sees is read
+// from its row alone: every write of a record changes its row and appends
+// its revision in one transaction, so that row is the latest revision snap
+// sees. Only the records written since (or by transactions snap saw in
+// progress) are looked up in the revisions. The row's writer is its
+// PostgreSQL xmin, a 32-bit transaction id, which the statement widens to
+// the 64-bit id snapshots hold against its own snapshot's next id: a row
+// visible to the statement was written before that. The store writes
+// records in top-level transactions only (no savepoint), so that xmin is a
+// transaction a snapshot lists; a row frozen by VACUUM keeps its xmin
+// (PostgreSQL 9.4 and later).
+func (s *Store) SnapshotRecords(ctx context.Context, e *model.Entity, snap Snapshot, after string, limit int) (_ []SnapshotRecord, err error) {
+	ctx, span := startOp(ctx, spanRead, "SnapshotRecords")
 	defer func() { endOp(span, err) }()
+	if limit < 1 {
+		return nil, nil
+	}
+	q, args := s.snapshotQuery(e, snap, after, limit)
+	rows, err := s.pool.Query(ctx, q, args...)
+	return collectSnapshotRecords(rows, err, e)
+}
+
+// snapshotQuery is the statement of SnapshotRecords and its arguments.
+func (s *Store) snapshotQuery(e *model.Entity, snap Snapshot, after string, limit int) (string, []any) {
 	if after == "" {
 		after = "00000000-0000-0000-0000-000000000000"
 	}
-	// Records in id order from the entity's table (a record keeps its row
-	// for life), each with its latest revision the snapshot sees: index
-	// reads per record, whatever the size of the history.
-	rows, err := s.pool.Query(ctx, `SELECT `+revisionColumns+` FROM (
-  SELECT r.* FROM `+layout.Table(e)+` t
-  CROSS JOIN LATERAL (
-    SELECT * FROM registrum.revisions r
-    WHERE r.entity_id = $1 AND r.record_id = t.`+layout.ColRecordID+` AND pg_visible_in_snapshot(r.xid, $2::pg_snapshot)
-    ORDER BY r.revision DESC LIMIT 1
-  ) r
-  WHERE t.`+layout.ColRecordID+` > $3::uuid AND r.lifecycle = 'active'
-  ORDER BY t.`+layout.ColRecordID+` LIMIT $4
-) s ORDER BY record_id`, e.ID, snap.String(), after, limit)
-	return collectRevisions(rows, err, "snapshot of "+e.ID)
+	xip := make([]int64, len(snap.Xip))
+	for i, x := range snap.Xip {
+		xip[i] = int64(x)
+	}
+	return s.snapshotSQL(e, limit), []any{e.ID, snap.String(), after, int64(snap.Xmin), int64(snap.Xmax), xip}
+}
+
+// collectSnapshotRecords reads the rows of snapshotSQL.
+func collectSnapshotRecords(rows pgx.Rows, err error, e *model.Entity) ([]SnapshotRecord, error) {
+	if err != nil {
+		return nil, fmt.Errorf("store: snapshot of %s: %w", e.ID, err)
+	}
+	defer rows.Close()
+	var out []SnapshotRecord
+	raw := make([]any, len(e.Fields))
+	for rows.Next() {
+		var (
+			r         SnapshotRecord
+			fromRow   bool
+			rev       *int64
+			data, pkg *string
+		)
+		dest := []any{&r.RecordID, &fromRow, &r.Revision, &r.PackageRevision}
+		for i := range raw {
+			raw[i] = nil
+			dest = append(dest, &raw[i])
+		}
+		dest = append(dest, &rev, &data, &pkg)
+		if err := rows.Scan(dest...); err != nil {
+			return nil, fmt.Errorf("store: snapshot of %s: %w", e.ID, err)
+		}
+		if fromRow {
+			r.Values = make(map[string]any, len(e.Fields))
+			for i, f := range e.Fields {
+				r.Values[f.ID] = fromStorage(f, raw[i])
+			}
+		} else {
+			if rev == nil || data == nil || pkg == nil {
+				return nil, fmt.Errorf("store: snapshot of %s: record %s has no revision in the snapshot", e.ID, r.RecordID)
+			}
+			r.Revision, r.Data, r.PackageRevision = *rev, []byte(*data), *pkg
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: snapshot of %s: %w", e.ID, err)
+	}
+	return out, nil
+}
+
+// rowWriter is the 64-bit id of the transaction that wrote a row t of an
+// entity's table: t.xmin in the epoch that makes it lower than the next id
+// of the statement's own snapshot (two one-time subqueries).
+const rowWriter = `t.xmin::text::bigint + (SELECT (pg_snapshot_xmax(pg_current_snapshot())::text::bigint >> 32) << 32)
+    - CASE WHEN t.xmin::text::bigint >= (SELECT pg_snapshot_xmax(pg_current_snapshot())::text::bigint & 4294967295) THEN 4294967296 ELSE 0 END`
+
+// snapshotSQL is SnapshotRecords' statement for e and a page of limit
+// records, built once per entity and limit: $1 entity, $2 the snapshot, $3
+// the record id to start after, $4 to $6 the snapshot's xmin, xmax and
+// in-progress ids as bigints. Each record's row is read with whether the
+// snapshot sees its writer (seen); only a record not seen looks up its
+// latest revision the snapshot sees. The limit is written in the text, as
+// a page's is (store/querysql): with a parameter PostgreSQL would plan
+// every execution anew (a generic plan with an unknown limit costs more
+// than any custom one), and planning this statement costs more than
+// running it.
+func (s *Store) snapshotSQL(e *model.Entity, limit int) string {
+	key := snapshotKey{e, limit}
+	if q, ok := s.snapshotReads.Load(key); ok {
+		return q.(string)
+	}
+	id := "t." + layout.ColRecordID
+	sel := []string{id + "::text", "v.seen", "t." + layout.ColRevision, "t." + layout.ColPackageRevision}
+	for _, f := range e.Fields {
+		sel = append(sel, "t."+selectExpr(f))
+	}
+	sel = append(sel, "r.revision", "r.data::text", "r.package_revision")
+	q := `SELECT ` + strings.Join(sel, ", ") + `
+FROM ` + layout.Table(e) + ` t
+CROSS JOIN LATERAL (
+  SELECT w.x >= 0 AND (w.x < $4 OR (w.x < $5 AND w.x <> ALL ($6::bigint[]))) AS seen
+  FROM (SELECT ` + rowWriter + ` AS x) w
+) v
+LEFT JOIN LATERAL (
+  SELECT r.revision, r.lifecycle, r.data, r.package_revision FROM registrum.revisions r
+  WHERE NOT v.seen AND r.entity_id = $1 AND r.record_id = ` + id + ` AND pg_visible_in_snapshot(r.xid, $2::pg_snapshot)
+  ORDER BY r.revision DESC LIMIT 1
+) r ON true
+WHERE ` + id + ` > $3::uuid
+  AND CASE WHEN v.seen THEN t.` + layout.ColLifecycle + ` = '` + layout.LifecycleActive + `' ELSE r.lifecycle = '` + layout.LifecycleActive + `' END
+ORDER BY ` + id + ` LIMIT ` + strconv.Itoa(limit)
+	q2, _ := s.snapshotReads.LoadOrStore(key, q)
+	return q2.(string)
+}
+
+// snapshotKey names a statement of snapshotSQL.
+type snapshotKey struct {
+	e     *model.Entity
+	limit int
 }
 
 // MaxSnapshotTokenBytes bounds a snapshot token.

@@ -2,6 +2,8 @@ package store_test
 
 import (
 	"context"
+	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"testing"
@@ -16,7 +18,7 @@ import (
 // snapshotIDs reads every live record of household in snap.
 func snapshotIDs(t *testing.T, s *store.Store, snap store.Snapshot) []string {
 	t.Helper()
-	revs, err := s.SnapshotRevisions(context.Background(), s.Package().EntityByID("household"), snap, "", 100000)
+	revs, err := s.SnapshotRecords(context.Background(), s.Package().EntityByID("household"), snap, "", 100000)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,10 +203,19 @@ func TestOpenRebasesHistoryWrittenUnderAnotherCounter(t *testing.T) {
 	if _, err := pool.Exec(ctx, `UPDATE registrum.revisions SET xid = ((pg_current_xact_id()::text)::bigint + 1000000)::text::xid8`); err != nil {
 		t.Fatal(err)
 	}
+	// The record's row is written again after each snapshot below, so
+	// that the snapshot reads the record from its revisions.
+	touch := func() {
+		t.Helper()
+		if _, err := pool.Exec(ctx, `UPDATE registrum_data.e_household SET revision = revision`); err != nil {
+			t.Fatal(err)
+		}
+	}
 	snap, err := s.CurrentSnapshot(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
+	touch()
 	if got := snapshotIDs(t, s, snap); len(got) != 0 {
 		t.Fatalf("ids ahead of the counter are visible: %v", got)
 	}
@@ -219,6 +230,7 @@ func TestOpenRebasesHistoryWrittenUnderAnotherCounter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	touch()
 	if got := snapshotIDs(t, reopened, snap); !slices.Equal(got, []string{id}) {
 		t.Fatalf("after the rebase: %v", got)
 	}
@@ -316,5 +328,92 @@ func TestOpenDrawsANewTagForHistoryRestoredElsewhere(t *testing.T) {
 	}
 	if restarted, err := store.Open(ctx, original, s.Package(), store.Options{}); err != nil || restarted.HistoryTag() == tag {
 		t.Fatalf("the restored database opened under the old tag: %v", err)
+	}
+}
+
+// A snapshot read takes a record from its row when the snapshot sees the
+// row's writer, and from its latest revision the snapshot sees otherwise:
+// a record patched, tombstoned or created after the snapshot reads as it
+// was, also after VACUUM froze the rows. The journal data of these writes
+// differs from the records' values, so each answer tells which one it read.
+func TestSnapshotRecordsTakeRowsTheSnapshotSeesAndRevisionsOfTheRest(t *testing.T) {
+	ctx := context.Background()
+	s, pool := openStore(t)
+	hh := s.Package().EntityByID("household")
+	withData := func(data string) store.Journal {
+		j := journal()
+		j.Data = []byte(data)
+		return j
+	}
+	a, b, d := uuid.NewString(), uuid.NewString(), uuid.NewString()
+	for id, name := range map[string]string{a: "a1", b: "b1", d: "d1"} {
+		if _, err := s.Create(ctx, hh, id, map[string]any{"name": name}, withData(`{"name":"`+name+` (revision)"}`)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before, err := s.CurrentSnapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := uuid.NewString()
+	if _, _, err := s.Write(ctx, nil, func(w *store.Writer) (*store.Outcome, error) {
+		if _, err := w.Update(ctx, hh, a, 1, map[string]any{"name": "a2"}, withData(`{"name":"a2 (revision)"}`)); err != nil {
+			return nil, err
+		}
+		if _, err := w.Tombstone(ctx, hh, b, 1, withData(`{"name":"b1 (revision)"}`)); err != nil {
+			return nil, err
+		}
+		_, err := w.Create(ctx, hh, c, map[string]any{"name": "c1"}, withData(`{"name":"c1 (revision)"}`))
+		return &store.Outcome{}, err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	after, err := s.CurrentSnapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, "VACUUM (FREEZE) registrum_data.e_household"); err != nil {
+		t.Fatal(err)
+	}
+	// state renders each record as id:revision:where it was read from.
+	state := func(snap store.Snapshot) map[string]string {
+		t.Helper()
+		recs, err := s.SnapshotRecords(ctx, hh, snap, "", 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]string{}
+		for i, r := range recs {
+			if i > 0 && recs[i-1].RecordID >= r.RecordID {
+				t.Fatalf("records out of id order: %s after %s", r.RecordID, recs[i-1].RecordID)
+			}
+			switch {
+			case r.Values != nil && r.Data == nil:
+				got[r.RecordID] = fmt.Sprintf("%d:row %v", r.Revision, r.Values["name"])
+			case r.Values == nil && r.Data != nil:
+				got[r.RecordID] = fmt.Sprintf("%d:revision %s", r.Revision, r.Data)
+			default:
+				t.Fatalf("record %s: values %v and data %s", r.RecordID, r.Values, r.Data)
+			}
+			if r.PackageRevision != s.Package().Revision {
+				t.Errorf("record %s: package revision %q", r.RecordID, r.PackageRevision)
+			}
+		}
+		return got
+	}
+	for name, tc := range map[string]struct {
+		snap store.Snapshot
+		want map[string]string
+	}{
+		"before": {before, map[string]string{
+			a: `1:revision {"name": "a1 (revision)"}`,
+			b: `1:revision {"name": "b1 (revision)"}`,
+			d: "1:row d1",
+		}},
+		"after": {after, map[string]string{a: "2:row a2", c: "1:row c1", d: "1:row d1"}},
+	} {
+		if got := state(tc.snap); !maps.Equal(got, tc.want) {
+			t.Errorf("%s the writes: %v, want %v", name, got, tc.want)
+		}
 	}
 }

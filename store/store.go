@@ -28,6 +28,8 @@ type Store struct {
 	owners map[string]layout.Owner
 	// reads caches the single-record SELECT of each entity (readSQL).
 	reads sync.Map // *model.Entity → [2]string: plain, FOR UPDATE
+	// snapshotReads caches each entity's snapshot page (snapshotSQL).
+	snapshotReads sync.Map // snapshotKey → string
 	// jobs inserts post-commit jobs (Writer.Enqueue).
 	jobs *river.Client[pgx.Tx]
 	// tag binds snapshot tokens to this database's history (HistoryTag),

@@ -612,28 +612,22 @@ func (s *Service) Snapshot(ctx context.Context, c records.Call, e *model.Entity,
 	ctx, cancel := context.WithTimeout(ctx, SnapshotBudget)
 	defer cancel()
 	var snap store.Snapshot
+	// The snapshot is checked in the round trip of the first records read:
+	// a token against the database's tag now, not the one read at start,
+	// so that hosts sharing the database agree on it
+	// (docs/decisions/snapshot-reads.md).
+	var tag *[8]byte
 	if hasToken {
-		var tag [8]byte
-		if tag, snap, err = records.ParseSnapshotToken(token); err != nil {
+		var t [8]byte
+		if t, snap, err = records.ParseSnapshotToken(token); err != nil {
 			return nil, err
 		}
-		// Against the database's tag now, not the one read at start: hosts
-		// sharing the database agree on it (docs/decisions/snapshot-reads.md).
-		if err := s.store.CheckToken(ctx, tag, snap); err != nil {
-			return nil, records.SourceUnavailable(err)
-		}
-	} else {
-		if snap, err = s.store.CurrentSnapshot(ctx); err != nil {
-			return nil, records.SourceUnavailable(err)
-		}
-		if err := s.store.CheckSnapshot(ctx, snap); err != nil {
-			return nil, records.SourceUnavailable(err)
-		}
-		if token, err = records.SnapshotToken(s.store.HistoryTag(), snap); err != nil {
-			return nil, records.SourceUnavailable(err)
-		}
+		tag = &t
+	} else if snap, err = s.store.CurrentSnapshot(ctx); err != nil {
+		return nil, records.SourceUnavailable(err)
 	}
-	page := records.Collection{Items: []records.CollectionItem{}, Meta: records.MetaOf(s.pkg, e), Snapshot: token}
+	checked := false
+	page := records.Collection{Items: []records.CollectionItem{}, Meta: records.MetaOf(s.pkg, e)}
 	var last string
 	more := false
 	origins := map[string]bool{}
@@ -646,16 +640,24 @@ func (s *Service) Snapshot(ctx context.Context, c records.Call, e *model.Entity,
 		batch = top + 1
 	}
 	for len(page.Items) <= top {
-		revs, err := s.store.SnapshotRevisions(ctx, e, snap, after, batch)
+		var revs []store.SnapshotRecord
+		if checked {
+			revs, err = s.store.SnapshotRecords(ctx, e, snap, after, batch)
+		} else if revs, err = s.store.CheckedSnapshotRecords(ctx, tag, e, snap, after, batch); err == nil && !hasToken {
+			// The tag the check read names the new token.
+			token, err = records.SnapshotToken(s.store.HistoryTag(), snap)
+		}
 		if err != nil {
 			return nil, records.SourceUnavailable(err)
 		}
-		for _, rev := range revs {
+		checked = true
+		for i := range revs {
+			rev := &revs[i]
 			after = rev.RecordID
 			if origins[rev.PackageRevision] = true; len(origins) > MaxSchemaDescriptors {
 				return nil, records.SourceUnavailable(fmt.Errorf("history: a snapshot read over more than %d package revisions", MaxSchemaDescriptors))
 			}
-			ok, err := s.snapshotAdmits(e, at, rev)
+			wire, ok, err := s.snapshotState(e, at, rev)
 			if err != nil {
 				return nil, records.SourceUnavailable(err)
 			}
@@ -674,9 +676,9 @@ func (s *Service) Snapshot(ctx context.Context, c records.Call, e *model.Entity,
 				more = true
 				break
 			}
-			dd, err := revisionData(fields, rev)
-			if err != nil {
-				return nil, records.SourceUnavailable(err)
+			dd := make(map[string]any, len(fields))
+			for _, f := range fields {
+				dd[f.APIName] = wire[f.ID]
 			}
 			page.Items = append(page.Items, records.CollectionItem{RecordIdentifier: rev.RecordID, RevisionIdentifier: strconv.FormatInt(rev.Revision, 10), DomainData: dd})
 			last = rev.RecordID
@@ -685,6 +687,7 @@ func (s *Service) Snapshot(ctx context.Context, c records.Call, e *model.Entity,
 			break
 		}
 	}
+	page.Snapshot = token
 	if more {
 		names := make([]string, len(fields))
 		for i, f := range fields {
@@ -759,25 +762,80 @@ func parseValidAt(e *model.Entity, v string) (validInstant, error) {
 	return validInstant{set: true, ts: t}, nil
 }
 
-// snapshotAdmits decides whether a snapshot revision's values decode under
-// the current field metadata and, with validAt, lie in its validity
-// interval. Row boundaries are not judged on them: visibleNow decides on
-// the record's current state.
-func (s *Service) snapshotAdmits(e *model.Entity, at validInstant, rev *store.Revision) (bool, error) {
-	doc, err := strictjson.Decode(rev.Data)
-	if err != nil {
-		return false, fmt.Errorf("history: snapshot revision data: %w", err)
-	}
-	wire, _ := doc.(map[string]any)
-	for _, f := range e.Fields {
-		v, ok := wire[f.ID]
-		if !ok || v == nil {
-			continue
+// snapshotState returns a record's values in a snapshot in the form a
+// current read answers (values.Encode of their storage form, nil for an
+// absent or null value), by field id, with whether, under validAt, they
+// lie in its validity interval. A state read from a revision is decoded
+// under the current field metadata, its data parsed once whatever is shown
+// of it. Row boundaries are not judged on them: visibleNow decides on the
+// record's current state.
+func (s *Service) snapshotState(e *model.Entity, at validInstant, rev *store.SnapshotRecord) (map[string]any, bool, error) {
+	var wire map[string]any
+	if rev.Values != nil {
+		wire = make(map[string]any, len(e.Fields))
+		for _, f := range e.Fields {
+			v := rev.Values[f.ID]
+			if v == nil {
+				wire[f.ID] = nil
+				continue
+			}
+			// The row may have been written under an earlier package:
+			// its values are checked as a revision's are.
+			if err := s.matches(f, v); err != nil {
+				return nil, false, fmt.Errorf("history: snapshot field %s no longer matches: %w", f.ID, err)
+			}
+			wire[f.ID] = values.Encode(f, v)
 		}
-		if _, err := s.codec.Decode(f, v); err != nil {
-			return false, fmt.Errorf("history: snapshot field %s no longer matches: %w", f.ID, err)
+	} else {
+		doc, err := strictjson.Decode(rev.Data)
+		if err != nil {
+			return nil, false, fmt.Errorf("history: snapshot revision data: %w", err)
+		}
+		if wire, _ = doc.(map[string]any); wire == nil {
+			return nil, false, errors.New("history: snapshot revision data is not an object")
+		}
+		for _, f := range e.Fields {
+			v, ok := wire[f.ID]
+			if !ok || v == nil {
+				continue
+			}
+			stored, err := s.codec.Decode(f, v)
+			if err != nil {
+				return nil, false, fmt.Errorf("history: snapshot field %s no longer matches: %w", f.ID, err)
+			}
+			wire[f.ID] = values.Encode(f, stored)
 		}
 	}
+	admitted, err := validIn(e, at, wire)
+	return wire, admitted, err
+}
+
+// matches checks v, a storage-form value of field f read from a record's
+// row, against f's current metadata, as Decode checks a wire value: the
+// storage forms that are not their own wire form (integers, JSON values)
+// are turned into it first.
+func (s *Service) matches(f *model.Field, v any) error {
+	switch x := v.(type) {
+	case int64:
+		v = json.Number(strconv.FormatInt(x, 10))
+	case int32:
+		v = json.Number(strconv.FormatInt(int64(x), 10))
+	case time.Time:
+		v = values.Encode(f, x)
+	case json.RawMessage:
+		doc, err := strictjson.Decode(x)
+		if err != nil {
+			return err
+		}
+		v = doc
+	}
+	_, err := s.codec.Decode(f, v)
+	return err
+}
+
+// validIn reports whether wire, a revision's values by field id, lie in
+// e's validity interval at at (always, without validAt).
+func validIn(e *model.Entity, at validInstant, wire map[string]any) (bool, error) {
 	if !at.set {
 		return true, nil
 	}
