@@ -80,8 +80,28 @@ func TestLogLevel(t *testing.T) {
 }
 
 // TestWorkerServesMetrics runs `registrum worker` with a metrics listener
-// in its configuration: it serves the record host's metrics there.
+// in its configuration: it serves the record host's metrics there, and the
+// Go runtime's, which show the collector's target: registrum's default of
+// 200 without GOGC in the environment, GOGC's value with it.
 func TestWorkerServesMetrics(t *testing.T) {
+	for _, gogc := range []string{"", "100"} {
+		want := "go_gc_gogc_percent 200\n"
+		if gogc != "" {
+			want = "go_gc_gogc_percent " + gogc + "\n"
+		}
+		t.Run("GOGC="+gogc, func(t *testing.T) {
+			b := workerMetrics(t, gogc)
+			if !bytes.Contains(b, []byte("\n"+want)) {
+				t.Errorf("the worker's metrics lack %q", want)
+			}
+		})
+	}
+}
+
+// workerMetrics starts `registrum worker` (with GOGC=gogc in its
+// environment unless empty) and returns its first answer to GET /metrics,
+// after checking it holds the record host's metrics.
+func workerMetrics(t *testing.T, gogc string) []byte {
 	dir := t.TempDir()
 	pkg := filepath.Join(dir, "package")
 	if out, err := exec.Command(binary, "compile", "../../project/testdata/minimal", "--out", pkg).CombinedOutput(); err != nil {
@@ -96,6 +116,16 @@ func TestWorkerServesMetrics(t *testing.T) {
 	os.WriteFile(cfg, []byte(fmt.Sprintf("version: 1\nlistener: {address: 127.0.0.1, port: %d}\nmetrics: {address: 127.0.0.1, port: %d}\ndatabase: {url: %q}\npackage: %s\nsecrets: {root: secrets}\nhostKeyRef: secret:file/host-key\n%s",
 		freePort(t), port, dsn, pkg, is.HostAuthentication())), 0o600)
 	cmd := exec.Command(binary, "worker", "--config", cfg)
+	cmd.Env = os.Environ()
+	for i, kv := range cmd.Env {
+		if strings.HasPrefix(kv, "GOGC=") {
+			cmd.Env = append(cmd.Env[:i:i], cmd.Env[i+1:]...)
+			break
+		}
+	}
+	if gogc != "" {
+		cmd.Env = append(cmd.Env, "GOGC="+gogc)
+	}
 	stderr, exited := startBackground(t, cmd)
 	url := fmt.Sprintf("http://127.0.0.1:%d/metrics", port)
 	deadline := time.Now().Add(30 * time.Second)
@@ -111,7 +141,7 @@ func TestWorkerServesMetrics(t *testing.T) {
 					t.Errorf("the worker's metrics lack %s", name)
 				}
 			}
-			return
+			return b
 		}
 		select {
 		case <-exited:
