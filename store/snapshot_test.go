@@ -2,11 +2,15 @@ package store_test
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -414,6 +418,120 @@ func TestSnapshotRecordsTakeRowsTheSnapshotSeesAndRevisionsOfTheRest(t *testing.
 	} {
 		if got := state(tc.snap); !maps.Equal(got, tc.want) {
 			t.Errorf("%s the writes: %v, want %v", name, got, tc.want)
+		}
+	}
+}
+
+// States captured while writers patch records, some holding their
+// transaction open across captures, read the same when read again after
+// every writer finished: a record read from its row when first captured
+// reads from its revisions later, and the two agree. The journal data of
+// every write holds the values written, as the host's does.
+func TestSnapshotsReproduceUnderConcurrentUpdates(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openStore(t)
+	hh := s.Package().EntityByID("household")
+	named := func(name string) store.Journal {
+		j := journal()
+		j.Data = []byte(`{"name":"` + name + `"}`)
+		return j
+	}
+	ids := make([]string, 8)
+	for i := range ids {
+		ids[i] = uuid.NewString()
+		if _, err := s.Create(ctx, hh, ids[i], map[string]any{"name": "v0"}, named("v0")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// state renders every live record as id → revision:name.
+	state := func(snap store.Snapshot) (map[string]string, error) {
+		recs, err := s.SnapshotRecords(ctx, hh, snap, "", 100)
+		if err != nil {
+			return nil, err
+		}
+		out := map[string]string{}
+		for _, r := range recs {
+			name := r.Values["name"]
+			if r.Values == nil {
+				var d map[string]any
+				if err := json.Unmarshal(r.Data, &d); err != nil {
+					return nil, err
+				}
+				name = d["name"]
+			}
+			out[r.RecordID] = fmt.Sprintf("%d:%v", r.Revision, name)
+		}
+		return out, nil
+	}
+	var (
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		captures []store.Snapshot
+		states   []map[string]string
+		writes   atomic.Int64
+	)
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for n := range 40 {
+				id := ids[(w*7+n)%len(ids)]
+				cur, err := s.Get(ctx, hh, id)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				name := fmt.Sprintf("v%d-%d", w, n)
+				_, _, err = s.Write(ctx, nil, func(wr *store.Writer) (*store.Outcome, error) {
+					if _, err := wr.Update(ctx, hh, id, cur.Revision, map[string]any{"name": name}, named(name)); err != nil {
+						return nil, err
+					}
+					if n%3 == 0 {
+						time.Sleep(3 * time.Millisecond) // in progress across captures
+					}
+					return &store.Outcome{}, nil
+				})
+				if err == nil {
+					writes.Add(1)
+				} else if !errors.Is(err, store.ErrStale) {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for range 60 {
+			snap, err := s.CurrentSnapshot(ctx)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			st, err := state(snap)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			mu.Lock()
+			captures, states = append(captures, snap), append(states, st)
+			mu.Unlock()
+			time.Sleep(time.Millisecond)
+		}
+	}()
+	wg.Wait()
+	<-done
+	if writes.Load() < 40 {
+		t.Fatalf("only %d writes committed", writes.Load())
+	}
+	for i, snap := range captures {
+		again, err := state(snap)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !maps.Equal(again, states[i]) {
+			t.Errorf("snapshot %v: %v when captured, %v now", snap, states[i], again)
 		}
 	}
 }
