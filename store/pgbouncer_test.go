@@ -114,6 +114,25 @@ func TestPgBouncerTransactionMode(t *testing.T) {
 		t.Errorf("%d households on the server, want %d", n, 8*15)
 	}
 
+	// A snapshot page through the pooler: its check and first read in one
+	// round trip, then the next page.
+	snap, err := s.CurrentSnapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := s.CheckedSnapshotRecords(ctx, nil, hh, snap, "", 100)
+	if err != nil || len(first) != 100 {
+		t.Fatalf("checked snapshot page: %d records, %v", len(first), err)
+	}
+	rest, err := s.SnapshotRecords(ctx, hh, snap, first[99].RecordID, 100)
+	if err != nil || len(rest) != 8*15-100 {
+		t.Fatalf("next snapshot page: %d records, %v", len(rest), err)
+	}
+	tag := s.HistoryTag()
+	if _, err := s.CheckedSnapshotRecords(ctx, &tag, hh, snap, "", 10); err != nil {
+		t.Fatalf("checked snapshot page of a token: %v", err)
+	}
+
 	// Jobs: inserted through the pooler, worked by a runner whose River
 	// queries go through the pooler and whose LISTEN is on the direct pool.
 	worked := make(chan int, 10)

@@ -420,6 +420,21 @@ func TestSnapshotRecordsTakeRowsTheSnapshotSeesAndRevisionsOfTheRest(t *testing.
 			t.Errorf("%s the writes: %v, want %v", name, got, tc.want)
 		}
 	}
+	// The same records with the snapshot's check in the round trip, which
+	// refuses a token of another history and a snapshot of the future.
+	tag := s.HistoryTag()
+	if recs, err := s.CheckedSnapshotRecords(ctx, &tag, hh, before, "", 100); err != nil || len(recs) != 3 {
+		t.Errorf("checked read of a token: %d records, %v", len(recs), err)
+	}
+	other := tag
+	other[0] ^= 1
+	if recs, err := s.CheckedSnapshotRecords(ctx, &other, hh, before, "", 100); !errors.Is(err, store.ErrOtherHistory) || recs != nil {
+		t.Errorf("a token of another history: %d records, %v", len(recs), err)
+	}
+	future := store.Snapshot{Xmin: after.Xmax + 1000, Xmax: after.Xmax + 1000}
+	if recs, err := s.CheckedSnapshotRecords(ctx, nil, hh, future, "", 100); !errors.Is(err, store.ErrNoSnapshot) || recs != nil {
+		t.Errorf("a snapshot of the future: %d records, %v", len(recs), err)
+	}
 }
 
 // States captured while writers patch records, some holding their
