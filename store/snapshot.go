@@ -332,6 +332,10 @@ type SnapshotRecord struct {
 	// is visible in the snapshot: the row is then the revision. Nil
 	// otherwise, and Data holds the state.
 	Values map[string]any
+	// Current is the record's values in its row now, in storage form by
+	// field id, whether or not the snapshot sees them: what Get would read
+	// (row boundaries are judged on the current state).
+	Current map[string]any
 	// Data is the revision's stored values in wire form by authored field
 	// id (a JSON object; a field not present was null) when Values is nil.
 	Data []byte
@@ -400,11 +404,12 @@ func collectSnapshotRecords(rows pgx.Rows, err error, e *model.Entity) ([]Snapsh
 		if err := rows.Scan(dest...); err != nil {
 			return nil, fmt.Errorf("store: snapshot of %s: %w", e.ID, err)
 		}
+		r.Current = make(map[string]any, len(e.Fields))
+		for i, f := range e.Fields {
+			r.Current[f.ID] = fromStorage(f, raw[i])
+		}
 		if fromRow {
-			r.Values = make(map[string]any, len(e.Fields))
-			for i, f := range e.Fields {
-				r.Values[f.ID] = fromStorage(f, raw[i])
-			}
+			r.Values = r.Current
 		} else {
 			if rev == nil || data == nil || pkg == nil {
 				return nil, fmt.Errorf("store: snapshot of %s: record %s has no revision in the snapshot", e.ID, r.RecordID)

@@ -665,7 +665,13 @@ func (s *Service) Snapshot(ctx context.Context, c records.Call, e *model.Entity,
 				continue
 			}
 			if !everyVisible {
-				if _, ok, err = s.visibleNow(ctx, e, grant, rev.RecordID); err != nil {
+				// The row boundaries judge the current state, which the
+				// read returned with the record; a request's visibility
+				// needs its workflow row.
+				if ok = grant.Admits(rev.Current); ok && e.IsRequestEntity() {
+					_, ok, err = s.visibleNow(ctx, e, grant, rev.RecordID)
+				}
+				if err != nil {
 					return nil, records.SourceUnavailable(err)
 				}
 				if !ok {
