@@ -12,6 +12,8 @@ import (
 	mrand "math/rand/v2"
 	"net/http"
 	"net/url"
+	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -476,17 +478,82 @@ func (c *client) list() {
 	}
 }
 
-// snapshot reads the collection at one commit, following one cursor.
+// snapshot reads the collection at one commit, following one cursor. The
+// first page's items and token are kept (up to maxSnapshotSamples) for
+// replaySnapshots.
 func (c *client) snapshot() {
-	path := "/v1/records/parcels:snapshot?$top=20"
+	path := snapshotFirstPage
 	for page := 0; page < 2 && path != ""; page++ {
 		op := &Op{Kind: "snapshot", TraceID: newTraceID()}
 		s, _, b := c.run(op, "GET", path, "", nil, nil)
 		if s != 200 {
 			return
 		}
+		if page == 0 {
+			c.h.keepSnapshot(b)
+		}
 		path = nextPage("/v1/records/parcels:snapshot", b)
 	}
+}
+
+// snapshotFirstPage is the path of a snapshot read's first page.
+const snapshotFirstPage = "/v1/records/parcels:snapshot?$top=20"
+
+// maxSnapshotSamples bounds the first pages kept for replaySnapshots.
+const maxSnapshotSamples = 400
+
+// snapshotSample is a snapshot read's first page: its token and items.
+type snapshotSample struct {
+	token string
+	items []any
+}
+
+// keepSnapshot keeps the token and items of a first snapshot page b.
+func (h *harness) keepSnapshot(b []byte) {
+	var page struct {
+		Items    []any  `json:"items"`
+		Snapshot string `json:"snapshot"`
+	}
+	if json.Unmarshal(b, &page) != nil || page.Snapshot == "" {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.snapshots) < maxSnapshotSamples {
+		h.snapshots = append(h.snapshots, snapshotSample{token: page.Snapshot, items: page.Items})
+	}
+}
+
+// replaySnapshots reads the first page of every kept snapshot again by its
+// token, once the traffic has ended: a snapshot names a fixed state, so
+// each must show exactly the items it showed when it was taken, whatever
+// was written, killed and restarted since. It returns the findings.
+func (h *harness) replaySnapshots() []string {
+	h.mu.Lock()
+	samples := slices.Clone(h.snapshots)
+	h.mu.Unlock()
+	c := &client{h: h}
+	var out []string
+	for i, sm := range samples {
+		path := snapshotFirstPage + "&" + url.Values{"snapshot": {sm.token}}.Encode()
+		a, _, b := c.send(i%len(h.hosts), "GET", path, "", nil, nil, newTraceID())
+		if a.Status != 200 {
+			out = append(out, fmt.Sprintf("snapshot %s read again: %d %s %.200s", sm.token, a.Status, a.Err, b))
+			continue
+		}
+		var page struct {
+			Items []any `json:"items"`
+		}
+		if err := json.Unmarshal(b, &page); err != nil {
+			out = append(out, fmt.Sprintf("snapshot %s read again: %v", sm.token, err))
+			continue
+		}
+		if !reflect.DeepEqual(page.Items, sm.items) {
+			out = append(out, fmt.Sprintf("snapshot %s read again shows %d items, %d when it was taken: now %.300v, then %.300v",
+				sm.token, len(page.Items), len(sm.items), page.Items, sm.items))
+		}
+	}
+	return out
 }
 
 // nextPage returns the path of the page after the one in b, or "".

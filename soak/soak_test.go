@@ -119,10 +119,11 @@ type harness struct {
 
 	goneHits atomic.Int64 // requests the 410 destination answered
 
-	trafficStarted chan struct{} // closed when the traffic starts
-	trafficStart   time.Time     // set before trafficStarted is closed
-	trafficEnded   atomic.Int64  // when the traffic stopped (Unix ns), once it has
-	terms          []string      // what each term-host fault observed, for the summary
+	trafficStarted chan struct{}    // closed when the traffic starts
+	trafficStart   time.Time        // set before trafficStarted is closed
+	trafficEnded   atomic.Int64     // when the traffic stopped (Unix ns), once it has
+	terms          []string         // what each term-host fault observed, for the summary
+	snapshots      []snapshotSample // first snapshot pages, read again at the end
 
 	ingest        *balancer       // the importer's way to the hosts
 	importer      importer        // how registrum ingest is run
@@ -293,6 +294,15 @@ func TestSoak(t *testing.T) {
 		}
 	}
 	drained := time.Since(drainStart)
+
+	// Every snapshot kept reads as it did when it was taken.
+	h.mu.Lock()
+	kept := len(h.snapshots)
+	h.mu.Unlock()
+	for _, v := range h.replaySnapshots() {
+		t.Errorf("%s", v)
+	}
+	t.Logf("snapshots: %d first pages read again by their tokens", kept)
 	time.Sleep(time.Second) // answers in flight to the receiver land
 
 	// Goroutines and heap at the end: the partners and the clients let

@@ -773,8 +773,8 @@ func parseValidAt(e *model.Entity, v string) (validInstant, error) {
 // absent or null value), by field id, with whether, under validAt, they
 // lie in its validity interval. A state read from a revision is decoded
 // under the current field metadata, its data parsed once whatever is shown
-// of it. Row boundaries are not judged on them: visibleNow decides on the
-// record's current state.
+// of it. Row boundaries are not judged on them but on the record's
+// current state (SnapshotRecord.Current).
 func (s *Service) snapshotState(e *model.Entity, at validInstant, rev *store.SnapshotRecord) (map[string]any, bool, error) {
 	var wire map[string]any
 	if rev.Values != nil {
