@@ -293,12 +293,6 @@ func (s *Store) judgeSnapshot(row pgx.Row) ([8]byte, error) {
 func (s *Store) CheckedSnapshotRecords(ctx context.Context, tag *[8]byte, e *model.Entity, snap Snapshot, after string, limit int) (_ []SnapshotRecord, err error) {
 	ctx, span := startOp(ctx, spanRead, "CheckedSnapshotRecords")
 	defer func() { endOp(span, err) }()
-	if limit < 1 {
-		if tag != nil {
-			return nil, s.CheckToken(ctx, *tag, snap)
-		}
-		return nil, s.CheckSnapshot(ctx, snap)
-	}
 	var b pgx.Batch
 	b.Queue(sqlCheckSnapshot, s.checkArgs(snap)...)
 	q, args := s.snapshotQuery(e, snap, after, limit)
@@ -360,9 +354,6 @@ type SnapshotRecord struct {
 func (s *Store) SnapshotRecords(ctx context.Context, e *model.Entity, snap Snapshot, after string, limit int) (_ []SnapshotRecord, err error) {
 	ctx, span := startOp(ctx, spanRead, "SnapshotRecords")
 	defer func() { endOp(span, err) }()
-	if limit < 1 {
-		return nil, nil
-	}
 	q, args := s.snapshotQuery(e, snap, after, limit)
 	rows, err := s.pool.Query(ctx, q, args...)
 	return collectSnapshotRecords(rows, err, e)

@@ -478,11 +478,14 @@ func TestSnapshotsReproduceUnderConcurrentUpdates(t *testing.T) {
 		}
 		return out, nil
 	}
+	type capture struct {
+		snap store.Snapshot
+		seen map[string]string
+	}
 	var (
 		wg       sync.WaitGroup
 		mu       sync.Mutex
-		captures []store.Snapshot
-		states   []map[string]string
+		captures []capture
 		writes   atomic.Int64
 	)
 	for w := range 4 {
@@ -530,7 +533,7 @@ func TestSnapshotsReproduceUnderConcurrentUpdates(t *testing.T) {
 				return
 			}
 			mu.Lock()
-			captures, states = append(captures, snap), append(states, st)
+			captures = append(captures, capture{snap, st})
 			mu.Unlock()
 			time.Sleep(time.Millisecond)
 		}
@@ -540,13 +543,13 @@ func TestSnapshotsReproduceUnderConcurrentUpdates(t *testing.T) {
 	if writes.Load() < 40 {
 		t.Fatalf("only %d writes committed", writes.Load())
 	}
-	for i, snap := range captures {
-		again, err := state(snap)
+	for _, c := range captures {
+		again, err := state(c.snap)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !maps.Equal(again, states[i]) {
-			t.Errorf("snapshot %v: %v when captured, %v now", snap, states[i], again)
+		if !maps.Equal(again, c.seen) {
+			t.Errorf("snapshot %v: %v when captured, %v now", c.snap, c.seen, again)
 		}
 	}
 }

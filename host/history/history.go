@@ -787,7 +787,7 @@ func (s *Service) snapshotState(e *model.Entity, at validInstant, rev *store.Sna
 			}
 			// The row may have been written under an earlier package:
 			// its values are checked as a revision's are.
-			if err := s.matches(f, v); err != nil {
+			if err := s.codec.CheckStored(f, v); err != nil {
 				return nil, false, fmt.Errorf("history: snapshot field %s no longer matches: %w", f.ID, err)
 			}
 			wire[f.ID] = values.Encode(f, v)
@@ -814,29 +814,6 @@ func (s *Service) snapshotState(e *model.Entity, at validInstant, rev *store.Sna
 	}
 	admitted, err := validIn(e, at, wire)
 	return wire, admitted, err
-}
-
-// matches checks v, a storage-form value of field f read from a record's
-// row, against f's current metadata, as Decode checks a wire value: the
-// storage forms that are not their own wire form (integers, JSON values)
-// are turned into it first.
-func (s *Service) matches(f *model.Field, v any) error {
-	switch x := v.(type) {
-	case int64:
-		v = json.Number(strconv.FormatInt(x, 10))
-	case int32:
-		v = json.Number(strconv.FormatInt(int64(x), 10))
-	case time.Time:
-		v = values.Encode(f, x)
-	case json.RawMessage:
-		doc, err := strictjson.Decode(x)
-		if err != nil {
-			return err
-		}
-		v = doc
-	}
-	_, err := s.codec.Decode(f, v)
-	return err
 }
 
 // validIn reports whether wire, a revision's values by field id, lie in

@@ -24,6 +24,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/registrum/registrum/internal/canonjson"
+	"github.com/registrum/registrum/internal/strictjson"
 	"github.com/registrum/registrum/model"
 )
 
@@ -297,6 +298,30 @@ func point(f *model.Field, v any) (any, error) {
 	}
 	b, _ := json.Marshal(map[string]any{"type": "Point", "coordinates": []float64{lonlat[0], lonlat[1]}})
 	return json.RawMessage(b), nil
+}
+
+// CheckStored checks v, a storage-form value of field f as the store reads
+// it from a record's row (possibly written under an earlier package), by
+// the rules Decode applies to a write under f's current metadata. The
+// storage forms that are not their own wire form (integers, timestamps,
+// JSON values) are turned into it first.
+func (c *Codec) CheckStored(f *model.Field, v any) error {
+	switch x := v.(type) {
+	case int64:
+		v = json.Number(strconv.FormatInt(x, 10))
+	case int32:
+		v = json.Number(strconv.FormatInt(int64(x), 10))
+	case time.Time:
+		v = Encode(f, x)
+	case json.RawMessage:
+		doc, err := strictjson.Decode(x)
+		if err != nil {
+			return fmt.Errorf("values: stored %s of field %s: %w", f.Type, f.ID, err)
+		}
+		v = doc
+	}
+	_, err := c.Decode(f, v)
+	return err
 }
 
 // Encode returns the wire value of a storage-form value (nil for null).

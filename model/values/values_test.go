@@ -195,3 +195,39 @@ func TestLiteralHasTheVerdictOfDecode(t *testing.T) {
 		t.Error("a broken pattern passed")
 	}
 }
+
+// TestCheckStoredJudgesRowValuesAsWrites: a value as the store reads it
+// from a row passes CheckStored exactly when its wire form would pass a
+// write under the field's current metadata (a narrowed bound, a code
+// dropped from the list, a schema that no longer admits it).
+func TestCheckStoredJudgesRowValuesAsWrites(t *testing.T) {
+	cases := []struct {
+		f      *model.Field
+		stored any
+		ok     bool
+	}{
+		{field(model.Field{ID: "i", Type: model.TypeInteger, Maximum: i64(10)}), int64(10), true},
+		{field(model.Field{ID: "i", Type: model.TypeInteger, Maximum: i64(10)}), int64(11), false},
+		{field(model.Field{ID: "i", Type: model.TypeInteger, Minimum: i64(0)}), int32(-1), false},
+		{field(model.Field{ID: "c", Type: model.TypeCode, Values: []string{"north"}}), "north", true},
+		{field(model.Field{ID: "c", Type: model.TypeCode, Values: []string{"north"}}), "west", false},
+		{field(model.Field{ID: "s", Type: model.TypeString, Pattern: `^[A-Z]+$`}), "ab", false},
+		{field(model.Field{ID: "t", Type: model.TypeTimestamp}), time.Date(2026, 1, 2, 3, 4, 5, 6000, time.UTC), true},
+		{field(model.Field{ID: "d", Type: model.TypeDecimal, Precision: ip(6), Scale: ip(2)}), "12.50", true},
+		{field(model.Field{ID: "d", Type: model.TypeDecimal, Precision: ip(3), Scale: ip(2)}), "12.50", false},
+		{field(model.Field{ID: "st", Type: model.TypeStructured, Schema: json.RawMessage(`{"type":"object","required":["k"]}`)}), json.RawMessage(`{"k":1}`), true},
+		{field(model.Field{ID: "st", Type: model.TypeStructured, Schema: json.RawMessage(`{"type":"object","required":["k"]}`)}), json.RawMessage(`{"j":1}`), false},
+		{field(model.Field{ID: "st", Type: model.TypeStructured}), json.RawMessage(`{"k":`), false},
+		{field(model.Field{ID: "p", Type: model.TypeCRS84Point}), json.RawMessage(`{"type":"Point","coordinates":[1.5,2]}`), true},
+		{field(model.Field{ID: "p", Type: model.TypeCRS84Point}), json.RawMessage(`{"type":"Point","coordinates":[181,2]}`), false},
+	}
+	for _, tc := range cases {
+		c, err := NewCodec(&model.Package{Entities: []*model.Entity{{ID: "e", Fields: []*model.Field{tc.f}}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.CheckStored(tc.f, tc.stored); (err == nil) != tc.ok {
+			t.Errorf("%s %v: CheckStored = %v, want ok %v", tc.f.Type, tc.stored, err, tc.ok)
+		}
+	}
+}
