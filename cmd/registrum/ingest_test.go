@@ -314,6 +314,13 @@ func TestIngestResumesAfterKill9(t *testing.T) {
 	if err := importer.Start(); err != nil {
 		t.Fatal(err)
 	}
+	// The interrupted importer's second chunk on its way may still reach
+	// the gate after it exited: the commit held must follow the resumed
+	// importer's start (seen once in CI: the resumed one killed before it
+	// wrote a line).
+	waitFor(t, "the resumed importer naming its run", 30*time.Second, func() bool {
+		return strings.Contains(out.String(), fmt.Sprintf("run %s resumed at chunk", id))
+	})
 	gate.waitCommitHeld(db)
 	kill9(t, importer)
 	gate.open()
