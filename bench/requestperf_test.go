@@ -86,14 +86,16 @@ func TestChangeRequestReport(t *testing.T) {
 	var seq atomic.Int64
 	var written atomic.Int64 // items the phases report written, warm-up included
 	run := func(f flow, d time.Duration, profile string) (measured, *stepTimes, time.Duration, time.Duration, error) {
-		if dir := os.Getenv("REGISTRUM_REQUEST_BENCH_PROFILE"); dir != "" && profile != "" {
-			defer startCPUProfile(t, filepath.Join(dir, profile+".pprof"))()
-		}
 		if f.drafts != nil {
 			// Enough for the phase at up to 3,000 requests/s.
 			if err := f.drafts.prepare(int(3000*d.Seconds()), &seq); err != nil {
 				return measured{}, nil, 0, 0, err
 			}
+		}
+		// The profile covers the measured phase only, not the drafts'
+		// preparation.
+		if dir := os.Getenv("REGISTRUM_REQUEST_BENCH_PROFILE"); dir != "" && profile != "" {
+			defer startCPUProfile(t, filepath.Join(dir, profile+".pprof"))()
 		}
 		var first atomic.Pointer[error]
 		steps := &stepTimes{}

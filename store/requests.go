@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/registrum/registrum/model"
+	"github.com/registrum/registrum/store/layout"
 )
 
 // Change request states (engineState).
@@ -236,6 +237,50 @@ func (w *Writer) LockWithRequest(ctx context.Context, e *model.Entity, id string
 		return nil, nil, err
 	}
 	return rec, r, w.requestDetail(ctx, e, r)
+}
+
+// ErrMoved means rows a write decided on before its transaction changed
+// before the transaction locked them (Writer.ExpectRequest): nothing was
+// written, and the caller decides again on the rows as locked.
+var ErrMoved = errors.New("store: the request moved since it was read")
+
+// ExpectRequest queues the lock of a request record and its workflow state
+// as the caller read them before the transaction: the record at revision
+// and the request in state at proposal version. It reads nothing back, so
+// the transaction's statements can follow it in the same round trip; when
+// either row moved (or is gone), PostgreSQL fails the statement, skips
+// every statement queued after it, COMMIT included, and the write returns
+// ErrMoved with nothing written. A write that expects rows this way needs
+// no round trip to lock them before it writes. The record's revision
+// stands for its values and lifecycle (every change of either takes a new
+// revision), the state and proposal version for the workflow; the owner
+// never changes. What moves neither (an attachment's verification
+// verdict, say) is not guarded: a caller that decides on it locks the
+// rows with LockWithRequest.
+func (w *Writer) ExpectRequest(e *model.Entity, id string, revision int64, state string, proposalVersion int64) {
+	w.sendRow(func(row pgx.Row) error {
+		var held bool
+		err := row.Scan(&held)
+		var pgErr *pgconn.PgError
+		switch {
+		case errors.As(err, &pgErr) && pgErr.Code == "RGMV1":
+			return ErrMoved
+		case err != nil:
+			return fmt.Errorf("store: lock the request as read: %w", err)
+		}
+		return nil
+	}, expectRequestSQL(e), id, revision, e.ID, state, proposalVersion)
+}
+
+// expectRequestSQL locks the record row and the request row when they are
+// as read, and fails (RGMV1) when either is not. Under READ COMMITTED a
+// row a concurrent transaction changed is waited for and judged again in
+// its new version.
+func expectRequestSQL(e *model.Entity) string {
+	return `SELECT registrum.expect_unmoved(count(*) = 1, 'request') FROM (SELECT FROM ` + layout.Table(e) + ` t, registrum.requests r
+    WHERE t.` + layout.ColRecordID + ` = $1 AND t.` + layout.ColRevision + ` = $2
+      AND r.entity_id = $3 AND r.record_id = $1 AND r.state = $4 AND r.proposal_version = $5
+    FOR UPDATE OF t, r) held`
 }
 
 // ActionInputs reads, in one round trip, what a request action checks

@@ -74,15 +74,35 @@ func (s *Service) Act(ctx context.Context, c records.Call, e *model.Entity, id, 
 	if err != nil {
 		return nil, err
 	}
-	var plan *planners.Plan
+	var pre *readBefore
 	if action == records.ActionSubmit || (action == records.ActionApply && e.ChangeRequest.Review.Mode == model.ReviewAuthority) {
 		// Work outside the transaction (a planner's run, the authority's
 		// result) comes first: the replay of an action is answered before
 		// it is done again.
 		var res *records.Result
-		if res, plan, err = s.beforeAction(ctx, c, e, id, action, ifMatch, grant, idem, in); res != nil || err != nil {
+		if res, pre, err = s.beforeAction(ctx, c, e, id, action, ifMatch, grant, idem, in); res != nil || err != nil {
 			return res, err
 		}
+	}
+	if pre != nil && action == records.ActionSubmit && len(e.Attachments) == 0 {
+		// A submit decides on the request as read before its planner ran:
+		// its transaction locks the request only if it is still as read
+		// (ExpectRequest) and writes in the same round trip. Slots are not
+		// guarded that way (a verification verdict settles without a new
+		// revision), so a request entity with slots takes the lock first.
+		res, err := s.records.Write(ctx, e, idem, func(w *store.Writer) (*store.Outcome, error) {
+			w.ExpectRequest(e, id, pre.rec.Revision, pre.req.State, pre.req.ProposalVersion)
+			return s.decide(ctx, w, c, e, pre.rec, pre.req, grant, action, ifMatch, in, pre.plan)
+		})
+		if !errors.Is(err, store.ErrMoved) {
+			return res, err
+		}
+		// The request moved while it was planned: it is judged again as
+		// locked, as any other action is, and refused as it now stands.
+	}
+	var plan *planners.Plan
+	if pre != nil {
+		plan = pre.plan
 	}
 	// Other actions are decided in their transaction alone; its first round
 	// trip takes the idempotency key (a replay is answered from there) and
@@ -92,64 +112,74 @@ func (s *Service) Act(ctx context.Context, c records.Call, e *model.Entity, id, 
 		if err != nil {
 			return nil, err
 		}
-		if err := s.admitAction(e, cur, req, grant, action, ifMatch, c.Executor); err != nil {
-			return nil, err
+		return s.decide(ctx, w, c, e, cur, req, grant, action, ifMatch, in, plan)
+	})
+}
+
+// decide does an action in its transaction on the request record cur and
+// its workflow state req, locked by w: it checks them (admitAction),
+// judges the body, writes the action's rows and the touch of the request
+// record, and renders the action response.
+func (s *Service) decide(ctx context.Context, w *store.Writer, c records.Call, e *model.Entity, cur *store.Record, req *store.Request, grant *access.Grant, action, ifMatch string, in ActionInput, plan *planners.Plan) (*store.Outcome, error) {
+	op := records.ActionOperation(action)
+	if err := s.admitAction(e, cur, req, grant, action, ifMatch, c.Executor); err != nil {
+		return nil, err
+	}
+	body, err := in.judge(action, grant.PrincipalReference)
+	if err != nil {
+		return nil, err
+	}
+	if action == records.ActionRevise && body.Rebase == nil {
+		// No rebase sent: the one the offered revise_request carries.
+		_, rebase := records.ReviseOffer(records.ReviewOutcome(e, req))
+		body.Rebase = &rebase
+	}
+	id := cur.ID
+	fromState := req.State
+	// The stage the request was at before the action (a revise clears
+	// the result it came from).
+	stage := reviewStage(req)
+	switch action {
+	case records.ActionSubmit:
+		err = s.submit(ctx, w, e, cur, req, plan, grant, body)
+	case records.ActionCancel:
+		wasSubmitted := req.State == store.RequestSubmitted
+		err = w.SetRequestState(ctx, e, id, store.RequestCancelled, req.ProposalVersion)
+		req.State = store.RequestCancelled
+		if err == nil && wasSubmitted && e.ChangeRequest.Review.Mode == model.ReviewAuthority {
+			err = s.withdraw(ctx, w, e, req)
 		}
-		body, err := in.judge(action, grant.PrincipalReference)
-		if err != nil {
-			return nil, err
+	case records.ActionRevise:
+		err = s.revise(ctx, w, e, req, body)
+	case records.ActionApply:
+		err = s.apply(ctx, w, c, e, req, grant, body)
+	}
+	if err != nil {
+		return nil, err
+	}
+	j, err := s.records.Journal(c, grant, e, id, cur.Values)
+	if err != nil {
+		return nil, err
+	}
+	rec, err := w.Touch(ctx, e, cur, cur.Revision, op, j)
+	if err != nil {
+		return nil, err
+	}
+	// req now holds the state the action wrote.
+	lc := &store.Lifecycle{Transition: action, FromState: fromState, ToState: req.State, ProposalVersion: req.ProposalVersion, Stage: stage}
+	if req.Proposal != nil {
+		lc.EffectDigest = req.Proposal.EffectDigest
+	}
+	if err := w.Capture(ctx, store.Change{Entity: e, Trigger: model.TriggerRequestLifecycle, After: rec, Lifecycle: lc}); err != nil {
+		return nil, err
+	}
+	out := &store.Outcome{}
+	return out, s.records.WriteSnapshotAtCommit(ctx, w, func(tok string) error {
+		o, err := s.actionOutcome(rec, req, body.ActorReference, c.Representation, tok)
+		if err == nil {
+			*out = *o
 		}
-		if action == records.ActionRevise && body.Rebase == nil {
-			// No rebase sent: the one the offered revise_request carries.
-			_, rebase := records.ReviseOffer(records.ReviewOutcome(e, req))
-			body.Rebase = &rebase
-		}
-		fromState := req.State
-		// The stage the request was at before the action (a revise clears
-		// the result it came from).
-		stage := reviewStage(req)
-		switch action {
-		case records.ActionSubmit:
-			err = s.submit(ctx, w, e, cur, req, plan, grant, body)
-		case records.ActionCancel:
-			wasSubmitted := req.State == store.RequestSubmitted
-			err = w.SetRequestState(ctx, e, id, store.RequestCancelled, req.ProposalVersion)
-			req.State = store.RequestCancelled
-			if err == nil && wasSubmitted && e.ChangeRequest.Review.Mode == model.ReviewAuthority {
-				err = s.withdraw(ctx, w, e, req)
-			}
-		case records.ActionRevise:
-			err = s.revise(ctx, w, e, req, body)
-		case records.ActionApply:
-			err = s.apply(ctx, w, c, e, req, grant, body)
-		}
-		if err != nil {
-			return nil, err
-		}
-		j, err := s.records.Journal(c, grant, e, id, cur.Values)
-		if err != nil {
-			return nil, err
-		}
-		rec, err := w.Touch(ctx, e, cur, cur.Revision, op, j)
-		if err != nil {
-			return nil, err
-		}
-		// req now holds the state the action wrote.
-		lc := &store.Lifecycle{Transition: action, FromState: fromState, ToState: req.State, ProposalVersion: req.ProposalVersion, Stage: stage}
-		if req.Proposal != nil {
-			lc.EffectDigest = req.Proposal.EffectDigest
-		}
-		if err := w.Capture(ctx, store.Change{Entity: e, Trigger: model.TriggerRequestLifecycle, After: rec, Lifecycle: lc}); err != nil {
-			return nil, err
-		}
-		out := &store.Outcome{}
-		return out, s.records.WriteSnapshotAtCommit(ctx, w, func(tok string) error {
-			o, err := s.actionOutcome(rec, req, body.ActorReference, c.Representation, tok)
-			if err == nil {
-				*out = *o
-			}
-			return err
-		})
+		return err
 	})
 }
 
@@ -503,13 +533,21 @@ func (s *Service) actionOutcome(rec *store.Record, req *store.Request, actor str
 	}, nil
 }
 
+// readBefore is what an action read and decided before its transaction:
+// the request record and its workflow state, and a submit's plan.
+type readBefore struct {
+	rec  *store.Record
+	req  *store.Request
+	plan *planners.Plan
+}
+
 // beforeAction does what a submit, or an apply under an external review
 // authority, needs before its transaction: it reads the stored outcome of
 // the key (a replay is answered at once) with the request and its record
 // in one round trip, checks them as the transaction will (admitAction),
 // judges the input, then runs the planner or fetches the authority's
 // result. The transaction checks again that nothing moved.
-func (s *Service) beforeAction(ctx context.Context, c records.Call, e *model.Entity, id, action, ifMatch string, grant *access.Grant, idem *store.Idempotency, in ActionInput) (*records.Result, *planners.Plan, error) {
+func (s *Service) beforeAction(ctx context.Context, c records.Call, e *model.Entity, id, action, ifMatch string, grant *access.Grant, idem *store.Idempotency, in ActionInput) (*records.Result, *readBefore, error) {
 	stored, rec, req, err := s.store.ActionInputs(ctx, idem, e, id, true)
 	switch {
 	case err != nil && (stored == nil || !errors.Is(err, store.ErrNotFound)):
@@ -527,11 +565,14 @@ func (s *Service) beforeAction(ctx context.Context, c records.Call, e *model.Ent
 	}
 	if action == records.ActionSubmit {
 		plan, err := s.plan(ctx, grant, e, rec, req, ifMatch)
-		return nil, plan, err
+		if err != nil {
+			return nil, nil, err
+		}
+		return nil, &readBefore{rec: rec, req: req, plan: plan}, nil
 	}
 	// The authority's result is fetched before the transaction (a network
 	// call); the transaction then checks nothing moved.
-	return nil, nil, s.checkEvidence(ctx, e, req)
+	return nil, &readBefore{rec: rec, req: req}, s.checkEvidence(ctx, e, req)
 }
 
 // Options configure the change-request workflow.

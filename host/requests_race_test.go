@@ -1,0 +1,96 @@
+package host_test
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// TestSubmitRacingAPatchAndAnotherSubmitLetsOneWin sends, for each of many
+// drafts, two submits (their own keys) and a patch of the draft, all three
+// naming the draft's first ETag, at once. Exactly one of them may win; the
+// others are refused as the contract refuses a stale validator or a
+// request that is no longer a draft (412), never a server error; and the
+// request is left as the winner wrote it: submitted with the address it
+// was planned with, or a draft with the patched address. A submit decides
+// on the request as read before its planner ran, so this holds only if its
+// transaction writes nothing when the request moved in between.
+func TestSubmitRacingAPatchAndAnotherSubmitLetsOneWin(t *testing.T) {
+	env := startRequests(t)
+	owner := env.owner
+	childLoc, _ := owner.create(t, "children", `{"name":"Bo"}`)
+	childID := filepath.Base(childLoc)
+
+	send := func(method, path, ctype, body string, hdr ...string) (int, string) {
+		req, _ := http.NewRequest(method, owner.srv.URL+path, strings.NewReader(body))
+		req.Header.Set("Content-Type", ctype)
+		req.Header.Set("Authorization", "Bearer "+owner.token)
+		for i := 0; i+1 < len(hdr); i += 2 {
+			req.Header.Set(hdr[i], hdr[i+1])
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return 0, err.Error()
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	wins := map[string]int{}
+	for i := range 24 {
+		loc, tag := owner.create(t, "contact-changes", fmt.Sprintf(`{"childId":%q,"address":"Elm %d"}`, childID, i))
+		type answer struct {
+			what string
+			code int
+			body string
+		}
+		answers := make([]answer, 3)
+		var wg sync.WaitGroup
+		for j, what := range []string{"submit a", "submit b", "patch"} {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				a := answer{what: what}
+				if what == "patch" {
+					a.code, a.body = send("PATCH", loc, "application/json-patch+json",
+						fmt.Sprintf(`[{"op":"replace","path":"/data/address","value":"Oak %d"}]`, i), "If-Match", tag)
+				} else {
+					a.code, a.body = send("POST", loc+"/actions/submit", "application/json", `{"actorReference":"a"}`,
+						"If-Match", tag, "Idempotency-Key", fmt.Sprintf("%s-%d", what, i))
+				}
+				answers[j] = a
+			}()
+		}
+		wg.Wait()
+		var won []string
+		for _, a := range answers {
+			switch {
+			case a.code == 200:
+				won = append(won, a.what)
+			case a.code != 412:
+				t.Fatalf("draft %d: %s answered %d %s, want 200 or 412", i, a.what, a.code, a.body)
+			}
+		}
+		if len(won) != 1 {
+			t.Fatalf("draft %d: %v won, want exactly one: %+v", i, won, answers)
+		}
+		got, _ := owner.read(t, loc)
+		state, address := got.Data.Request.EngineState, got.Data.DomainData["address"]
+		switch won[0] {
+		case "patch":
+			if state != "draft" || address != fmt.Sprintf("Oak %d", i) {
+				t.Fatalf("draft %d: the patch won, and the request is %s with address %v", i, state, address)
+			}
+		default:
+			if state != "submitted" || address != fmt.Sprintf("Elm %d", i) {
+				t.Fatalf("draft %d: a submit won, and the request is %s with address %v", i, state, address)
+			}
+		}
+		wins[strings.TrimSuffix(strings.TrimSuffix(won[0], " a"), " b")]++
+	}
+	t.Logf("winners: %v", wins)
+}

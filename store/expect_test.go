@@ -1,0 +1,171 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/registrum/registrum/store"
+)
+
+// TestExpectRequestWritesOnlyWhatWasDecidedOnTheRowsAsRead holds
+// Writer.ExpectRequest: a write that locks a request as it was read before
+// its transaction commits in one round trip when the request is still as
+// read, and writes nothing (its key included) when the record's revision,
+// the request's state or its proposal version moved, or the record is
+// gone.
+func TestExpectRequestWritesOnlyWhatWasDecidedOnTheRowsAsRead(t *testing.T) {
+	ctx := context.Background()
+	s, pool := openStore(t)
+	hh := s.Package().EntityByID("household")
+	id := newDraft(t, s)
+	// expect writes the touch of the record and the state move a submit
+	// writes, after expecting the request at revision, state and version.
+	expect := func(key string, revision int64, state string, version int64) error {
+		idem := &store.Idempotency{KeyReference: key, RequestDigest: "d"}
+		_, _, err := s.Write(ctx, idem, func(w *store.Writer) (*store.Outcome, error) {
+			w.ExpectRequest(hh, id, revision, state, version)
+			rec := &store.Record{Entity: hh, ID: id, Revision: revision, Lifecycle: "active", Values: map[string]any{"name": "one"}}
+			if _, err := w.Touch(ctx, hh, rec, revision, "submit", journal()); err != nil {
+				return nil, err
+			}
+			if err := w.SetRequestState(ctx, hh, id, store.RequestSubmitted, version); err != nil {
+				return nil, err
+			}
+			return &store.Outcome{Status: 200}, nil
+		})
+		return err
+	}
+	keys := func() int { return count(t, pool, "select count(*) from registrum.idempotency") }
+	for _, c := range []struct {
+		what     string
+		revision int64
+		state    string
+		version  int64
+	}{
+		{"an older revision", 0, store.RequestDraft, 1},
+		{"a newer revision", 2, store.RequestDraft, 1},
+		{"another state", 1, store.RequestSubmitted, 1},
+		{"another proposal version", 1, store.RequestDraft, 2},
+	} {
+		if err := expect("k-"+c.what, c.revision, c.state, c.version); !errors.Is(err, store.ErrMoved) {
+			t.Fatalf("expecting %s: err = %v, want ErrMoved", c.what, err)
+		}
+		if n := keys(); n != 0 {
+			t.Fatalf("expecting %s left %d keys", c.what, n)
+		}
+	}
+	rec, err := s.Get(ctx, hh, id)
+	if err != nil || rec.Revision != 1 {
+		t.Fatalf("after the moved writes: %+v, %v; want revision 1", rec, err)
+	}
+
+	// As read: the write commits, and the request moved with it.
+	if err := expect("k-as-read", 1, store.RequestDraft, 1); err != nil {
+		t.Fatalf("expecting the request as it is: %v", err)
+	}
+	if rec, err = s.Get(ctx, hh, id); err != nil || rec.Revision != 2 {
+		t.Fatalf("after the write: %+v, %v; want revision 2", rec, err)
+	}
+	if n := count(t, pool, "select count(*) from registrum.requests where record_id = '"+id+"' and state = 'submitted'"); n != 1 {
+		t.Fatal("the write expecting the request as read did not move it")
+	}
+	// The same expectation again finds it moved: the write above changed it.
+	if err := expect("k-again", 1, store.RequestDraft, 1); !errors.Is(err, store.ErrMoved) {
+		t.Fatalf("expecting the request as it was: err = %v, want ErrMoved", err)
+	}
+	// A record that does not exist is moved too.
+	other := uuid.NewString()
+	_, _, err = s.Write(ctx, &store.Idempotency{KeyReference: "k-none", RequestDigest: "d"}, func(w *store.Writer) (*store.Outcome, error) {
+		w.ExpectRequest(hh, other, 1, store.RequestDraft, 1)
+		return &store.Outcome{Status: 200}, nil
+	})
+	if !errors.Is(err, store.ErrMoved) {
+		t.Fatalf("expecting a request that does not exist: err = %v, want ErrMoved", err)
+	}
+	if n := keys(); n != 1 {
+		t.Fatalf("%d keys, want the one write that committed", n)
+	}
+}
+
+// TestExpectRequestWaitsForAConcurrentWriterAndJudgesItsResult holds the
+// lock: a write that expects a request while another transaction holds
+// its row waits for it, and is refused when that transaction moved the
+// request, or commits when it rolled back.
+func TestExpectRequestWaitsForAConcurrentWriterAndJudgesItsResult(t *testing.T) {
+	ctx := context.Background()
+	s, pool := openStore(t)
+	hh := s.Package().EntityByID("household")
+	id := newDraft(t, s)
+	for _, commit := range []bool{false, true} {
+		tx, err := pool.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// A failed check below must not leave the row locked and the pool
+		// waiting for this connection.
+		defer tx.Rollback(ctx)
+		if _, err := tx.Exec(ctx, `UPDATE registrum_data.e_household SET revision = revision + 1 WHERE record_id = $1`, id); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() {
+			_, _, err := s.Write(ctx, &store.Idempotency{KeyReference: uuid.NewString(), RequestDigest: "d"}, func(w *store.Writer) (*store.Outcome, error) {
+				w.ExpectRequest(hh, id, 1, store.RequestDraft, 1)
+				return &store.Outcome{Status: 200}, nil
+			})
+			done <- err
+		}()
+		// The expecting write waits for the row's lock.
+		waitFor(t, pool, "select count(*) from pg_locks where not granted and locktype = 'transactionid'")
+		if commit {
+			err = tx.Commit(ctx)
+		} else {
+			err = tx.Rollback(ctx)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = <-done
+		switch {
+		case commit && !errors.Is(err, store.ErrMoved):
+			t.Fatalf("after the concurrent writer committed: err = %v, want ErrMoved", err)
+		case !commit && err != nil:
+			t.Fatalf("after the concurrent writer rolled back: err = %v, want the write committed", err)
+		}
+	}
+}
+
+// waitFor polls the count q until it is above zero, for up to 10 s.
+func waitFor(t *testing.T, pool *pgxpool.Pool, q string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for count(t, pool, q) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("still none after 10 s: %s", q)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// newDraft writes a household at revision 1 with the workflow state of a
+// draft request at proposal version 1, and returns its id.
+func newDraft(t *testing.T, s *store.Store) string {
+	t.Helper()
+	ctx := context.Background()
+	hh := s.Package().EntityByID("household")
+	id := uuid.NewString()
+	if _, _, err := s.Write(ctx, nil, func(w *store.Writer) (*store.Outcome, error) {
+		if _, err := w.Create(ctx, hh, id, map[string]any{"name": "one"}, journal()); err != nil {
+			return nil, err
+		}
+		return &store.Outcome{}, w.CreateRequest(ctx, hh, id, "owner")
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
