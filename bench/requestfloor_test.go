@@ -1,12 +1,16 @@
 package bench
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -14,6 +18,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/registrum/registrum/model"
 	"github.com/registrum/registrum/planners"
@@ -53,6 +58,7 @@ import (
 // UPDATE) and without one (item, revision, audit: what the report's
 // plain-create phase, which sends no Idempotency-Key, makes the host write).
 type requestFloor struct {
+	t *testing.T
 	// admin prepares drafts and reads; conns are the clients', one each.
 	admin *pgx.Conn
 	conns []*pgx.Conn
@@ -117,7 +123,7 @@ func newRequestFloor(ctx context.Context, t *testing.T, dsn, pkgPath string, cli
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &requestFloor{pkg: p, req: p.EntityByID("item_request"), item: p.EntityByID("item"), seq: seq}
+	f := &requestFloor{t: t, pkg: p, req: p.EntityByID("item_request"), item: p.EntityByID("item"), seq: seq}
 	if f.req == nil || f.item == nil {
 		t.Fatal("the requestperf package has no item_request or item entity")
 	}
@@ -213,11 +219,25 @@ func floorOutcome(tmpl store.Outcome, replace ...string) ([]byte, error) {
 // phases before it. CHECKPOINT needs a privileged role: it is skipped on a
 // server that refuses it.
 func (f *requestFloor) settle(ctx context.Context) {
-	for _, table := range []string{layout.Table(f.item), layout.Table(f.req), "registrum.revisions", "registrum.audit", "registrum.idempotency",
-		"registrum.requests", "registrum.request_proposals", "registrum.request_applications"} {
-		f.admin.Exec(ctx, "VACUUM ANALYZE "+table)
+	settleTables(ctx, f.admin, layout.Table(f.item), layout.Table(f.req))
+}
+
+// requestTables are the engine's tables a change request and a create
+// write, beside their entity tables.
+var requestTables = []string{"registrum.revisions", "registrum.audit", "registrum.idempotency",
+	"registrum.requests", "registrum.request_proposals", "registrum.request_applications"}
+
+// settleTables vacuums the entity tables named and requestTables, then
+// checkpoints: what every phase of the requests report, the host's and the
+// floor's alike, starts from. A refused CHECKPOINT (an unprivileged role)
+// is skipped.
+func settleTables(ctx context.Context, db interface {
+	Exec(context.Context, string, ...any) (pgconn.CommandTag, error)
+}, entityTables ...string) {
+	for _, table := range append(entityTables, requestTables...) {
+		db.Exec(ctx, "VACUUM ANALYZE "+table)
 	}
-	f.admin.Exec(ctx, "CHECKPOINT")
+	db.Exec(ctx, "CHECKPOINT")
 }
 
 // prepare writes n drafts as the host creates them (the request record at
@@ -499,8 +519,41 @@ func (f *requestFloor) phase(ctx context.Context, name string, d time.Duration, 
 			return res, err
 		}
 	}
+	stop := recordSystem(f.t, name)
 	res.m, res.cpu, res.db, res.first = run(d)
+	stop()
 	return res, nil
+}
+
+// recordSystem records every process's stacks with perf while a measured
+// phase runs, when REGISTRUM_REQUEST_BENCH_PERF names a folder: the
+// recording is written there as NAME.perf.data, NAME being the phase's
+// name up to its first colon or comma (read it with perf report -i FILE
+// --sort comm,dso --no-children to split PostgreSQL's CPU from the
+// process's, or --comm postgres for PostgreSQL's functions). It returns
+// the function that ends the recording.
+func recordSystem(t *testing.T, name string) func() {
+	t.Helper()
+	dir := os.Getenv("REGISTRUM_REQUEST_BENCH_PERF")
+	if dir == "" {
+		return func() {}
+	}
+	if i := strings.IndexAny(name, ":,("); i > 0 {
+		name = name[:i]
+	}
+	name = strings.ReplaceAll(strings.TrimSpace(name), " ", "-")
+	perf := exec.Command("perf", "record", "-a", "-g", "-F", "499", "-o", filepath.Join(dir, name+".perf.data"))
+	var out bytes.Buffer
+	perf.Stdout, perf.Stderr = &out, &out
+	if err := perf.Start(); err != nil {
+		t.Fatalf("REGISTRUM_REQUEST_BENCH_PERF needs perf (linux-perf): %v", err)
+	}
+	return func() {
+		perf.Process.Signal(os.Interrupt)
+		if err := perf.Wait(); err != nil {
+			t.Logf("perf record: %v\n%s", err, out.String())
+		}
+	}
 }
 
 // floorCounts are the rows the floor checks that it wrote.
