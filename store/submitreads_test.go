@@ -3,6 +3,8 @@ package store_test
 import (
 	"context"
 	"errors"
+	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -168,4 +170,61 @@ func newDraft(t *testing.T, s *store.Store) string {
 		t.Fatal(err)
 	}
 	return id
+}
+
+// TestActionInputsOfADraftReadAsTheFullWorkflowRead holds draftColumns: for
+// a draft, at its first proposal version and after a revision moved it to
+// the next, the submit's read of the workflow state (ActionInputs with
+// draftOnly) is the full read (Store.Request); a submitted request reads
+// its state without its proposal.
+func TestActionInputsOfADraftReadAsTheFullWorkflowRead(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openStore(t)
+	hh := s.Package().EntityByID("household")
+	id := newDraft(t, s)
+	key := &store.Idempotency{KeyReference: "unused", RequestDigest: "d"}
+	same := func(when string) *store.Request {
+		t.Helper()
+		full, err := s.Request(ctx, hh, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stored, rec, light, err := s.ActionInputs(ctx, key, hh, id, true)
+		if err != nil || stored != nil || rec == nil || rec.ID != id {
+			t.Fatalf("%s: ActionInputs: %v, %v, %v", when, stored, rec, err)
+		}
+		if full.State == store.RequestDraft {
+			full.DBNow, light.DBNow = time.Time{}, time.Time{}
+			if !reflect.DeepEqual(full, light) {
+				t.Fatalf("%s: the draft's read\n%+v\nis not the full read\n%+v", when, light, full)
+			}
+		}
+		return light
+	}
+	write := func(fn func(w *store.Writer) error) {
+		t.Helper()
+		if _, _, err := s.Write(ctx, nil, func(w *store.Writer) (*store.Outcome, error) { return &store.Outcome{}, fn(w) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	same("a new draft")
+	submit := func(version int64) {
+		write(func(w *store.Writer) error {
+			return w.SubmitRequest(ctx, hh, id, &store.Proposal{Version: version, RecordRevision: 1, Planner: "declarative",
+				EffectDigest: "sha256:" + strings.Repeat("ab", 32), Plan: []byte(`{"writes":[]}`), SubmitterReference: "owner", SubmitterActor: "a"})
+		})
+	}
+	submit(1)
+	if got := same("submitted"); got.State != store.RequestSubmitted || got.Proposal != nil {
+		t.Fatalf("a submitted request's draft read: %+v", got)
+	}
+	write(func(w *store.Writer) error {
+		if err := w.MarkRevised(ctx, hh, id, 1, store.RevisedAsRevision); err != nil {
+			return err
+		}
+		return w.SetRequestState(ctx, hh, id, store.RequestDraft, 2)
+	})
+	if got := same("a revised draft"); got.ProposalVersion != 2 {
+		t.Fatalf("the revised draft reads proposal version %d", got.ProposalVersion)
+	}
 }

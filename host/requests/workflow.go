@@ -548,7 +548,7 @@ type readBefore struct {
 // judges the input, then runs the planner or fetches the authority's
 // result. The transaction checks again that nothing moved.
 func (s *Service) beforeAction(ctx context.Context, c records.Call, e *model.Entity, id, action, ifMatch string, grant *access.Grant, idem *store.Idempotency, in ActionInput) (*records.Result, *readBefore, error) {
-	stored, rec, req, err := s.store.ActionInputs(ctx, idem, e, id, true)
+	stored, rec, req, err := s.store.ActionInputs(ctx, idem, e, id, action == records.ActionSubmit)
 	switch {
 	case err != nil && (stored == nil || !errors.Is(err, store.ErrNotFound)):
 		return nil, nil, records.StoreRefusal(err)
