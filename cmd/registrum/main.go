@@ -20,6 +20,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/registrum/registrum/cmd/registrum/internal/invocation"
+	"github.com/registrum/registrum/internal/gctarget"
 )
 
 // subcommands holds the constructors registered by the files of this package.
@@ -153,18 +154,10 @@ func (e *exitError) Unwrap() error { return e.err }
 // withExitCode makes a command fail with the given exit code.
 func withExitCode(code int, err error) error { return &exitError{code: code, err: err} }
 
-// gcPercent is the Go collector's target (GOGC) of every registrum process
-// whose environment does not set GOGC: the heap may grow to three times its
-// live size between collections instead of twice. The host's live heap is
-// small, and at the runtime's default of 100 the collector took a fifth of
-// the host's CPU on a bulk import (docs/operations.md, "Go runtime
-// settings").
-const gcPercent = 200
-
 func main() {
-	if _, set := os.LookupEnv("GOGC"); !set {
-		debug.SetGCPercent(gcPercent)
-	}
+	// Every registrum process runs at the collector's target of
+	// internal/gctarget unless GOGC is set.
+	gctarget.Apply()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	cmd, err := newRootCmd().ExecuteContextC(ctx)
