@@ -228,3 +228,46 @@ func TestActionInputsOfADraftReadAsTheFullWorkflowRead(t *testing.T) {
 		t.Fatalf("the revised draft reads proposal version %d", got.ProposalVersion)
 	}
 }
+
+// TestAWriteExpectingTheRequestIsOneRoundTrip holds what ExpectRequest is
+// for: a keyed write that expects the request as read, touches its record,
+// moves its state and stores its outcome sends it all with BEGIN and
+// COMMIT in one round trip.
+func TestAWriteExpectingTheRequestIsOneRoundTrip(t *testing.T) {
+	ctx := context.Background()
+	s, pool, trips := openCountingStore(t)
+	hh := s.Package().EntityByID("household")
+	submit := func(id string) error {
+		_, _, err := s.Write(ctx, &store.Idempotency{KeyReference: uuid.NewString(), RequestDigest: "d"}, func(w *store.Writer) (*store.Outcome, error) {
+			w.ExpectRequest(hh, id, 1, store.RequestDraft, 1)
+			rec := &store.Record{Entity: hh, ID: id, Revision: 1, Lifecycle: "active", Values: map[string]any{"name": "one"}}
+			if _, err := w.Touch(ctx, hh, rec, 1, "submit", journal()); err != nil {
+				return nil, err
+			}
+			if err := w.SetRequestState(ctx, hh, id, store.RequestSubmitted, 1); err != nil {
+				return nil, err
+			}
+			out := &store.Outcome{Status: 200}
+			return out, w.TokenAtCommit(ctx, func(tok string) error {
+				out.Body = []byte(`{"snapshot":"` + tok + `"}`)
+				return nil
+			})
+		})
+		return err
+	}
+	// Every connection of the pool has the statements prepared (pgx
+	// prepares a statement new to a connection in a round trip of its own).
+	for range pool.Config().MaxConns {
+		if err := submit(newDraft(t, s)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	id := newDraft(t, s)
+	before := trips.n.Load()
+	if err := submit(id); err != nil {
+		t.Fatal(err)
+	}
+	if n := trips.n.Load() - before; n != 1 {
+		t.Fatalf("a write expecting the request took %d round trips, want 1", n)
+	}
+}
