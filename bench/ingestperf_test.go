@@ -131,11 +131,19 @@ func profileImport(t *testing.T, pids ...int) func() {
 	for i, p := range pids {
 		list[i] = strconv.Itoa(p)
 	}
-	perf := exec.Command("perf", "record", "-F", "997", "-g", "-o", filepath.Join(dir, "ingest.perf.data"), "-p", strings.Join(list, ","))
+	return perfRecord(t, filepath.Join(dir, "ingest.perf.data"), "-F", "997", "-p", strings.Join(list, ","))
+}
+
+// perfRecord starts perf record -g writing to file with the target args
+// (-p PIDS, -a, a sampling rate) and returns the function that ends the
+// recording; it fails the test when perf cannot start.
+func perfRecord(t *testing.T, file string, args ...string) func() {
+	t.Helper()
+	perf := exec.Command("perf", append([]string{"record", "-g", "-o", file}, args...)...)
 	var out bytes.Buffer
 	perf.Stdout, perf.Stderr = &out, &out
 	if err := perf.Start(); err != nil {
-		t.Fatalf("the ingestion report's profile needs perf (linux-perf): %v", err)
+		t.Fatalf("the report's profile needs perf (linux-perf): %v", err)
 	}
 	return func() {
 		perf.Process.Signal(os.Interrupt)

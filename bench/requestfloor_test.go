@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -9,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -542,18 +540,7 @@ func recordSystem(t *testing.T, name string) func() {
 		name = name[:i]
 	}
 	name = strings.ReplaceAll(strings.TrimSpace(name), " ", "-")
-	perf := exec.Command("perf", "record", "-a", "-g", "-F", "499", "-o", filepath.Join(dir, name+".perf.data"))
-	var out bytes.Buffer
-	perf.Stdout, perf.Stderr = &out, &out
-	if err := perf.Start(); err != nil {
-		t.Fatalf("REGISTRUM_REQUEST_BENCH_PERF needs perf (linux-perf): %v", err)
-	}
-	return func() {
-		perf.Process.Signal(os.Interrupt)
-		if err := perf.Wait(); err != nil {
-			t.Logf("perf record: %v\n%s", err, out.String())
-		}
-	}
+	return perfRecord(t, filepath.Join(dir, name+".perf.data"), "-a", "-F", "499")
 }
 
 // floorCounts are the rows the floor checks that it wrote.

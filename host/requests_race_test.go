@@ -2,12 +2,12 @@ package host_test
 
 import (
 	"fmt"
-	"io"
-	"net/http"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/registrum/registrum/host/hosttest"
 )
 
 // TestSubmitRacingAPatchAndAnotherSubmitLetsOneWin sends, for each of many
@@ -25,19 +25,13 @@ func TestSubmitRacingAPatchAndAnotherSubmitLetsOneWin(t *testing.T) {
 	childLoc, _ := owner.create(t, "children", `{"name":"Bo"}`)
 	childID := filepath.Base(childLoc)
 
+	// send runs on the goroutines of the race: it returns what a test
+	// failure would have said as the answer's body.
 	send := func(method, path, ctype, body string, hdr ...string) (int, string) {
-		req, _ := http.NewRequest(method, owner.srv.URL+path, strings.NewReader(body))
-		req.Header.Set("Content-Type", ctype)
-		req.Header.Set("Authorization", "Bearer "+owner.token)
-		for i := 0; i+1 < len(hdr); i += 2 {
-			req.Header.Set(hdr[i], hdr[i+1])
-		}
-		resp, err := http.DefaultClient.Do(req)
+		resp, b, err := hosttest.Caller{URL: owner.srv.URL, Token: owner.token}.Send(method, path, ctype, body, hdr...)
 		if err != nil {
 			return 0, err.Error()
 		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(b)
 	}
 	wins := map[string]int{}

@@ -286,18 +286,22 @@ func (w *Writer) ExpectRequest(e *model.Entity, id string, revision int64, state
 			return fmt.Errorf("store: lock the request as read: %w", err)
 		}
 		return nil
-	}, expectRequestSQL(e), id, revision, e.ID, state, proposalVersion)
+	}, w.s.expectRequestSQL(e), id, revision, e.ID, state, proposalVersion)
 }
 
-// expectRequestSQL locks the record row and the request row when they are
-// as read, and fails (RGMV1) when either is not. Under READ COMMITTED a
-// row a concurrent transaction changed is waited for and judged again in
-// its new version.
-func expectRequestSQL(e *model.Entity) string {
-	return `SELECT registrum.expect_unmoved(count(*) = 1, 'request') FROM (SELECT FROM ` + layout.Table(e) + ` t, registrum.requests r
-    WHERE t.` + layout.ColRecordID + ` = $1 AND t.` + layout.ColRevision + ` = $2
+// expectRequestSQL returns the statement that locks the record row and the
+// request row when they are as read, and fails (RGMV1) when either is not,
+// built once per entity. Under READ COMMITTED a row a concurrent
+// transaction changed is waited for and judged again in its new version.
+func (s *Store) expectRequestSQL(e *model.Entity) string {
+	if q, ok := s.expects.Load(e); ok {
+		return q.(string)
+	}
+	q, _ := s.expects.LoadOrStore(e, `SELECT registrum.expect_unmoved(count(*) = 1, 'request') FROM (SELECT FROM `+layout.Table(e)+` t, registrum.requests r
+    WHERE t.`+layout.ColRecordID+` = $1 AND t.`+layout.ColRevision+` = $2
       AND r.entity_id = $3 AND r.record_id = $1 AND r.state = $4 AND r.proposal_version = $5
-    FOR UPDATE OF t, r) held`
+    FOR UPDATE OF t, r) held`)
+	return q.(string)
 }
 
 // ActionInputs reads, in one round trip, what a request action checks

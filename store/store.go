@@ -28,6 +28,9 @@ type Store struct {
 	owners map[string]layout.Owner
 	// reads caches the single-record SELECT of each entity (readSQL).
 	reads sync.Map // *model.Entity → [2]string: plain, FOR UPDATE
+	// expects caches each entity's lock of a request as read
+	// (expectRequestSQL).
+	expects sync.Map // *model.Entity → string
 	// snapshotReads caches each entity's snapshot page (snapshotSQL).
 	snapshotReads sync.Map // snapshotKey → string
 	// jobs inserts post-commit jobs (Writer.Enqueue).

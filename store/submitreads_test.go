@@ -25,22 +25,8 @@ func TestExpectRequestWritesOnlyWhatWasDecidedOnTheRowsAsRead(t *testing.T) {
 	s, pool := openStore(t)
 	hh := s.Package().EntityByID("household")
 	id := newDraft(t, s)
-	// expect writes the touch of the record and the state move a submit
-	// writes, after expecting the request at revision, state and version.
 	expect := func(key string, revision int64, state string, version int64) error {
-		idem := &store.Idempotency{KeyReference: key, RequestDigest: "d"}
-		_, _, err := s.Write(ctx, idem, func(w *store.Writer) (*store.Outcome, error) {
-			w.ExpectRequest(hh, id, revision, state, version)
-			rec := &store.Record{Entity: hh, ID: id, Revision: revision, Lifecycle: "active", Values: map[string]any{"name": "one"}}
-			if _, err := w.Touch(ctx, hh, rec, revision, "submit", journal()); err != nil {
-				return nil, err
-			}
-			if err := w.SetRequestState(ctx, hh, id, store.RequestSubmitted, version); err != nil {
-				return nil, err
-			}
-			return &store.Outcome{Status: 200}, nil
-		})
-		return err
+		return submitAsRead(s, id, key, revision, state, version)
 	}
 	keys := func() int { return count(t, pool, "select count(*) from registrum.idempotency") }
 	for _, c := range []struct {
@@ -154,6 +140,31 @@ func waitFor(t *testing.T, pool *pgxpool.Pool, q string) {
 	}
 }
 
+// submitAsRead writes, under idempotency key key, what a submit writes on
+// the household draft id after expecting it at revision, state and proposal
+// version: the touch of its record, its state move and the stored outcome
+// with the write's snapshot token.
+func submitAsRead(s *store.Store, id, key string, revision int64, state string, version int64) error {
+	ctx := context.Background()
+	hh := s.Package().EntityByID("household")
+	_, _, err := s.Write(ctx, &store.Idempotency{KeyReference: key, RequestDigest: "d"}, func(w *store.Writer) (*store.Outcome, error) {
+		w.ExpectRequest(hh, id, revision, state, version)
+		rec := &store.Record{Entity: hh, ID: id, Revision: revision, Lifecycle: "active", Values: map[string]any{"name": "one"}}
+		if _, err := w.Touch(ctx, hh, rec, revision, "submit", journal()); err != nil {
+			return nil, err
+		}
+		if err := w.SetRequestState(ctx, hh, id, store.RequestSubmitted, version); err != nil {
+			return nil, err
+		}
+		out := &store.Outcome{Status: 200}
+		return out, w.TokenAtCommit(ctx, func(tok string) error {
+			out.Body = []byte(`{"snapshot":"` + tok + `"}`)
+			return nil
+		})
+	})
+	return err
+}
+
 // newDraft writes a household at revision 1 with the workflow state of a
 // draft request at proposal version 1, and returns its id.
 func newDraft(t *testing.T, s *store.Store) string {
@@ -234,27 +245,8 @@ func TestActionInputsOfADraftReadAsTheFullWorkflowRead(t *testing.T) {
 // moves its state and stores its outcome sends it all with BEGIN and
 // COMMIT in one round trip.
 func TestAWriteExpectingTheRequestIsOneRoundTrip(t *testing.T) {
-	ctx := context.Background()
 	s, pool, trips := openCountingStore(t)
-	hh := s.Package().EntityByID("household")
-	submit := func(id string) error {
-		_, _, err := s.Write(ctx, &store.Idempotency{KeyReference: uuid.NewString(), RequestDigest: "d"}, func(w *store.Writer) (*store.Outcome, error) {
-			w.ExpectRequest(hh, id, 1, store.RequestDraft, 1)
-			rec := &store.Record{Entity: hh, ID: id, Revision: 1, Lifecycle: "active", Values: map[string]any{"name": "one"}}
-			if _, err := w.Touch(ctx, hh, rec, 1, "submit", journal()); err != nil {
-				return nil, err
-			}
-			if err := w.SetRequestState(ctx, hh, id, store.RequestSubmitted, 1); err != nil {
-				return nil, err
-			}
-			out := &store.Outcome{Status: 200}
-			return out, w.TokenAtCommit(ctx, func(tok string) error {
-				out.Body = []byte(`{"snapshot":"` + tok + `"}`)
-				return nil
-			})
-		})
-		return err
-	}
+	submit := func(id string) error { return submitAsRead(s, id, uuid.NewString(), 1, store.RequestDraft, 1) }
 	// Every connection of the pool has the statements prepared (pgx
 	// prepares a statement new to a connection in a round trip of its own).
 	for range pool.Config().MaxConns {

@@ -127,7 +127,20 @@ type Caller struct {
 // test when the request cannot be sent.
 func (c Caller) Do(t testing.TB, method, path, ctype, body string, hdr ...string) (*http.Response, []byte) {
 	t.Helper()
-	req, _ := http.NewRequest(method, c.URL+path, strings.NewReader(body))
+	resp, b, err := c.Send(method, path, ctype, body, hdr...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp, b
+}
+
+// Send is Do for a goroutine other than the test's: it returns the error
+// of a request that cannot be sent instead of failing the test.
+func (c Caller) Send(method, path, ctype, body string, hdr ...string) (*http.Response, []byte, error) {
+	req, err := http.NewRequest(method, c.URL+path, strings.NewReader(body))
+	if err != nil {
+		return nil, nil, err
+	}
 	if ctype != "" {
 		req.Header.Set("Content-Type", ctype)
 	}
@@ -139,11 +152,11 @@ func (c Caller) Do(t testing.TB, method, path, ctype, body string, hdr ...string
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		t.Fatal(err)
+		return nil, nil, err
 	}
 	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp, b
+	b, err := io.ReadAll(resp.Body)
+	return resp, b, err
 }
 
 // Create POSTs a record of route with data and returns its Location and

@@ -230,11 +230,7 @@ func (s *Service) slotWrite(ctx context.Context, c records.Call, e *model.Entity
 		if err := s.records.LoadHistory(ctx, w, e, req, nil); err != nil {
 			return nil, err
 		}
-		j, err := s.records.Journal(c, grant, e, id, cur.Values)
-		if err != nil {
-			return nil, err
-		}
-		rec, err := w.Touch(ctx, e, cur, cur.Revision, op, j)
+		rec, err := s.touch(ctx, w, c, grant, e, cur, op)
 		if err != nil {
 			return nil, err
 		}

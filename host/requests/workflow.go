@@ -157,11 +157,7 @@ func (s *Service) decide(ctx context.Context, w *store.Writer, c records.Call, e
 	if err != nil {
 		return nil, err
 	}
-	j, err := s.records.Journal(c, grant, e, id, cur.Values)
-	if err != nil {
-		return nil, err
-	}
-	rec, err := w.Touch(ctx, e, cur, cur.Revision, op, j)
+	rec, err := s.touch(ctx, w, c, grant, e, cur, op)
 	if err != nil {
 		return nil, err
 	}
@@ -181,6 +177,17 @@ func (s *Service) decide(ctx context.Context, w *store.Writer, c records.Call, e
 		}
 		return err
 	})
+}
+
+// touch writes the new revision of the request record cur that an action
+// or a slot change makes, journaled as op, and returns the record as
+// touched.
+func (s *Service) touch(ctx context.Context, w *store.Writer, c records.Call, grant *access.Grant, e *model.Entity, cur *store.Record, op string) (*store.Record, error) {
+	j, err := s.records.Journal(c, grant, e, cur.ID, cur.Values)
+	if err != nil {
+		return nil, err
+	}
+	return w.Touch(ctx, e, cur, cur.Revision, op, j)
 }
 
 // admitAction checks, on the request record and its workflow state as
