@@ -70,10 +70,48 @@ func (c caller) features(t *testing.T, path string) featureCollection {
 	if err := json.Unmarshal(b, &fc); err != nil {
 		t.Fatalf("GET %s: %v %s", path, err, b)
 	}
+	// A feature's properties are written as domainData is: members in the
+	// order of their names.
+	var raw struct {
+		Features []struct {
+			Properties json.RawMessage `json:"properties"`
+		} `json:"features"`
+	}
+	if err := json.Unmarshal(b, &raw); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range raw.Features {
+		if names := memberNames(t, f.Properties); !slices.IsSorted(names) {
+			t.Fatalf("GET %s: properties %s, members not in the order of their names", path, f.Properties)
+		}
+	}
 	if fc.Type != "FeatureCollection" || fc.NumberReturned != len(fc.Features) {
 		t.Fatalf("GET %s: %s", path, b)
 	}
 	return fc
+}
+
+// memberNames returns the names of a JSON object's members, in the order
+// written.
+func memberNames(t *testing.T, obj json.RawMessage) []string {
+	t.Helper()
+	dec := json.NewDecoder(bytes.NewReader(obj))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		t.Fatalf("%s: not an object", obj)
+	}
+	var names []string
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, tok.(string))
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return names
 }
 
 // names follows every next link from path and returns the names of the

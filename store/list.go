@@ -7,8 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/registrum/registrum/model"
 	"github.com/registrum/registrum/model/query"
 	"github.com/registrum/registrum/store/layout"
@@ -71,8 +69,9 @@ func (s *Store) Page(ctx context.Context, q *query.Query, scope querysql.Fragmen
 	}
 	defer rows.Close()
 	var out []*Record
+	scan := newPageScanner(e, q.Limit())
 	for rows.Next() {
-		rec, err := scanRecord(e, rows)
+		rec, err := scan.scan(rows)
 		if err != nil {
 			return nil, err
 		}
@@ -94,23 +93,6 @@ func (s *Store) Count(ctx context.Context, q *query.Query, scope querysql.Fragme
 		return 0, fmt.Errorf("store: count %s: %w", q.Entity.ID, err)
 	}
 	return n, nil
-}
-
-func scanRecord(e *model.Entity, rows pgx.Rows) (*Record, error) {
-	rec := &Record{Entity: e, Values: make(map[string]any, len(e.Fields))}
-	raw := make([]any, len(e.Fields))
-	dest := []any{&rec.ID, &rec.Revision, &rec.Lifecycle, &rec.CreatedAt, &rec.UpdatedAt}
-	for i := range raw {
-		dest = append(dest, &raw[i])
-	}
-	if err := rows.Scan(dest...); err != nil {
-		return nil, fmt.Errorf("store: scan %s record: %w", e.ID, err)
-	}
-	for i, f := range e.Fields {
-		rec.Values[f.ID] = fromStorage(f, raw[i])
-	}
-	rec.CreatedAt, rec.UpdatedAt = rec.CreatedAt.UTC(), rec.UpdatedAt.UTC()
-	return rec, nil
 }
 
 // typedArray turns storage-form values of one kind into a typed slice pgx

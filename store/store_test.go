@@ -28,13 +28,13 @@ func TestMain(m *testing.M) { os.Exit(storetest.Run(m)) }
 func intp(v int) *int { return &v }
 
 // testPackage is the package of the store's tests (storetest.SamplePackage).
-func testPackage(t *testing.T) *model.Package { return storetest.SamplePackage(t) }
+func testPackage(t testing.TB) *model.Package { return storetest.SamplePackage(t) }
 
 func journal() store.Journal {
 	return store.Journal{OperationID: uuid.NewString(), CommitID: uuid.NewString(), TraceID: "0123456789abcdef0123456789abcdef", RecordReference: "hmac-sha256:x", Data: []byte(`{}`)}
 }
 
-func openStore(t *testing.T) (*store.Store, *pgxpool.Pool) {
+func openStore(t testing.TB) (*store.Store, *pgxpool.Pool) {
 	pool := storetest.NewPool(t)
 	s, err := store.Open(context.Background(), pool, testPackage(t), store.Options{})
 	if err != nil {

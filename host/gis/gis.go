@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"net/url"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/registrum/registrum/host/access"
@@ -272,6 +273,15 @@ func (s *Service) Items(ctx context.Context, c records.Call, e *model.Entity, op
 		return nil, err
 	}
 	geom := e.Field(e.GeoJSON.GeometryField)
+	// A feature's properties are the selected fields but its geometry,
+	// written in the order of their names as domainData's members are.
+	props := make([]*model.Field, 0, len(q.Select))
+	for _, f := range q.Select {
+		if f != geom {
+			props = append(props, f)
+		}
+	}
+	slices.SortFunc(props, func(x, y *model.Field) int { return strings.Compare(x.APIName, y.APIName) })
 	b := make([]byte, 0, 256+200*len(recs))
 	b = append(b, `{"type":"FeatureCollection","features":[`...)
 	for i, rec := range recs {
@@ -287,17 +297,18 @@ func (s *Service) Items(ctx context.Context, c records.Call, e *model.Entity, op
 		} else {
 			b = appendCompact(b, raw)
 		}
-		props := make(map[string]any, len(q.Select))
-		for _, f := range q.Select {
-			if f != geom {
-				props[f.APIName] = values.Encode(f, rec.Values[f.ID])
+		b = append(b, `,"properties":{`...)
+		for j, f := range props {
+			if j > 0 {
+				b = append(b, ',')
+			}
+			b = records.AppendJSONString(b, f.APIName)
+			b = append(b, ':')
+			if b, err = records.AppendValue(b, values.Encode(f, rec.Values[f.ID])); err != nil {
+				return nil, fmt.Errorf("gis: render feature property %q: %w", f.APIName, err)
 			}
 		}
-		b = append(b, `,"properties":`...)
-		if b, err = records.AppendDomainData(b, props); err != nil {
-			return nil, fmt.Errorf("gis: render feature: %w", err)
-		}
-		b = append(b, '}')
+		b = append(b, "}}"...)
 	}
 	b = append(b, `],"numberReturned":`...)
 	b = fmt.Appendf(b, "%d", len(recs))

@@ -156,15 +156,16 @@ func AppendDomainData(b []byte, dd map[string]any) ([]byte, error) {
 		b = AppendJSONString(b, k)
 		b = append(b, ':')
 		var err error
-		if b, err = appendValue(b, dd[k]); err != nil {
+		if b, err = AppendValue(b, dd[k]); err != nil {
 			return nil, fmt.Errorf("domainData member %q: %w", k, err)
 		}
 	}
 	return append(b, '}'), nil
 }
 
-// appendValue appends a wire value (see values.Encode).
-func appendValue(b []byte, v any) ([]byte, error) {
+// AppendValue appends a wire value (see values.Encode) as a member of
+// domainData is written.
+func AppendValue(b []byte, v any) ([]byte, error) {
 	switch x := v.(type) {
 	case nil:
 		return append(b, "null"...), nil

@@ -1,0 +1,181 @@
+package store
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+
+	"github.com/registrum/registrum/model"
+	"github.com/registrum/registrum/store/layout"
+)
+
+// pageScanner scans the rows of a collection read (the select list of
+// columns) into records, as scanRecord reads one record: the same ids,
+// times and values of the same Go types. What a row's scan needs is shared
+// by the page rather than allocated per row and per value: one list of
+// scan destinations, the records in blocks, and for each row one string
+// holding its id and text-form values and one byte slice holding its JSON
+// values, which the values are cut from. Text columns are borrowed from the
+// driver's row (pgtype.DriverBytes, valid until the next row) and copied
+// once. A page of 1,000 records of every storage type makes 8,700
+// allocations instead of 22,400, and takes half the CPU it took
+// (BenchmarkPage).
+type pageScanner struct {
+	e         *model.Entity
+	dest      []any
+	id        pgtype.DriverBytes
+	lifecycle pgtype.DriverBytes
+	fields    []columnScan
+	// text and doc gather the current row's text-form and JSON values;
+	// ends[i] is where field i's value ends in its buffer.
+	text, doc []byte
+	ends      []int
+	// block holds the records not yet handed out; want is how many the
+	// page holds at most.
+	block []Record
+	want  int
+}
+
+// columnScan is the scan destination of one field's column.
+type columnScan struct {
+	f    *model.Field
+	form columnForm
+	raw  pgtype.DriverBytes
+	i    pgtype.Int8
+	b    pgtype.Bool
+	t    pgtype.Timestamptz
+}
+
+// columnForm is how a field's column arrives in a page (see selectExpr).
+type columnForm uint8
+
+const (
+	formText columnForm = iota // text, or cast to text: a string
+	formJSON                   // jsonb cast to text: a json.RawMessage
+	formInt                    // bigint: an int64
+	formBool                   // boolean: a bool
+	formTime                   // timestamptz: a time.Time in UTC
+)
+
+// formOf returns the form of f's column in a page.
+func formOf(f *model.Field) columnForm {
+	switch f.Type {
+	case model.TypeCRS84Point, model.TypeStructured:
+		return formJSON
+	case model.TypeInteger:
+		return formInt
+	case model.TypeBoolean:
+		return formBool
+	case model.TypeTimestamp:
+		return formTime
+	}
+	return formText
+}
+
+// newPageScanner returns the scanner of a page of e holding at most want
+// records.
+func newPageScanner(e *model.Entity, want int) *pageScanner {
+	p := &pageScanner{e: e, fields: make([]columnScan, len(e.Fields)), ends: make([]int, len(e.Fields)), want: want}
+	p.dest = make([]any, 0, 5+len(e.Fields))
+	// The record's own members are scanned into the record (scan points
+	// the nil destinations at them).
+	p.dest = append(p.dest, &p.id, nil, &p.lifecycle, nil, nil)
+	for i, f := range e.Fields {
+		c := &p.fields[i]
+		c.f, c.form = f, formOf(f)
+		switch c.form {
+		case formInt:
+			p.dest = append(p.dest, &c.i)
+		case formBool:
+			p.dest = append(p.dest, &c.b)
+		case formTime:
+			p.dest = append(p.dest, &c.t)
+		default:
+			p.dest = append(p.dest, &c.raw)
+		}
+	}
+	return p
+}
+
+// scan reads the current row into a new record.
+func (p *pageScanner) scan(rows pgx.Rows) (*Record, error) {
+	if len(p.block) == 0 {
+		p.block = make([]Record, min(max(p.want, 1), 256))
+	}
+	rec := &p.block[0]
+	p.block = p.block[1:]
+	p.want--
+	p.dest[1], p.dest[3], p.dest[4] = &rec.Revision, &rec.CreatedAt, &rec.UpdatedAt
+	if err := rows.Scan(p.dest...); err != nil {
+		return nil, fmt.Errorf("store: scan %s record: %w", p.e.ID, err)
+	}
+	rec.Entity = p.e
+	rec.Lifecycle = lifecycleText(p.lifecycle)
+	rec.CreatedAt, rec.UpdatedAt = rec.CreatedAt.UTC(), rec.UpdatedAt.UTC()
+	rec.Values = make(map[string]any, len(p.fields))
+	// The row's text: its id, then its text-form values.
+	p.text = append(p.text[:0], p.id...)
+	p.doc = p.doc[:0]
+	for i := range p.fields {
+		c := &p.fields[i]
+		switch c.form {
+		case formText:
+			p.text = append(p.text, c.raw...)
+			p.ends[i] = len(p.text)
+		case formJSON:
+			p.doc = append(p.doc, c.raw...)
+			p.ends[i] = len(p.doc)
+		}
+	}
+	text := string(p.text)
+	var doc []byte
+	if len(p.doc) > 0 {
+		doc = append([]byte(nil), p.doc...)
+	}
+	rec.ID = text[:len(p.id)]
+	textAt, docAt := len(p.id), 0
+	for i := range p.fields {
+		c := &p.fields[i]
+		var v any
+		switch c.form {
+		case formText:
+			if c.raw != nil {
+				v = text[textAt:p.ends[i]]
+			}
+			textAt = p.ends[i]
+		case formJSON:
+			if c.raw != nil {
+				v = json.RawMessage(doc[docAt:p.ends[i]:p.ends[i]])
+			}
+			docAt = p.ends[i]
+		case formInt:
+			if c.i.Valid {
+				v = c.i.Int64
+			}
+		case formBool:
+			if c.b.Valid {
+				v = c.b.Bool
+			}
+		case formTime:
+			if c.t.Valid {
+				v = c.t.Time.UTC()
+			}
+		}
+		rec.Values[c.f.ID] = v
+	}
+	return rec, nil
+}
+
+// lifecycleText returns a record's lifecycle column as a string, without
+// allocating for the lifecycles the layout knows.
+func lifecycleText(b []byte) string {
+	switch string(b) {
+	case layout.LifecycleActive:
+		return layout.LifecycleActive
+	case layout.LifecycleTombstoned:
+		return layout.LifecycleTombstoned
+	}
+	return string(b)
+}
