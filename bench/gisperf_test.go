@@ -120,23 +120,48 @@ func TestSpatialAdapterReport(t *testing.T) {
 	t.Logf("plan of one page:\n%s", strings.Join(plan, "\n"))
 
 	basePage := pageReader(ctx, pool, stmts, limit)
-	api := wrkLoad(t, "gis-page", srv.URL, clients, phase, token, wrkPaths(paths))
-	base := measure(clients, phase, basePage)
+	// Each phase starts warm, on both sides, after an unmeasured second of
+	// the same load (as the record host report's phases do); the floor's
+	// CPU per page (its pgx client, PostgreSQL) is logged beside the
+	// host's.
+	warm := time.Second
+	host := func(name string, conns int, d time.Duration) measured {
+		wrkLoad(t, name+" warm-up", srv.URL, conns, warm, token, wrkPaths(paths))
+		return wrkLoad(t, name, srv.URL, conns, d, token, wrkPaths(paths))
+	}
+	floor := func(name string, workers int, d time.Duration) measured {
+		measure(workers, warm, basePage)
+		before, self := databaseCPU(), processCPU()
+		m := measure(workers, d, basePage)
+		per := func(d time.Duration) float64 { return float64(d.Microseconds()) / float64(max(m.ops, 1)) }
+		t.Logf("%s: CPU per request: pgx client %.1f µs, PostgreSQL %.1f µs", name, per(processCPU()-self), per(databaseCPU()-before))
+		return m
+	}
+	// At 32 clients, two rounds take turns at going first: a million points
+	// outgrow PostgreSQL's shared buffers, and what one side's pages leave
+	// in them is what the other side reads next.
+	api := host("gis-page", clients, phase)
+	base := floor("gis-page floor", clients, phase)
+	base2 := floor("gis-page floor, round 2", clients, phase)
+	api2 := host("gis-page, round 2", clients, phase)
 	// One client: the latency of a page without queueing.
-	api1 := wrkLoad(t, "gis-page-1", srv.URL, 1, phase/2, token, wrkPaths(paths))
-	base1 := measure(1, phase/2, basePage)
+	api1 := host("gis-page-1", 1, phase/2)
+	base1 := floor("gis-page-1 floor", 1, phase/2)
 	line := func(name string, m measured) string {
 		return fmt.Sprintf("| %s | %.0f pages/s | %v | %v | %d |", name, m.rate(), m.p50.Round(10*time.Microsecond), m.p99.Round(10*time.Microsecond), m.failures)
 	}
+	both := func(a, b measured) float64 { return float64(a.ops+b.ops) / (a.seconds + b.seconds) }
 	t.Logf("\n%d points loaded and indexed in %v; %d boxes of %dx%d degrees (%d with a short page); %s per phase, pools of %d connections, load average %s\n"+
-		"| bbox page of %d features | rate | p50 | p99 | failed |\n|---|---|---|---|---|\n%s\n%s\n%s\n%s\n"+
-		"at %d clients: rate ratio %.2f (goal ≥ 0.95), p99 ratio %.2f (goal ≤ 1.2); at 1 client: rate ratio %.2f, p99 ratio %.2f",
+		"| bbox page of %d features | rate | p50 | p99 | failed |\n|---|---|---|---|---|\n%s\n%s\n%s\n%s\n%s\n%s\n"+
+		"at %d clients: rate ratio %.2f over both rounds (%.2f host first, %.2f floor first; goal ≥ 0.95), p99 ratio %.2f and %.2f (goal ≤ 1.2); at 1 client: rate ratio %.2f, p99 ratio %.2f",
 		rows, load.Round(time.Second), boxes, side, side, short, phase, pool.Config().MaxConns, loadAverage(), limit,
-		line(fmt.Sprintf("spatial adapter over HTTP, %d clients", clients), api), line(fmt.Sprintf("same SQL with pgx, %d clients", clients), base),
+		line(fmt.Sprintf("spatial adapter over HTTP, %d clients, round 1", clients), api), line(fmt.Sprintf("same SQL with pgx, %d clients, round 1", clients), base),
+		line(fmt.Sprintf("same SQL with pgx, %d clients, round 2", clients), base2), line(fmt.Sprintf("spatial adapter over HTTP, %d clients, round 2", clients), api2),
 		line("spatial adapter over HTTP, 1 client", api1), line("same SQL with pgx, 1 client", base1),
-		clients, api.rate()/base.rate(), float64(api.p99)/float64(base.p99), api1.rate()/base1.rate(), float64(api1.p99)/float64(base1.p99))
-	if api.failures+base.failures+api1.failures+base1.failures > 0 || short > 0 {
-		t.Errorf("failures: %d over HTTP, %d with pgx, %d short pages", api.failures+api1.failures, base.failures+base1.failures, short)
+		clients, both(api, api2)/both(base, base2), api.rate()/base.rate(), api2.rate()/base2.rate(),
+		float64(api.p99)/float64(base.p99), float64(api2.p99)/float64(base2.p99), api1.rate()/base1.rate(), float64(api1.p99)/float64(base1.p99))
+	if api.failures+api2.failures+base.failures+base2.failures+api1.failures+base1.failures > 0 || short > 0 {
+		t.Errorf("failures: %d over HTTP, %d with pgx, %d short pages", api.failures+api2.failures+api1.failures, base.failures+base2.failures+base1.failures, short)
 	}
 	if api.p99 >= 50*time.Millisecond {
 		t.Logf("p99 %v at %d clients is over the 50 ms target", api.p99, clients)

@@ -29,9 +29,11 @@ type pageScanner struct {
 	lifecycle pgtype.DriverBytes
 	fields    []columnScan
 	// text and doc gather the current row's text-form and JSON values;
-	// ends[i] is where field i's value ends in its buffer.
+	// ends[i] is where field i's value ends in its buffer. The rows' JSON
+	// values are cut from docs, allocated in blocks.
 	text, doc []byte
 	ends      []int
+	docs      []byte
 	// block holds the records not yet handed out; want is how many the
 	// page holds at most.
 	block []Record
@@ -46,7 +48,16 @@ type columnScan struct {
 	i    pgtype.Int8
 	b    pgtype.Bool
 	t    pgtype.Timestamptz
+	// codes holds a code field's vocabulary as values (boxed once per
+	// page): a stored code is one of them, or, when the vocabulary no
+	// longer has it, copied as any text is. code is the current row's.
+	codes []any
+	code  int
 }
+
+// maxSharedCodes is the largest vocabulary whose codes a page shares
+// rather than copies: a row's code is found by comparing it with each.
+const maxSharedCodes = 32
 
 // columnForm is how a field's column arrives in a page (see selectExpr).
 type columnForm uint8
@@ -85,6 +96,11 @@ func newPageScanner(e *model.Entity, want int) *pageScanner {
 	for i, f := range e.Fields {
 		c := &p.fields[i]
 		c.f, c.form = f, formOf(f)
+		if f.Type == model.TypeCode && len(f.Values) <= maxSharedCodes {
+			for _, v := range f.Values {
+				c.codes = append(c.codes, v)
+			}
+		}
 		switch c.form {
 		case formInt:
 			p.dest = append(p.dest, &c.i)
@@ -122,7 +138,9 @@ func (p *pageScanner) scan(rows pgx.Rows) (*Record, error) {
 		c := &p.fields[i]
 		switch c.form {
 		case formText:
-			p.text = append(p.text, c.raw...)
+			if c.code = c.shared(); c.code < 0 {
+				p.text = append(p.text, c.raw...)
+			}
 			p.ends[i] = len(p.text)
 		case formJSON:
 			p.doc = append(p.doc, c.raw...)
@@ -132,7 +150,12 @@ func (p *pageScanner) scan(rows pgx.Rows) (*Record, error) {
 	text := string(p.text)
 	var doc []byte
 	if len(p.doc) > 0 {
-		doc = append([]byte(nil), p.doc...)
+		if cap(p.docs)-len(p.docs) < len(p.doc) {
+			p.docs = make([]byte, 0, max(len(p.doc), 16<<10))
+		}
+		at := len(p.docs)
+		p.docs = append(p.docs, p.doc...)
+		doc = p.docs[at:len(p.docs):len(p.docs)]
 	}
 	rec.ID = text[:len(p.id)]
 	textAt, docAt := len(p.id), 0
@@ -141,7 +164,10 @@ func (p *pageScanner) scan(rows pgx.Rows) (*Record, error) {
 		var v any
 		switch c.form {
 		case formText:
-			if c.raw != nil {
+			switch {
+			case c.code >= 0:
+				v = c.codes[c.code]
+			case c.raw != nil:
 				v = text[textAt:p.ends[i]]
 			}
 			textAt = p.ends[i]
@@ -166,6 +192,20 @@ func (p *pageScanner) scan(rows pgx.Rows) (*Record, error) {
 		rec.Values[c.f.ID] = v
 	}
 	return rec, nil
+}
+
+// shared returns the index of the current row's code in c.codes, or -1
+// when the column is not a shared code (or NULL, or not in the vocabulary).
+func (c *columnScan) shared() int {
+	if c.raw == nil {
+		return -1
+	}
+	for j, v := range c.codes {
+		if string(c.raw) == v.(string) {
+			return j
+		}
+	}
+	return -1
 }
 
 // lifecycleText returns a record's lifecycle column as a string, without
