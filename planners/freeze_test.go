@@ -240,3 +240,28 @@ func TestValueMarshalsOneSource(t *testing.T) {
 		t.Error("IsNull is wrong")
 	}
 }
+
+// FrozenTargets reads the entity of each write, in order, as ParseFrozen
+// does, and refuses what is not a frozen plan.
+func TestFrozenTargetsAreTheParsedWritesTargets(t *testing.T) {
+	p := frozenPlan()
+	if err := p.Freeze(); err != nil {
+		t.Fatal(err)
+	}
+	got, err := planners.FrozenTargets(p.Canonical)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for _, w := range p.Writes {
+		want = append(want, w.Target.Entity)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("targets %v, want %v", got, want)
+	}
+	for _, doc := range []string{``, `writes`, string(p.Canonical[:len(p.Canonical)-2]), `{"writes":{"id":"x"}}`, `{"writes":[{"target":"person"}]}`} {
+		if targets, err := planners.FrozenTargets([]byte(doc)); err == nil || !strings.HasPrefix(err.Error(), "planners: frozen plan: ") {
+			t.Errorf("FrozenTargets(%q) = %v, %v", doc, targets, err)
+		}
+	}
+}

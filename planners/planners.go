@@ -131,15 +131,19 @@ func (p *Plan) Freeze() error {
 }
 
 // ParseFrozen reads a frozen plan's writes back from its canonical form.
+// The plan is decoded once, numbers kept as json.Number.
 func ParseFrozen(b []byte) ([]Write, error) {
 	var doc struct {
 		Writes []struct {
-			ID        string                     `json:"id"`
-			Operation string                     `json:"operation"`
-			Target    Target                     `json:"target"`
-			Set       map[string]json.RawMessage `json:"set"`
-			Clear     []string                   `json:"clear"`
-			Expected  int64                      `json:"expectedRevision"`
+			ID        string `json:"id"`
+			Operation string `json:"operation"`
+			Target    Target `json:"target"`
+			Set       map[string]struct {
+				Value      any    `json:"value"`
+				FromEffect string `json:"fromEffect"`
+			} `json:"set"`
+			Clear    []string `json:"clear"`
+			Expected int64    `json:"expectedRevision"`
 		} `json:"writes"`
 	}
 	if err := decodeNumbers(b, &doc); err != nil {
@@ -151,16 +155,29 @@ func ParseFrozen(b []byte) ([]Write, error) {
 		if len(w.Set) > 0 {
 			out[i].Set = make(map[string]Value, len(w.Set))
 		}
-		for f, raw := range w.Set {
-			var v struct {
-				Value      any    `json:"value"`
-				FromEffect string `json:"fromEffect"`
-			}
-			if err := decodeNumbers(raw, &v); err != nil {
-				return nil, fmt.Errorf("planners: frozen plan: %w", err)
-			}
+		for f, v := range w.Set {
 			out[i].Set[f] = Value{Value: v.Value, FromEffect: v.FromEffect}
 		}
+	}
+	return out, nil
+}
+
+// FrozenTargets reads the entity each write of a frozen plan targets, in
+// write order, without decoding the values it writes.
+func FrozenTargets(b []byte) ([]string, error) {
+	var doc struct {
+		Writes []struct {
+			Target struct {
+				Entity string `json:"entity"`
+			} `json:"target"`
+		} `json:"writes"`
+	}
+	if err := json.Unmarshal(b, &doc); err != nil {
+		return nil, fmt.Errorf("planners: frozen plan: %w", err)
+	}
+	out := make([]string, len(doc.Writes))
+	for i, w := range doc.Writes {
+		out[i] = w.Target.Entity
 	}
 	return out, nil
 }

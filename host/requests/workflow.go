@@ -632,13 +632,5 @@ type FrozenPlans struct{}
 // TargetEntities returns the entity each write of a frozen plan targets,
 // in write order.
 func (FrozenPlans) TargetEntities(frozen []byte) ([]string, error) {
-	writes, err := planners.ParseFrozen(frozen)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]string, len(writes))
-	for i, wr := range writes {
-		out[i] = wr.Target.Entity
-	}
-	return out, nil
+	return planners.FrozenTargets(frozen)
 }
