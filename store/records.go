@@ -96,23 +96,56 @@ func (s *Store) get(ctx context.Context, db querier, e *model.Entity, id string,
 
 // scanRecord reads a row of readSQL.
 func (s *Store) scanRecord(row pgx.Row, e *model.Entity, id string) (*Record, error) {
-	rec := &Record{Entity: e, ID: id, Values: make(map[string]any, len(e.Fields))}
-	raw := make([]any, len(e.Fields))
-	dest := []any{&rec.Revision, &rec.Lifecycle, &rec.CreatedAt, &rec.UpdatedAt}
-	for i := range raw {
-		dest = append(dest, &raw[i])
-	}
-	if err := row.Scan(dest...); err != nil {
+	var rs recordScan
+	rs.init(e, id)
+	if err := row.Scan(rs.dest...); err != nil {
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil, ErrNotFound
 		}
 		return nil, fmt.Errorf("store: read %s record: %w", e.ID, err)
 	}
-	for i, f := range e.Fields {
-		rec.Values[f.ID] = fromStorage(f, raw[i])
+	return rs.record(), nil
+}
+
+// recordScan is the scan of a record's columns (recordColumns) in a row.
+type recordScan struct {
+	rec  *Record
+	raw  []any
+	dest []any
+}
+
+// init readies rs for the scan of record id of e.
+func (rs *recordScan) init(e *model.Entity, id string) {
+	rs.rec = &Record{Entity: e, ID: id, Values: make(map[string]any, len(e.Fields))}
+	rs.raw = make([]any, len(e.Fields))
+	rs.dest = append(make([]any, 0, 4+len(e.Fields)), &rs.rec.Revision, &rs.rec.Lifecycle, &rs.rec.CreatedAt, &rs.rec.UpdatedAt)
+	for i := range rs.raw {
+		rs.dest = append(rs.dest, &rs.raw[i])
+	}
+}
+
+// record returns the record the row held.
+func (rs *recordScan) record() *Record {
+	rec := rs.rec
+	for i, f := range rec.Entity.Fields {
+		rec.Values[f.ID] = fromStorage(f, rs.raw[i])
 	}
 	rec.CreatedAt, rec.UpdatedAt = rec.CreatedAt.UTC(), rec.UpdatedAt.UTC()
-	return rec, nil
+	return rec
+}
+
+// recordColumns returns the select list of one record of e (without its
+// id), each column qualified by table (an alias, or "").
+func recordColumns(e *model.Entity, table string) string {
+	q := ""
+	if table != "" {
+		q = table + "."
+	}
+	sel := []string{q + layout.ColRevision, q + layout.ColLifecycle, q + layout.ColCreatedAt, q + layout.ColUpdatedAt}
+	for _, f := range e.Fields {
+		sel = append(sel, q+selectExpr(f))
+	}
+	return strings.Join(sel, ", ")
 }
 
 // readSQL returns the statement reading one record of e by id, built once
@@ -120,11 +153,7 @@ func (s *Store) scanRecord(row pgx.Row, e *model.Entity, id string) (*Record, er
 func (s *Store) readSQL(e *model.Entity, forUpdate bool) string {
 	qs, ok := s.reads.Load(e)
 	if !ok {
-		sel := []string{layout.ColRevision, layout.ColLifecycle, layout.ColCreatedAt, layout.ColUpdatedAt}
-		for _, f := range e.Fields {
-			sel = append(sel, selectExpr(f))
-		}
-		q := "SELECT " + strings.Join(sel, ", ") + " FROM " + layout.Table(e) + " WHERE " + layout.ColRecordID + " = $1"
+		q := "SELECT " + recordColumns(e, "") + " FROM " + layout.Table(e) + " WHERE " + layout.ColRecordID + " = $1"
 		qs, _ = s.reads.LoadOrStore(e, [2]string{q, q + " FOR UPDATE"})
 	}
 	if forUpdate {

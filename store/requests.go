@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -149,48 +150,66 @@ FROM registrum.requests r
 WHERE r.entity_id = $1 AND r.record_id = $2`
 
 func scanRequest(row pgx.Row) (*Request, error) {
-	r := &Request{}
-	var (
-		pVersion, pRevision                                      *int64
-		planner, moduleDigest, effectDigest, submitter, subActor *string
-		plan, manifest                                           []byte
-		submittedAt                                              *time.Time
-		erased                                                   *bool
-		aID, aDigest, aApplier, aActor, aReason                  *string
-		aVersion                                                 *int64
-		aPresent                                                 *bool
-		aResults                                                 []byte
-		aAt                                                      *time.Time
-		autoState, autoAttention                                 *string
-		autoAttempts                                             *int
-	)
-	err := row.Scan(&r.DBNow, &r.EntityID, &r.RecordID, &r.OwnerReference, &r.State, &r.ProposalVersion, &r.UpdatedAt,
-		&pVersion, &pRevision, &planner, &moduleDigest, &effectDigest, &plan, &submitter, &subActor, &submittedAt, &erased, &manifest,
-		&aID, &aVersion, &aDigest, &aApplier, &aActor, &aReason, &aPresent, &aResults, &aAt,
-		&autoState, &autoAttention, &autoAttempts)
+	var rs requestScan
+	rs.init()
+	err := row.Scan(rs.dest...)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, ErrNotFound
 	}
 	if err != nil {
 		return nil, fmt.Errorf("store: read request: %w", err)
 	}
+	return rs.request(), nil
+}
+
+// requestScan is the scan of requestColumns in a row.
+type requestScan struct {
+	r                                                        *Request
+	pVersion, pRevision                                      *int64
+	planner, moduleDigest, effectDigest, submitter, subActor *string
+	plan, manifest                                           []byte
+	submittedAt                                              *time.Time
+	erased                                                   *bool
+	aID, aDigest, aApplier, aActor, aReason                  *string
+	aVersion                                                 *int64
+	aPresent                                                 *bool
+	aResults                                                 []byte
+	aAt                                                      *time.Time
+	autoState, autoAttention                                 *string
+	autoAttempts                                             *int
+	dest                                                     []any
+}
+
+// init readies rs for a scan.
+func (rs *requestScan) init() {
+	r := &Request{}
+	rs.r = r
+	rs.dest = []any{&r.DBNow, &r.EntityID, &r.RecordID, &r.OwnerReference, &r.State, &r.ProposalVersion, &r.UpdatedAt,
+		&rs.pVersion, &rs.pRevision, &rs.planner, &rs.moduleDigest, &rs.effectDigest, &rs.plan, &rs.submitter, &rs.subActor, &rs.submittedAt, &rs.erased, &rs.manifest,
+		&rs.aID, &rs.aVersion, &rs.aDigest, &rs.aApplier, &rs.aActor, &rs.aReason, &rs.aPresent, &rs.aResults, &rs.aAt,
+		&rs.autoState, &rs.autoAttention, &rs.autoAttempts}
+}
+
+// request returns the workflow state the row held.
+func (rs *requestScan) request() *Request {
+	r := rs.r
 	r.UpdatedAt, r.DBNow = r.UpdatedAt.UTC(), r.DBNow.UTC()
-	if pVersion != nil {
-		r.Proposal = &Proposal{Version: *pVersion, RecordRevision: *pRevision, Planner: *planner, ModuleDigest: *moduleDigest,
-			EffectDigest: *effectDigest, Plan: plan, SubmitterReference: *submitter, SubmitterActor: *subActor,
-			SubmittedAt: submittedAt.UTC(), DetailErased: *erased, Attachments: manifest}
+	if rs.pVersion != nil {
+		r.Proposal = &Proposal{Version: *rs.pVersion, RecordRevision: *rs.pRevision, Planner: *rs.planner, ModuleDigest: *rs.moduleDigest,
+			EffectDigest: *rs.effectDigest, Plan: rs.plan, SubmitterReference: *rs.submitter, SubmitterActor: *rs.subActor,
+			SubmittedAt: rs.submittedAt.UTC(), DetailErased: *rs.erased, Attachments: rs.manifest}
 	}
-	if aID != nil {
-		r.Application = &Application{ID: *aID, ProposalVersion: *aVersion, EffectDigest: *aDigest, ApplierReference: *aApplier,
-			ApplierActor: *aActor, Reason: aReason, ReasonPresent: *aPresent, Results: aResults, AppliedAt: aAt.UTC()}
+	if rs.aID != nil {
+		r.Application = &Application{ID: *rs.aID, ProposalVersion: *rs.aVersion, EffectDigest: *rs.aDigest, ApplierReference: *rs.aApplier,
+			ApplierActor: *rs.aActor, Reason: rs.aReason, ReasonPresent: *rs.aPresent, Results: rs.aResults, AppliedAt: rs.aAt.UTC()}
 	}
-	if autoState != nil {
-		r.AutoApplication = &AutoApplication{State: *autoState, Attempts: *autoAttempts}
-		if autoAttention != nil {
-			r.AutoApplication.Attention = *autoAttention
+	if rs.autoState != nil {
+		r.AutoApplication = &AutoApplication{State: *rs.autoState, Attempts: *rs.autoAttempts}
+		if rs.autoAttention != nil {
+			r.AutoApplication.Attention = *rs.autoAttention
 		}
 	}
-	return r, nil
+	return r
 }
 
 // Request reads the workflow state of a request record.
@@ -237,23 +256,36 @@ func (w *Writer) requestDetail(ctx context.Context, e *model.Entity, r *Request)
 	return w.s.review(ctx, w.db(), e, r)
 }
 
-// LockWithRequest locks a request record and its workflow state in one
-// round trip: the record's error (ErrNotFound) comes first.
+// LockWithRequest locks a request record and its workflow state with one
+// statement (the record's row, then the request's), and reads both. A
+// missing record or request is ErrNotFound.
 func (w *Writer) LockWithRequest(ctx context.Context, e *model.Entity, id string) (*Record, *Request, error) {
-	var rec *Record
-	var recErr error
-	w.sendRow(func(row pgx.Row) error {
-		rec, recErr = w.s.scanRecord(row, e, id)
-		return nil
-	}, w.s.readSQL(e, true), id)
-	r, err := scanRequest(w.queryRow(ctx, "SELECT "+requestColumns+" FOR UPDATE OF r", e.ID, id))
-	if recErr != nil {
-		return nil, nil, recErr
+	var rec recordScan
+	var req requestScan
+	rec.init(e, id)
+	req.init()
+	err := w.queryRow(ctx, w.s.lockWithRequestSQL(e), e.ID, id).Scan(append(rec.dest, req.dest...)...)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil, ErrNotFound
 	}
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, fmt.Errorf("store: lock %s request: %w", e.ID, err)
 	}
-	return rec, r, w.requestDetail(ctx, e, r)
+	r := req.request()
+	return rec.record(), r, w.requestDetail(ctx, e, r)
+}
+
+// lockWithRequestSQL returns LockWithRequest's statement, built once per
+// entity: the record's columns (recordColumns) then requestColumns, from
+// the record's table joined to the request's row and its workflow rows,
+// locking the record's row and the request's.
+func (s *Store) lockWithRequestSQL(e *model.Entity) string {
+	if q, ok := s.locks.Load(e); ok {
+		return q.(string)
+	}
+	from := strings.Replace(requestColumns, "\nFROM registrum.requests r\n", "\nFROM "+layout.Table(e)+" t, registrum.requests r\n", 1)
+	q, _ := s.locks.LoadOrStore(e, "SELECT "+recordColumns(e, "t")+", "+from+" AND t."+layout.ColRecordID+" = $2 FOR UPDATE OF t, r")
+	return q.(string)
 }
 
 // ErrMoved means rows a write decided on before its transaction changed

@@ -31,6 +31,9 @@ type Store struct {
 	// expects caches each entity's lock of a request as read
 	// (expectRequestSQL).
 	expects sync.Map // *model.Entity → string
+	// locks caches each entity's lock of a request record with its
+	// workflow state (lockWithRequestSQL).
+	locks sync.Map // *model.Entity → string
 	// snapshotReads caches each entity's snapshot page (snapshotSQL).
 	snapshotReads sync.Map // snapshotKey → string
 	// jobs inserts post-commit jobs (Writer.Enqueue).

@@ -263,3 +263,83 @@ func TestAWriteExpectingTheRequestIsOneRoundTrip(t *testing.T) {
 		t.Fatalf("a write expecting the request took %d round trips, want 1", n)
 	}
 }
+
+// TestLockWithRequestReadsAndLocksBothRows holds LockWithRequest's one
+// statement: it reads the record as Store.Get does and the workflow state
+// as Store.Request does (a submitted request with its proposal included);
+// a missing record or request is ErrNotFound; and it waits for a
+// concurrent writer of either row.
+func TestLockWithRequestReadsAndLocksBothRows(t *testing.T) {
+	ctx := context.Background()
+	s, pool := openStore(t)
+	hh := s.Package().EntityByID("household")
+	id := newDraft(t, s)
+	if _, _, err := s.Write(ctx, nil, func(w *store.Writer) (*store.Outcome, error) {
+		return &store.Outcome{}, w.SubmitRequest(ctx, hh, id, &store.Proposal{Version: 1, RecordRevision: 1, Planner: "declarative",
+			EffectDigest: "sha256:" + strings.Repeat("ab", 32), Plan: []byte(`{"writes":[]}`), SubmitterReference: "owner", SubmitterActor: "a"})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	lock := func(id string) (rec *store.Record, req *store.Request, err error) {
+		_, _, werr := s.Write(ctx, nil, func(w *store.Writer) (*store.Outcome, error) {
+			rec, req, err = w.LockWithRequest(ctx, hh, id)
+			return &store.Outcome{}, nil
+		})
+		if err == nil {
+			err = werr
+		}
+		return rec, req, err
+	}
+	rec, req, err := lock(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantRec, err := s.Get(ctx, hh, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantReq, err := s.Request(ctx, hh, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.DBNow, wantReq.DBNow = time.Time{}, time.Time{}
+	if !reflect.DeepEqual(rec, wantRec) || !reflect.DeepEqual(req, wantReq) || req.Proposal == nil {
+		t.Fatalf("locked read\n%+v\n%+v\nwant\n%+v\n%+v", rec, req, wantRec, wantReq)
+	}
+	// A record without a request, and no record at all.
+	plain := uuid.NewString()
+	if _, err := s.Create(ctx, hh, plain, map[string]any{"name": "two"}, journal()); err != nil {
+		t.Fatal(err)
+	}
+	for _, missing := range []string{plain, uuid.NewString()} {
+		if rec, req, err := lock(missing); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("lock of %s: %+v, %+v, %v; want ErrNotFound", missing, rec, req, err)
+		}
+	}
+	// Either row held by another transaction: the lock waits for it.
+	for _, held := range []string{
+		`UPDATE registrum_data.e_household SET revision = revision WHERE record_id = $1`,
+		`UPDATE registrum.requests SET state = state WHERE record_id = $1`,
+	} {
+		tx, err := pool.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tx.Rollback(ctx)
+		if _, err := tx.Exec(ctx, held, id); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() {
+			_, _, err := lock(id)
+			done <- err
+		}()
+		waitFor(t, pool, "select count(*) from pg_locks where not granted and locktype = 'transactionid'")
+		if err := tx.Rollback(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-done; err != nil {
+			t.Fatalf("after %q rolled back: %v", held, err)
+		}
+	}
+}
