@@ -19,9 +19,9 @@ import (
 // holding its id and text-form values and one byte slice holding its JSON
 // values, which the values are cut from. Text columns are borrowed from the
 // driver's row (pgtype.DriverBytes, valid until the next row) and copied
-// once. A page of 1,000 records of every storage type makes 8,700
-// allocations instead of 22,400, and takes half the CPU it took
-// (BenchmarkPage).
+// once. A page of 1,000 records of every storage form makes 11,300
+// allocations instead of 28,200 (BenchmarkPage; docs/performance.md,
+// seventh session).
 type pageScanner struct {
 	e         *model.Entity
 	dest      []any
