@@ -90,35 +90,13 @@ func TestExpectRequestWaitsForAConcurrentWriterAndJudgesItsResult(t *testing.T) 
 	hh := s.Package().EntityByID("household")
 	id := newDraft(t, s)
 	for _, commit := range []bool{false, true} {
-		tx, err := pool.Begin(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		// A failed check below must not leave the row locked and the pool
-		// waiting for this connection.
-		defer tx.Rollback(ctx)
-		if _, err := tx.Exec(ctx, `UPDATE registrum_data.e_household SET revision = revision + 1 WHERE record_id = $1`, id); err != nil {
-			t.Fatal(err)
-		}
-		done := make(chan error, 1)
-		go func() {
+		err := whileHeld(t, pool, `UPDATE registrum_data.e_household SET revision = revision + 1 WHERE record_id = $1`, id, commit, func() error {
 			_, _, err := s.Write(ctx, &store.Idempotency{KeyReference: uuid.NewString(), RequestDigest: "d"}, func(w *store.Writer) (*store.Outcome, error) {
 				w.ExpectRequest(hh, id, 1, store.RequestDraft, 1)
 				return &store.Outcome{Status: 200}, nil
 			})
-			done <- err
-		}()
-		// The expecting write waits for the row's lock.
-		waitFor(t, pool, "select count(*) from pg_locks where not granted and locktype = 'transactionid'")
-		if commit {
-			err = tx.Commit(ctx)
-		} else {
-			err = tx.Rollback(ctx)
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		err = <-done
+			return err
+		})
 		switch {
 		case commit && !errors.Is(err, store.ErrMoved):
 			t.Fatalf("after the concurrent writer committed: err = %v, want ErrMoved", err)
@@ -126,6 +104,36 @@ func TestExpectRequestWaitsForAConcurrentWriterAndJudgesItsResult(t *testing.T) 
 			t.Fatalf("after the concurrent writer rolled back: err = %v, want the write committed", err)
 		}
 	}
+}
+
+// whileHeld runs write while another transaction holds the rows stmt
+// (with $1 = id) changes, checks that write waits for their lock, then ends
+// that transaction (committing it when commit) and returns write's error.
+func whileHeld(t *testing.T, pool *pgxpool.Pool, stmt, id string, commit bool, write func() error) error {
+	t.Helper()
+	ctx := context.Background()
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A failed check below must not leave the row locked and the pool
+	// waiting for this connection.
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, stmt, id); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- write() }()
+	waitFor(t, pool, "select count(*) from pg_locks where not granted and locktype = 'transactionid'")
+	if commit {
+		err = tx.Commit(ctx)
+	} else {
+		err = tx.Rollback(ctx)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return <-done
 }
 
 // waitFor polls the count q until it is above zero, for up to 10 s.
@@ -163,6 +171,13 @@ func submitAsRead(s *store.Store, id, key string, revision int64, state string, 
 		})
 	})
 	return err
+}
+
+// emptyProposal is a proposal of version, planned on the draft's first
+// revision, that writes nothing.
+func emptyProposal(version int64) *store.Proposal {
+	return &store.Proposal{Version: version, RecordRevision: 1, Planner: "declarative",
+		EffectDigest: "sha256:" + strings.Repeat("ab", 32), Plan: []byte(`{"writes":[]}`), SubmitterReference: "owner", SubmitterActor: "a"}
 }
 
 // newDraft writes a household at revision 1 with the workflow state of a
@@ -220,10 +235,7 @@ func TestActionInputsOfADraftReadAsTheFullWorkflowRead(t *testing.T) {
 	}
 	same("a new draft")
 	submit := func(version int64) {
-		write(func(w *store.Writer) error {
-			return w.SubmitRequest(ctx, hh, id, &store.Proposal{Version: version, RecordRevision: 1, Planner: "declarative",
-				EffectDigest: "sha256:" + strings.Repeat("ab", 32), Plan: []byte(`{"writes":[]}`), SubmitterReference: "owner", SubmitterActor: "a"})
-		})
+		write(func(w *store.Writer) error { return w.SubmitRequest(ctx, hh, id, emptyProposal(version)) })
 	}
 	submit(1)
 	if got := same("submitted"); got.State != store.RequestSubmitted || got.Proposal != nil {
@@ -275,8 +287,7 @@ func TestLockWithRequestReadsAndLocksBothRows(t *testing.T) {
 	hh := s.Package().EntityByID("household")
 	id := newDraft(t, s)
 	if _, _, err := s.Write(ctx, nil, func(w *store.Writer) (*store.Outcome, error) {
-		return &store.Outcome{}, w.SubmitRequest(ctx, hh, id, &store.Proposal{Version: 1, RecordRevision: 1, Planner: "declarative",
-			EffectDigest: "sha256:" + strings.Repeat("ab", 32), Plan: []byte(`{"writes":[]}`), SubmitterReference: "owner", SubmitterActor: "a"})
+		return &store.Outcome{}, w.SubmitRequest(ctx, hh, id, emptyProposal(1))
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -321,24 +332,7 @@ func TestLockWithRequestReadsAndLocksBothRows(t *testing.T) {
 		`UPDATE registrum_data.e_household SET revision = revision WHERE record_id = $1`,
 		`UPDATE registrum.requests SET state = state WHERE record_id = $1`,
 	} {
-		tx, err := pool.Begin(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer tx.Rollback(ctx)
-		if _, err := tx.Exec(ctx, held, id); err != nil {
-			t.Fatal(err)
-		}
-		done := make(chan error, 1)
-		go func() {
-			_, _, err := lock(id)
-			done <- err
-		}()
-		waitFor(t, pool, "select count(*) from pg_locks where not granted and locktype = 'transactionid'")
-		if err := tx.Rollback(ctx); err != nil {
-			t.Fatal(err)
-		}
-		if err := <-done; err != nil {
+		if err := whileHeld(t, pool, held, id, false, func() error { _, _, err := lock(id); return err }); err != nil {
 			t.Fatalf("after %q rolled back: %v", held, err)
 		}
 	}
