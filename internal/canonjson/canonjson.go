@@ -8,12 +8,50 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"unicode/utf8"
 
 	"github.com/gowebpki/jcs"
 )
 
-// Marshal encodes v as JSON and returns its RFC 8785 canonical form.
+// Marshal encodes v as JSON and returns its RFC 8785 canonical form. A
+// decoded JSON value (what AppendValue takes: maps, slices of any, strings,
+// numbers, booleans and nil) is written directly; anything else is encoded
+// by encoding/json and canonicalized, which writes the same bytes for a
+// decoded value, three to five times slower.
 func Marshal(v any) ([]byte, error) {
+	if validNames(v) {
+		if b, err := AppendValue(nil, v); err == nil {
+			return b, nil
+		}
+	}
+	return marshalReflect(v)
+}
+
+// validNames reports whether every member name of the maps v holds is valid
+// UTF-8. Two invalid names can become the same once replaced by U+FFFD,
+// which the canonicalizing parse refuses and AppendValue would write twice:
+// such values take marshalReflect's way, and its refusal.
+func validNames(v any) bool {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			if !utf8.ValidString(k) || !validNames(e) {
+				return false
+			}
+		}
+	case []any:
+		for _, e := range x {
+			if !validNames(e) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// marshalReflect is Marshal through encoding/json and a canonicalizing
+// parse of its output, for every Go value encoding/json takes.
+func marshalReflect(v any) ([]byte, error) {
 	raw, err := json.Marshal(v)
 	if err != nil {
 		return nil, fmt.Errorf("canonjson: encode: %w", err)

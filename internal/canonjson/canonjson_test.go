@@ -1,6 +1,10 @@
 package canonjson
 
-import "testing"
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+)
 
 func TestTransformOrdersMembersAndNumbers(t *testing.T) {
 	got, err := Transform([]byte(`{"b": 1.50, "a": [true, null, "\u00e9"], "c": 1e2}`))
@@ -33,5 +37,38 @@ func TestDigestIsStableAcrossMemberOrder(t *testing.T) {
 func TestTransformRejectsInvalidJSON(t *testing.T) {
 	if _, err := Transform([]byte(`{"a":`)); err == nil {
 		t.Fatal("want an error for truncated JSON")
+	}
+}
+
+// TestMarshalOfDecodedValuesIsTheCanonicalParse holds Marshal's direct way
+// for decoded values to the canonicalizing parse of encoding/json's output,
+// refusals included.
+func TestMarshalOfDecodedValuesIsTheCanonicalParse(t *testing.T) {
+	for _, v := range []any{
+		map[string]any{"top": 50, "count": true, "select": []any{"b", "a"}, "filter": "(a eq '<&>')", "n": int64(1) << 60},
+		map[string]any{"\u00e9": "x", "e\u0301": []any{nil, 1.5, json.Number("1e3")}},
+		[]any{"\x00\x1f\"\\\u2028", map[string]any{}},
+	} {
+		want, err := marshalReflect(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := Marshal(v)
+		if err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("Marshal(%#v) = %s (%v), the canonical parse %s", v, got, err, want)
+		}
+	}
+	// Two invalid names that become the same name once replaced are refused,
+	// as the canonical parse refuses them.
+	if _, err := Marshal(map[string]any{"\xff": 1, "\xfe": 2}); err == nil {
+		t.Fatal("Marshal accepted two names that are the same once made valid")
+	}
+	// What AppendValue does not take is encoded by encoding/json.
+	got, err := Marshal(struct {
+		B int    `json:"b"`
+		A string `json:"a"`
+	}{1, "x"})
+	if err != nil || string(got) != `{"a":"x","b":1}` {
+		t.Fatalf("Marshal(struct) = %s (%v)", got, err)
 	}
 }

@@ -160,7 +160,8 @@ func (q *Query) Limit() int { return q.Top + 1 }
 // Digest returns the content digest of the parsed query: entity, selected
 // fields, canonical filter, order, count and page size.
 func (q *Query) Digest() string {
-	sel := make([]string, len(q.Select))
+	// Decoded JSON values only, which canonjson writes without reflection.
+	sel := make([]any, len(q.Select))
 	for i, f := range q.Select {
 		sel[i] = f.APIName
 	}
