@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/registrum/registrum/host/access"
@@ -29,13 +31,21 @@ type Collection struct {
 	Count *int64 `json:"count,omitempty"`
 	// Snapshot is the token of the state a :snapshot read shows.
 	Snapshot string `json:"snapshot,omitempty"`
+	// Members names, in sorted order, the domainData members of the items
+	// that give theirs as Values rather than as a map (AppendJSON only).
+	Members []string `json:"-"`
 }
 
 // CollectionItem is one record of a page, without the data wrapper.
 type CollectionItem struct {
-	RecordIdentifier   string         `json:"recordIdentifier"`
-	RevisionIdentifier string         `json:"revisionIdentifier"`
-	DomainData         map[string]any `json:"domainData"`
+	RecordIdentifier   string `json:"recordIdentifier"`
+	RevisionIdentifier string `json:"revisionIdentifier"`
+	// DomainData is the item's domainData; when it is nil and Values is
+	// set, Values holds the wire value of each of the page's Members, in
+	// their order (AppendJSON only: a page of records builds no map per
+	// record).
+	DomainData map[string]any `json:"domainData"`
+	Values     []any          `json:"-"`
 	// Tombstoned and ChangeContext are set on revision reads only.
 	Tombstoned    bool            `json:"tombstoned,omitempty"`
 	ChangeContext json.RawMessage `json:"changeContext,omitempty"`
@@ -83,18 +93,31 @@ func (s *Service) ListNarrowed(ctx context.Context, c Call, e *model.Entity, opt
 	if err != nil {
 		return nil, err
 	}
-	for _, rec := range recs {
-		dd := make(map[string]any, len(q.Select))
-		for _, f := range q.Select {
-			dd[f.APIName] = values.Encode(f, rec.Values[f.ID])
-		}
-		if slots != nil {
-			slotsInto(dd, e, &store.Request{Attachments: slots[rec.ID]}, grant.Readable)
+	members := domainMembers(e, q.Select, slots != nil, grant.Readable)
+	page.Members = make([]string, len(members))
+	for i, m := range members {
+		page.Members[i] = m.name
+	}
+	n := len(members)
+	vals := make([]any, len(recs)*n)
+	for i, rec := range recs {
+		v := vals[i*n : (i+1)*n : (i+1)*n]
+		var req *store.Request
+		for j, m := range members {
+			switch {
+			case m.field != nil:
+				v[j] = values.Encode(m.field, rec.Values[m.field.ID])
+			default:
+				if req == nil {
+					req = &store.Request{Attachments: slots[rec.ID]}
+				}
+				v[j] = slotMetadata(req.Attachment(m.name))
+			}
 		}
 		page.Items = append(page.Items, CollectionItem{
 			RecordIdentifier:   rec.ID,
 			RevisionIdentifier: strconv.FormatInt(rec.Revision, 10),
-			DomainData:         dd,
+			Values:             v,
 		})
 	}
 	if q.Count {
@@ -116,6 +139,33 @@ func (s *Service) ListNarrowed(ctx context.Context, c Call, e *model.Entity, opt
 		return nil, fmt.Errorf("records: render page: %w", err)
 	}
 	return &Result{Status: http.StatusOK, Body: body}, nil
+}
+
+// domainMember is a member of a page's domainData: a selected field (under
+// its API name) or, when field is nil, a readable attachment slot (under
+// its id).
+type domainMember struct {
+	name  string
+	field *model.Field
+}
+
+// domainMembers returns the members of the domainData of every record of a
+// page, sorted by name as AppendDomainData writes a map's: the selected
+// fields, and the readable attachment slots when slots is set.
+func domainMembers(e *model.Entity, sel []*model.Field, slots bool, readable access.FieldSet) []domainMember {
+	ms := make([]domainMember, 0, len(sel)+len(e.Attachments))
+	for _, f := range sel {
+		ms = append(ms, domainMember{name: f.APIName, field: f})
+	}
+	if slots {
+		for _, slot := range e.Attachments {
+			if readable.Has(slot.ID) {
+				ms = append(ms, domainMember{name: slot.ID})
+			}
+		}
+	}
+	slices.SortFunc(ms, func(a, b domainMember) int { return strings.Compare(a.name, b.name) })
+	return ms
 }
 
 // scope returns the condition every record a collection read of e by the

@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"unicode/utf8"
 
 	"github.com/registrum/registrum/internal/canonjson"
+	"github.com/registrum/registrum/internal/strictjson"
 )
 
 // The envelope and collection bodies are written by hand rather than by
@@ -94,7 +94,12 @@ func (c *Collection) AppendJSON(b []byte) ([]byte, error) {
 			b = AppendJSONString(b, it.RevisionIdentifier)
 			b = append(b, `,"domainData":`...)
 			var err error
-			if b, err = AppendDomainData(b, it.DomainData); err != nil {
+			if it.DomainData == nil && it.Values != nil {
+				b, err = appendMembers(b, c.Members, it.Values)
+			} else {
+				b, err = AppendDomainData(b, it.DomainData)
+			}
+			if err != nil {
 				return nil, err
 			}
 			if it.Tombstoned {
@@ -148,15 +153,30 @@ func AppendDomainData(b []byte, dd map[string]any) ([]byte, error) {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
+	return appendObject(b, keys, func(i int) any { return dd[keys[i]] })
+}
+
+// appendMembers appends a domainData object of the given member names (in
+// their order) and wire values.
+func appendMembers(b []byte, names []string, vals []any) ([]byte, error) {
+	if len(names) != len(vals) {
+		return nil, fmt.Errorf("domainData: %d values for %d members", len(vals), len(names))
+	}
+	return appendObject(b, names, func(i int) any { return vals[i] })
+}
+
+// appendObject appends a domainData object of the given member names, in
+// their order, the i-th valued value(i).
+func appendObject(b []byte, names []string, value func(i int) any) ([]byte, error) {
 	b = append(b, '{')
-	for i, k := range keys {
+	for i, k := range names {
 		if i > 0 {
 			b = append(b, ',')
 		}
 		b = AppendJSONString(b, k)
 		b = append(b, ':')
 		var err error
-		if b, err = AppendValue(b, dd[k]); err != nil {
+		if b, err = AppendValue(b, value(i)); err != nil {
 			return nil, fmt.Errorf("domainData member %q: %w", k, err)
 		}
 	}
@@ -194,13 +214,12 @@ func AppendValue(b []byte, v any) ([]byte, error) {
 
 // AppendJSONString appends s as a JSON string exactly as json.Marshal writes it.
 func AppendJSONString(b []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c >= utf8.RuneSelf || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
-			// Rare in identifiers and most values: leave escaping,
-			// invalid UTF-8 and U+2028/U+2029 to encoding/json.
-			out, _ := json.Marshal(s)
-			return append(b, out...)
-		}
+	if !strictjson.IsHTMLPlain(s) {
+		// Rare in identifiers and most values: leave escaping, non-ASCII
+		// text (invalid UTF-8, U+2028 and U+2029 among it) to
+		// encoding/json.
+		out, _ := json.Marshal(s)
+		return append(b, out...)
 	}
 	b = append(b, '"')
 	b = append(b, s...)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -91,6 +92,48 @@ func TestRenderingMatchesEncodingJSON(t *testing.T) {
 		if !bytes.Equal(got, want) {
 			t.Fatalf("collection:\n got %s\nwant %s", got, want)
 		}
+	}
+}
+
+// TestPageMembersRenderAsDomainDataMaps holds the items of a page that give
+// their domainData as values of the page's members to what json.Marshal
+// writes for the same domainData as maps.
+func TestPageMembersRenderAsDomainDataMaps(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	for range 1000 {
+		seen := map[string]bool{}
+		var names []string
+		for range r.IntN(12) {
+			k := awkwardStrings[r.IntN(len(awkwardStrings))] + string(rune('a'+r.IntN(26)))
+			if !seen[k] {
+				seen[k] = true
+				names = append(names, k)
+			}
+		}
+		slices.Sort(names)
+		byValues := Collection{Items: []CollectionItem{}, Members: names}
+		byMaps := Collection{Items: []CollectionItem{}}
+		for range r.IntN(5) {
+			vals, dd := make([]any, len(names)), map[string]any{}
+			for i, k := range names {
+				vals[i] = awkwardValue(r)
+				dd[k] = vals[i]
+			}
+			byValues.Items = append(byValues.Items, CollectionItem{RecordIdentifier: "r", RevisionIdentifier: "1", Values: vals})
+			byMaps.Items = append(byMaps.Items, CollectionItem{RecordIdentifier: "r", RevisionIdentifier: "1", DomainData: dd})
+		}
+		got, err := byValues.AppendJSON(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _ := json.Marshal(plainCollection(byMaps))
+		if !bytes.Equal(got, want) {
+			t.Fatalf("page by members:\n got %s\nwant %s", got, want)
+		}
+	}
+	short := Collection{Items: []CollectionItem{{Values: []any{"x"}}}, Members: []string{"a", "b"}}
+	if _, err := short.AppendJSON(nil); err == nil {
+		t.Fatal("an item with fewer values than the page has members was rendered")
 	}
 }
 
