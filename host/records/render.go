@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"unicode/utf8"
 
 	"github.com/registrum/registrum/internal/canonjson"
-	"github.com/registrum/registrum/internal/strictjson"
 )
 
 // The envelope and collection bodies are written by hand rather than by
@@ -214,12 +214,13 @@ func AppendValue(b []byte, v any) ([]byte, error) {
 
 // AppendJSONString appends s as a JSON string exactly as json.Marshal writes it.
 func AppendJSONString(b []byte, s string) []byte {
-	if !strictjson.IsHTMLPlain(s) {
-		// Rare in identifiers and most values: leave escaping, non-ASCII
-		// text (invalid UTF-8, U+2028 and U+2029 among it) to
-		// encoding/json.
-		out, _ := json.Marshal(s)
-		return append(b, out...)
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= utf8.RuneSelf || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			// Rare in identifiers and most values: leave escaping,
+			// invalid UTF-8 and U+2028/U+2029 to encoding/json.
+			out, _ := json.Marshal(s)
+			return append(b, out...)
+		}
 	}
 	b = append(b, '"')
 	b = append(b, s...)

@@ -160,4 +160,39 @@ func BenchmarkRenderPage(b *testing.B) {
 			json.Marshal(plainCollection(c))
 		}
 	})
+	// A page as ListNarrowed builds it from its records' values: a map of
+	// domainData per record (as it did before the eighth session), or the
+	// page's sorted members and each record's values in their order.
+	names := []string{"amount", "category", "code", "note"}
+	rows := make([][]any, len(c.Items))
+	for i := range rows {
+		rows[i] = []any{int64(991234 + i), "c", "bulk-12345", nil}
+	}
+	b.Run("from-records/maps", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			p := Collection{Items: make([]CollectionItem, 0, len(rows)), Meta: c.Meta}
+			for _, row := range rows {
+				dd := make(map[string]any, len(names))
+				for j, k := range names {
+					dd[k] = row[j]
+				}
+				p.Items = append(p.Items, CollectionItem{RecordIdentifier: c.Items[0].RecordIdentifier, RevisionIdentifier: "1", DomainData: dd})
+			}
+			p.AppendJSON(make([]byte, 0, 256+256*len(p.Items)))
+		}
+	})
+	b.Run("from-records/members", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			p := Collection{Items: make([]CollectionItem, 0, len(rows)), Meta: c.Meta, Members: names}
+			vals := make([]any, len(rows)*len(names))
+			for i, row := range rows {
+				v := vals[i*len(names) : (i+1)*len(names)]
+				copy(v, row)
+				p.Items = append(p.Items, CollectionItem{RecordIdentifier: c.Items[0].RecordIdentifier, RevisionIdentifier: "1", Values: v})
+			}
+			p.AppendJSON(make([]byte, 0, 256+256*len(p.Items)))
+		}
+	})
 }

@@ -944,23 +944,15 @@ func (s *names) add(k string) bool {
 // reader must check (< 0x20, >= 0x80, '"', '\\'), reading it in
 // words (overlapping ones at the end) rather than byte by byte: a byte loop
 // costs about ten nanoseconds per byte inside a WebAssembly guest.
-func IsPlain(s string) bool { return plain(s, false) }
-
-// IsHTMLPlain is IsPlain for a writer that also escapes '<', '>' and '&',
-// as encoding/json does: it reports whether s holds none of IsPlain's bytes
-// nor those three.
-func IsHTMLPlain(s string) bool { return plain(s, true) }
-
-// plain is IsPlain, and IsHTMLPlain when html is set.
-func plain(s string, html bool) bool {
+func IsPlain(s string) bool {
 	n := len(s)
 	var w uint64
 	switch {
 	case n >= 8:
 		for i := 0; i+8 < n; i += 8 {
-			w |= plainBits(stringWord(s, i), html)
+			w |= specialBits(stringWord(s, i))
 		}
-		return w|plainBits(stringWord(s, n-8), html) == 0
+		return w|specialBits(stringWord(s, n-8)) == 0
 	case n >= 4:
 		w = word32(s, 0) | word32(s, n-4)<<32
 	case n > 0:
@@ -969,24 +961,7 @@ func plain(s string, html bool) bool {
 	default:
 		return true
 	}
-	return plainBits(w, html) == 0
-}
-
-// plainBits is specialBits, with '<', '>' and '&' flagged too when html is
-// set.
-func plainBits(w uint64, html bool) uint64 {
-	b := specialBits(w)
-	if html {
-		b |= byteBits(w, '<') | byteBits(w, '>') | byteBits(w, '&')
-	}
-	return b
-}
-
-// byteBits returns a word with the high bit set in the lowest byte of w
-// that is c (bytes above it may be flagged too), or 0.
-func byteBits(w uint64, c byte) uint64 {
-	x := w ^ lsb*uint64(c)
-	return (x - lsb) &^ x & msb
+	return specialBits(w) == 0
 }
 
 // PlainPrefix returns the length of the longest prefix of s, in whole

@@ -124,39 +124,3 @@ func sameJSON(a, b any) bool {
 		return a == b
 	}
 }
-
-// TestPlainPredicatesReadEveryByte holds IsPlain and IsHTMLPlain, which
-// read whole words, to their byte-by-byte definitions, for every length up
-// to three words and a special byte at every position.
-func TestPlainPredicatesReadEveryByte(t *testing.T) {
-	special := func(c byte, html bool) bool {
-		return c < 0x20 || c >= 0x80 || c == '"' || c == '\\' || html && (c == '<' || c == '>' || c == '&')
-	}
-	want := func(s string, html bool) bool {
-		for i := 0; i < len(s); i++ {
-			if special(s[i], html) {
-				return false
-			}
-		}
-		return true
-	}
-	probes := []byte{0x00, 0x1f, 0x20, '"', '\\', '<', '>', '&', '=', '?', '%', 0x7f, 0x80, 0xff, 'a', '~'}
-	for n := 0; n <= 24; n++ {
-		base := []byte(strings.Repeat("plain-Text_09 ", 2)[:n])
-		for at := 0; at < max(n, 1); at++ {
-			for _, c := range probes {
-				b := append([]byte(nil), base...)
-				if n > 0 {
-					b[at] = c
-				}
-				s := string(b)
-				if got := IsPlain(s); got != want(s, false) {
-					t.Fatalf("IsPlain(%q) = %v", s, got)
-				}
-				if got := IsHTMLPlain(s); got != want(s, true) {
-					t.Fatalf("IsHTMLPlain(%q) = %v", s, got)
-				}
-			}
-		}
-	}
-}
