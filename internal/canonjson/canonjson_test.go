@@ -48,6 +48,9 @@ func TestMarshalOfDecodedValuesIsTheCanonicalParse(t *testing.T) {
 		map[string]any{"top": 50, "count": true, "select": []any{"b", "a"}, "filter": "(a eq '<&>')", "n": int64(1) << 60},
 		map[string]any{"\u00e9": "x", "e\u0301": []any{nil, 1.5, json.Number("1e3")}},
 		[]any{"\x00\x1f\"\\\u2028", map[string]any{}},
+		map[string]any{"nil map": map[string]any(nil), "nil slice": []any(nil), "empty": []any{}},
+		map[string]any(nil),
+		[]any(nil),
 	} {
 		want, err := marshalReflect(v)
 		if err != nil {
@@ -62,6 +65,23 @@ func TestMarshalOfDecodedValuesIsTheCanonicalParse(t *testing.T) {
 	// as the canonical parse refuses them.
 	if _, err := Marshal(map[string]any{"\xff": 1, "\xfe": 2}); err == nil {
 		t.Fatal("Marshal accepted two names that are the same once made valid")
+	}
+	// Numbers strconv reads but JSON's grammar does not have are refused,
+	// as encoding/json refuses them; JSON's own are written (and the empty
+	// number as encoding/json writes it, 0).
+	for _, n := range []string{"0x10", "+1", ".5", "1.", "01", "1e", "-", "Inf", "NaN", "1_0", "0x1p-2", " 1"} {
+		if b, err := Marshal(map[string]any{"n": json.Number(n)}); err == nil {
+			t.Errorf("Marshal of json.Number(%q) = %s, want a refusal", n, b)
+		}
+	}
+	for _, n := range []string{"0", "-0", "10", "1.5", "-1.25e+3", "2E-2", "1e4", ""} {
+		want, err := marshalReflect(json.Number(n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := Marshal(json.Number(n)); err != nil || !bytes.Equal(got, want) {
+			t.Errorf("Marshal of json.Number(%q) = %s (%v), want %s", n, got, err, want)
+		}
 	}
 	// What AppendValue does not take is encoded by encoding/json.
 	got, err := Marshal(struct {
