@@ -254,10 +254,35 @@ func TestAttachmentUploadDownloadAndSubmit(t *testing.T) {
 	resp, b2 = owner.upload(t, loc, "evidence", "text/plain", etag, "k1", []byte("other"))
 	wantProblem(t, "same key, other bytes", 409, b2, "idempotency.conflict")
 
-	// Collection reads carry the slots of each request's current proposal.
+	// Collection reads carry the slots of each request's current proposal:
+	// each item its own (a second claim, nothing uploaded, shows its slots
+	// empty), the unreadable slot on none.
+	other, _ := owner.create(t, "claims", `{"text":"another claim"}`)
 	_, lb := owner.do(t, "GET", "/v1/records/claims", "", "")
-	if !strings.Contains(string(lb), `"evidence":{"byteSize":1024,`) || !strings.Contains(string(lb), `"scan":null`) {
+	var list struct {
+		Items []struct {
+			RecordIdentifier string                     `json:"recordIdentifier"`
+			DomainData       map[string]json.RawMessage `json:"domainData"`
+		} `json:"items"`
+	}
+	if err := json.Unmarshal(lb, &list); err != nil || len(list.Items) != 2 {
 		t.Fatalf("list: %s", lb)
+	}
+	for _, it := range list.Items {
+		ev, scan, text := string(it.DomainData["evidence"]), string(it.DomainData["scan"]), string(it.DomainData["text"])
+		_, hidden := it.DomainData["hidden"]
+		switch {
+		case strings.HasSuffix(loc, "/"+it.RecordIdentifier):
+			if !strings.HasPrefix(ev, `{"byteSize":1024,`) || scan != "null" || text != `"a claim"` || hidden {
+				t.Fatalf("list item of the claim with evidence: %s", lb)
+			}
+		case strings.HasSuffix(other, "/"+it.RecordIdentifier):
+			if ev != "null" || scan != "null" || text != `"another claim"` || hidden {
+				t.Fatalf("list item of the claim without uploads: %s", lb)
+			}
+		default:
+			t.Fatalf("list item of no claim: %s", lb)
+		}
 	}
 
 	// Download: the exact bytes, as an attachment, never cached or sniffed.
