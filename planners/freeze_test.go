@@ -14,6 +14,16 @@ import (
 	"github.com/registrum/registrum/planners"
 )
 
+// frozen returns frozenPlan, frozen.
+func frozen(t *testing.T) *planners.Plan {
+	t.Helper()
+	p := frozenPlan()
+	if err := p.Freeze(); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 // frozenPlan returns a plan holding every kind of write and value a frozen
 // plan carries, its values already in the form ParseFrozen reads them in
 // (strings, json.Number, booleans, null, objects and arrays).
@@ -38,10 +48,7 @@ func frozenPlan() *planners.Plan {
 // A frozen plan parses back to the writes it was frozen from, member for
 // member, and freezing those again gives the same bytes and digest.
 func TestAFrozenPlanParsesBackToItsWrites(t *testing.T) {
-	p := frozenPlan()
-	if err := p.Freeze(); err != nil {
-		t.Fatal(err)
-	}
+	p := frozen(t)
 	got, err := planners.ParseFrozen(p.Canonical)
 	if err != nil {
 		t.Fatal(err)
@@ -101,10 +108,7 @@ func TestAPlannersPlanKeepsItsDigestThroughFreezeAndParse(t *testing.T) {
 // which is RFC 8785 JSON of {proposalVersion, writes} only: plans built in
 // any map order freeze alike; the kind and module digest are not part of it.
 func TestFreezeWritesTheCanonicalFormAndItsDigest(t *testing.T) {
-	p := frozenPlan()
-	if err := p.Freeze(); err != nil {
-		t.Fatal(err)
-	}
+	p := frozen(t)
 	sum := sha256.Sum256(p.Canonical)
 	if p.EffectDigest != "sha256:"+hex.EncodeToString(sum[:]) {
 		t.Fatalf("digest %s does not hash the canonical form", p.EffectDigest)
@@ -187,10 +191,7 @@ func TestEveryChangeToTheWritesChangesTheEffectDigest(t *testing.T) {
 // ParseFrozen refuses a frozen form it cannot read as writes: not JSON,
 // cut short, or with members of the wrong shape.
 func TestParseFrozenRefusesMalformedForms(t *testing.T) {
-	p := frozenPlan()
-	if err := p.Freeze(); err != nil {
-		t.Fatal(err)
-	}
+	p := frozen(t)
 	for _, tc := range []struct{ name, doc string }{
 		{"empty", ``},
 		{"not JSON", `writes`},
@@ -244,10 +245,7 @@ func TestValueMarshalsOneSource(t *testing.T) {
 // FrozenTargets reads the entity of each write, in order, as ParseFrozen
 // does, and refuses what is not a frozen plan.
 func TestFrozenTargetsAreTheParsedWritesTargets(t *testing.T) {
-	p := frozenPlan()
-	if err := p.Freeze(); err != nil {
-		t.Fatal(err)
-	}
+	p := frozen(t)
 	got, err := planners.FrozenTargets(p.Canonical)
 	if err != nil {
 		t.Fatal(err)

@@ -62,13 +62,7 @@ func TestRenderingMatchesEncodingJSON(t *testing.T) {
 			env.Context, env.Data.Snapshot, env.Data.Tombstoned = pick(), pick(), true
 		}
 		got, err := env.AppendJSON(nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		want, _ := json.Marshal(plainEnvelope(env))
-		if !bytes.Equal(got, want) {
-			t.Fatalf("envelope:\n got %s\nwant %s", got, want)
-		}
+		want := sameAsMarshal(t, "envelope", got, err, plainEnvelope(env))
 		if viaMarshal, _ := json.Marshal(env); !bytes.Equal(viaMarshal, want) {
 			t.Fatalf("json.Marshal(Envelope):\n got %s\nwant %s", viaMarshal, want)
 		}
@@ -85,14 +79,22 @@ func TestRenderingMatchesEncodingJSON(t *testing.T) {
 			c.Context, c.PageInfo.NextCursor, c.Count = pick(), &next, &n
 		}
 		got, err = c.AppendJSON(nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		want, _ = json.Marshal(plainCollection(c))
-		if !bytes.Equal(got, want) {
-			t.Fatalf("collection:\n got %s\nwant %s", got, want)
-		}
+		sameAsMarshal(t, "collection", got, err, plainCollection(c))
 	}
+}
+
+// sameAsMarshal fails the test unless got, written without error, is what
+// json.Marshal writes for v, and returns that.
+func sameAsMarshal(t *testing.T, what string, got []byte, err error, v any) []byte {
+	t.Helper()
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+	want, _ := json.Marshal(v)
+	if !bytes.Equal(got, want) {
+		t.Fatalf("%s:\n got %s\nwant %s", what, got, want)
+	}
+	return want
 }
 
 // TestPageMembersRenderAsDomainDataMaps holds the items of a page that give
@@ -123,13 +125,7 @@ func TestPageMembersRenderAsDomainDataMaps(t *testing.T) {
 			byMaps.Items = append(byMaps.Items, CollectionItem{RecordIdentifier: "r", RevisionIdentifier: "1", DomainData: dd})
 		}
 		got, err := byValues.AppendJSON(nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		want, _ := json.Marshal(plainCollection(byMaps))
-		if !bytes.Equal(got, want) {
-			t.Fatalf("page by members:\n got %s\nwant %s", got, want)
-		}
+		sameAsMarshal(t, "page by members", got, err, plainCollection(byMaps))
 	}
 	short := Collection{Items: []CollectionItem{{Values: []any{"x"}}}, Members: []string{"a", "b"}}
 	if _, err := short.AppendJSON(nil); err == nil {
