@@ -187,7 +187,7 @@ func AppendValue(buf []byte, v any) ([]byte, error) {
 	case string:
 		return AppendString(buf, x), nil
 	case json.Number:
-		if !isJSONNumber(string(x)) {
+		if !strictjson.IsNumber(string(x)) {
 			// strconv takes more (hexadecimal, a leading '+' or '.'),
 			// encoding/json refuses it.
 			return nil, fmt.Errorf("canonjson: %q is not a JSON number", string(x))
@@ -225,48 +225,6 @@ func AppendValue(buf []byte, v any) ([]byte, error) {
 		return append(buf, ']'), nil
 	}
 	return nil, fmt.Errorf("canonjson: %T is not a decoded JSON value", v)
-}
-
-// isJSONNumber reports whether s is a number of JSON's grammar:
-// -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
-func isJSONNumber(s string) bool {
-	digits := func(i int) int { // the end of the digits from i
-		for i < len(s) && '0' <= s[i] && s[i] <= '9' {
-			i++
-		}
-		return i
-	}
-	i := 0
-	if i < len(s) && s[i] == '-' {
-		i++
-	}
-	switch {
-	case i < len(s) && s[i] == '0':
-		i++
-	case i < len(s) && '1' <= s[i] && s[i] <= '9':
-		i = digits(i)
-	default:
-		return false
-	}
-	if i < len(s) && s[i] == '.' {
-		if j := digits(i + 1); j > i+1 {
-			i = j
-		} else {
-			return false
-		}
-	}
-	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
-		i++
-		if i < len(s) && (s[i] == '+' || s[i] == '-') {
-			i++
-		}
-		if j := digits(i); j > i {
-			i = j
-		} else {
-			return false
-		}
-	}
-	return i == len(s)
 }
 
 // CanonicalNumbers rewrites every json.Number of a decoded JSON value (as

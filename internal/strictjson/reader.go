@@ -308,6 +308,16 @@ func (p *Parser) number() (any, error) {
 	return json.Number(p.b[start:p.i]), nil
 }
 
+// IsNumber reports whether s is exactly one JSON number, as a document's
+// numbers are read (no sign but '-', no leading zero, no hexadecimal).
+func IsNumber(s string) bool {
+	if s == "" {
+		return false
+	}
+	p := Parser{b: unsafe.Slice(unsafe.StringData(s), len(s))} // read only
+	return p.scanNumber() == nil && p.i == len(p.b)
+}
+
 // scanNumber reads one JSON number without converting it.
 func (p *Parser) scanNumber() error {
 	if p.b[p.i] == '-' {

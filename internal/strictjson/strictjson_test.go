@@ -124,3 +124,21 @@ func sameJSON(a, b any) bool {
 		return a == b
 	}
 }
+
+// TestIsNumberIsTheDocumentGrammar holds IsNumber to the numbers a
+// document's parse accepts, whole strings only.
+func TestIsNumberIsTheDocumentGrammar(t *testing.T) {
+	for _, s := range []string{"0", "-0", "7", "10", "1.5", "-1.25e+3", "2E-2", "1e400"} {
+		if !IsNumber(s) {
+			t.Errorf("IsNumber(%q) = false", s)
+		}
+	}
+	for _, s := range []string{"", "-", "+1", ".5", "1.", "01", "1e", "1e+", "0x10", "Inf", "NaN", " 1", "1 ", "1_0", "1.5.2"} {
+		if IsNumber(s) {
+			t.Errorf("IsNumber(%q) = true", s)
+		}
+		if _, err := Decode([]byte(`{"n":` + s + `}`)); err == nil && s != " 1" && s != "1 " {
+			t.Errorf("a document's parse accepts %q", s)
+		}
+	}
+}
