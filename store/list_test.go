@@ -48,7 +48,7 @@ func TestScopeHidesRecordsOutsideTheBoundariesInPagesAndCounts(t *testing.T) {
 			}
 			var got []string
 			for _, r := range recs {
-				got = append(got, r.Values["national-id"].(string))
+				got = append(got, r.Value(child.Field("national-id")).(string))
 			}
 			if len(got) != len(c.want) {
 				t.Fatalf("page %v, want %v", got, c.want)
@@ -111,7 +111,7 @@ func TestPagesSortDecimalsAsNumbersAcrossCursors(t *testing.T) {
 			}
 			for i, r := range recs {
 				if i < q.Top {
-					got = append(got, r.Values["national-id"].(string)[2:])
+					got = append(got, r.Value(child.Field("national-id")).(string)[2:])
 				}
 			}
 			if len(recs) <= q.Top {
@@ -121,7 +121,7 @@ func TestPagesSortDecimalsAsNumbersAcrossCursors(t *testing.T) {
 			// cursor's query does.
 			next := *q
 			last := recs[q.Top-1]
-			next.Position = &query.Row{ID: last.ID, Values: last.Values}
+			next.Position = &query.Row{ID: last.ID, Values: last.ValueMap()}
 			q = &next
 		}
 		if !slices.Equal(got, exp) {

@@ -134,12 +134,15 @@ func TestAPageReadsEachRecordAsASingleReadDoes(t *testing.T) {
 				got.CreatedAt.Location() != time.UTC || got.UpdatedAt.Location() != time.UTC {
 				t.Errorf("record %s: page %+v, single read %+v", got.ID, *got, *want)
 			}
-			if len(got.Values) != len(e.Fields) {
-				t.Errorf("record %s: %d values in the page, want one per field (%d)", got.ID, len(got.Values), len(e.Fields))
+			if len(got.Row) != len(e.Fields) || got.Values != nil {
+				t.Errorf("record %s: %d values in the page's row and a map of %d, want one per field (%d) and no map", got.ID, len(got.Row), len(got.Values), len(e.Fields))
+			}
+			if m := got.ValueMap(); !reflect.DeepEqual(m, want.Values) {
+				t.Errorf("record %s: page's values by id %v, single read %v", got.ID, m, want.Values)
 			}
 			for _, f := range e.Fields {
-				g, w := got.Values[f.ID], want.Values[f.ID]
-				if reflect.TypeOf(g) != reflect.TypeOf(w) || !reflect.DeepEqual(g, w) {
+				g, w := got.Value(f), want.Value(f)
+				if reflect.TypeOf(g) != reflect.TypeOf(w) || !reflect.DeepEqual(g, w) || !reflect.DeepEqual(w, want.Values[f.ID]) {
 					t.Errorf("record %s, %s: page %T %v, single read %T %v", got.ID, f.ID, g, g, w, w)
 				}
 			}

@@ -13,15 +13,17 @@ import (
 
 // pageScanner scans the rows of a collection read (the select list of
 // columns) into records, as scanRecord reads one record: the same ids,
-// times and values of the same Go types. What a row's scan needs is shared
-// by the page rather than allocated per row and per value: one list of
-// scan destinations, the records in blocks, and for each row one string
-// holding its id and text-form values and one byte slice holding its JSON
-// values, which the values are cut from. Text columns are borrowed from the
-// driver's row (pgtype.DriverBytes, valid until the next row) and copied
-// once. A page of 1,000 records of every storage form makes 11,300
-// allocations instead of 28,200 (BenchmarkPage; docs/performance.md,
-// seventh session).
+// times and values of the same Go types, the values by position in the
+// record's Row rather than in a map per record. What a row's scan needs is
+// shared by the page rather than allocated per row and per value: one list
+// of scan destinations, the records and their rows in blocks, and for each
+// row one string holding its id and text-form values and one byte slice
+// holding its JSON values, which the values are cut from. Text columns are
+// borrowed from the driver's row (pgtype.DriverBytes, valid until the next
+// row) and copied once. A page of 1,000 records of every storage form makes
+// 7,300 allocations: 28,200 before the page shared what it could, 11,300
+// with a map per record (BenchmarkPage; docs/performance.md, seventh and
+// ninth sessions).
 type pageScanner struct {
 	e         *model.Entity
 	dest      []any
@@ -34,9 +36,10 @@ type pageScanner struct {
 	text, doc []byte
 	ends      []int
 	docs      []byte
-	// block holds the records not yet handed out; want is how many the
-	// page holds at most.
+	// block holds the records not yet handed out, vals their rows; want is
+	// how many the page holds at most.
 	block []Record
+	vals  []any
 	want  int
 }
 
@@ -117,11 +120,15 @@ func newPageScanner(e *model.Entity, want int) *pageScanner {
 
 // scan reads the current row into a new record.
 func (p *pageScanner) scan(rows pgx.Rows) (*Record, error) {
+	n := len(p.fields)
 	if len(p.block) == 0 {
 		p.block = make([]Record, min(max(p.want, 1), 256))
+		p.vals = make([]any, len(p.block)*n)
 	}
 	rec := &p.block[0]
 	p.block = p.block[1:]
+	rec.Row = p.vals[:n:n]
+	p.vals = p.vals[n:]
 	p.want--
 	p.dest[1], p.dest[3], p.dest[4] = &rec.Revision, &rec.CreatedAt, &rec.UpdatedAt
 	if err := rows.Scan(p.dest...); err != nil {
@@ -130,7 +137,6 @@ func (p *pageScanner) scan(rows pgx.Rows) (*Record, error) {
 	rec.Entity = p.e
 	rec.Lifecycle = lifecycleText(p.lifecycle)
 	rec.CreatedAt, rec.UpdatedAt = rec.CreatedAt.UTC(), rec.UpdatedAt.UTC()
-	rec.Values = make(map[string]any, len(p.fields))
 	// The row's text: its id, then its text-form values.
 	p.text = append(p.text[:0], p.id...)
 	p.doc = p.doc[:0]
@@ -189,7 +195,7 @@ func (p *pageScanner) scan(rows pgx.Rows) (*Record, error) {
 				v = c.t.Time.UTC()
 			}
 		}
-		rec.Values[c.f.ID] = v
+		rec.Row[i] = v
 	}
 	return rec, nil
 }

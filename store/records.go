@@ -28,8 +28,41 @@ type Record struct {
 	// Values holds the stored field values by authored field id, in storage
 	// form: string (string, text, code, decimal, date, uuid, reference),
 	// int64, bool, time.Time (timestamp), json.RawMessage (crs84-point,
-	// structured). A missing or nil value is SQL NULL.
+	// structured). A missing or nil value is SQL NULL. Nil on the records
+	// of a page (Store.Page), which hold their values in Row.
 	Values map[string]any
+	// Row holds the stored values of the records of a page (Store.Page) by
+	// position in Entity.Fields, in the storage forms of Values; nil on
+	// every other read. A page builds no map per record. Value reads a
+	// field's value from either.
+	Row []any
+}
+
+// Value returns the stored value of field f of the record's entity (nil
+// for NULL), from Row on a record of a page and from Values otherwise.
+func (r *Record) Value(f *model.Field) any {
+	if r.Row == nil {
+		return r.Values[f.ID]
+	}
+	for i, g := range r.Entity.Fields {
+		if g == f {
+			return r.Row[i]
+		}
+	}
+	return nil
+}
+
+// ValueMap returns the record's stored values by authored field id: Values,
+// or a new map of Row's values on a record of a page.
+func (r *Record) ValueMap() map[string]any {
+	if r.Row == nil {
+		return r.Values
+	}
+	m := make(map[string]any, len(r.Row))
+	for i, f := range r.Entity.Fields {
+		m[f.ID] = r.Row[i]
+	}
+	return m
 }
 
 // Journal describes the write for the revision journal and the audit trail.

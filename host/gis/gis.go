@@ -291,7 +291,7 @@ func (s *Service) Items(ctx context.Context, c records.Call, e *model.Entity, op
 		b = append(b, `{"type":"Feature","id":`...)
 		b = records.AppendJSONString(b, rec.ID)
 		b = append(b, `,"geometry":`...)
-		raw, _ := rec.Values[geom.ID].(json.RawMessage)
+		raw, _ := rec.Value(geom).(json.RawMessage)
 		if raw == nil {
 			b = append(b, "null"...)
 		} else {
@@ -304,7 +304,7 @@ func (s *Service) Items(ctx context.Context, c records.Call, e *model.Entity, op
 			}
 			b = records.AppendJSONString(b, f.APIName)
 			b = append(b, ':')
-			if b, err = records.AppendValue(b, values.Encode(f, rec.Values[f.ID])); err != nil {
+			if b, err = records.AppendValue(b, values.Encode(f, rec.Value(f))); err != nil {
 				return nil, fmt.Errorf("gis: render feature property %q: %w", f.APIName, err)
 			}
 		}

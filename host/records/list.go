@@ -106,7 +106,7 @@ func (s *Service) ListNarrowed(ctx context.Context, c Call, e *model.Entity, opt
 		for j, m := range members {
 			switch {
 			case m.field != nil:
-				v[j] = values.Encode(m.field, rec.Values[m.field.ID])
+				v[j] = values.Encode(m.field, rec.Value(m.field))
 			default:
 				if req == nil {
 					req = &store.Request{Attachments: slots[rec.ID]}
@@ -204,7 +204,7 @@ func (s *Service) Page(ctx context.Context, e *model.Entity, grant *access.Grant
 	}
 	recs = recs[:q.Top]
 	last := recs[len(recs)-1]
-	next, err := s.sealer.Seal(q, caller, query.Row{ID: last.ID, Values: last.Values}, now)
+	next, err := s.sealer.Seal(q, caller, query.Row{ID: last.ID, Values: last.ValueMap()}, now)
 	if err != nil {
 		return nil, nil, fmt.Errorf("records: seal cursor: %w", err)
 	}
