@@ -310,7 +310,7 @@ func (s *Store) CheckedSnapshotRecords(ctx context.Context, tag *[8]byte, e *mod
 		return nil, err
 	}
 	rows, err := br.Query()
-	return collectSnapshotRecords(rows, err, e)
+	return collectSnapshotRecords(rows, err, e, limit)
 }
 
 // SnapshotRecord is a record's state in a snapshot (SnapshotRecords): its
@@ -356,7 +356,7 @@ func (s *Store) SnapshotRecords(ctx context.Context, e *model.Entity, snap Snaps
 	defer func() { endOp(span, err) }()
 	q, args := s.snapshotQuery(e, snap, after, limit)
 	rows, err := s.pool.Query(ctx, q, args...)
-	return collectSnapshotRecords(rows, err, e)
+	return collectSnapshotRecords(rows, err, e, limit)
 }
 
 // snapshotQuery is the statement of SnapshotRecords and its arguments.
@@ -371,27 +371,31 @@ func (s *Store) snapshotQuery(e *model.Entity, snap Snapshot, after string, limi
 	return s.snapshotSQL(e, limit), []any{e.ID, snap.String(), after, int64(snap.Xmin), int64(snap.Xmax), xip}
 }
 
-// collectSnapshotRecords reads the rows of snapshotSQL.
-func collectSnapshotRecords(rows pgx.Rows, err error, e *model.Entity) ([]SnapshotRecord, error) {
+// collectSnapshotRecords reads the rows of snapshotSQL, at most limit.
+func collectSnapshotRecords(rows pgx.Rows, err error, e *model.Entity, limit int) ([]SnapshotRecord, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: snapshot of %s: %w", e.ID, err)
 	}
 	defer rows.Close()
-	var out []SnapshotRecord
+	out := make([]SnapshotRecord, 0, max(0, min(limit, 1024)))
+	// One list of scan destinations serves every row.
+	var (
+		r       SnapshotRecord
+		fromRow bool
+		rev     *int64
+		data    []byte
+		pkg     *string
+	)
 	raw := make([]any, len(e.Fields))
+	dest := make([]any, 0, 7+len(raw))
+	dest = append(dest, &r.RecordID, &fromRow, &r.Revision, &r.PackageRevision)
+	for i := range raw {
+		dest = append(dest, &raw[i])
+	}
+	dest = append(dest, &rev, &data, &pkg)
 	for rows.Next() {
-		var (
-			r         SnapshotRecord
-			fromRow   bool
-			rev       *int64
-			data, pkg *string
-		)
-		dest := []any{&r.RecordID, &fromRow, &r.Revision, &r.PackageRevision}
-		for i := range raw {
-			raw[i] = nil
-			dest = append(dest, &raw[i])
-		}
-		dest = append(dest, &rev, &data, &pkg)
+		r, fromRow, rev, data, pkg = SnapshotRecord{}, false, nil, nil, nil
+		clear(raw)
 		if err := rows.Scan(dest...); err != nil {
 			return nil, fmt.Errorf("store: snapshot of %s: %w", e.ID, err)
 		}
@@ -405,7 +409,7 @@ func collectSnapshotRecords(rows pgx.Rows, err error, e *model.Entity) ([]Snapsh
 			if rev == nil || data == nil || pkg == nil {
 				return nil, fmt.Errorf("store: snapshot of %s: record %s has no revision in the snapshot", e.ID, r.RecordID)
 			}
-			r.Revision, r.Data, r.PackageRevision = *rev, []byte(*data), *pkg
+			r.Revision, r.Data, r.PackageRevision = *rev, data, *pkg
 		}
 		out = append(out, r)
 	}

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -628,6 +629,14 @@ func (s *Service) Snapshot(ctx context.Context, c records.Call, e *model.Entity,
 	}
 	checked := false
 	page := records.Collection{Items: []records.CollectionItem{}, Meta: records.MetaOf(s.pkg, e)}
+	// The items' domainData is rendered from each record's values in the
+	// order of the selected fields' names (no map per record).
+	members := slices.Clone(fields)
+	slices.SortFunc(members, func(a, b *model.Field) int { return strings.Compare(a.APIName, b.APIName) })
+	page.Members = make([]string, len(members))
+	for i, f := range members {
+		page.Members[i] = f.APIName
+	}
 	var last string
 	more := false
 	origins := map[string]bool{}
@@ -682,11 +691,11 @@ func (s *Service) Snapshot(ctx context.Context, c records.Call, e *model.Entity,
 				more = true
 				break
 			}
-			dd := make(map[string]any, len(fields))
-			for _, f := range fields {
-				dd[f.APIName] = wire[f.ID]
+			vals := make([]any, len(members))
+			for j, f := range members {
+				vals[j] = wire[f.ID]
 			}
-			page.Items = append(page.Items, records.CollectionItem{RecordIdentifier: rev.RecordID, RevisionIdentifier: strconv.FormatInt(rev.Revision, 10), DomainData: dd})
+			page.Items = append(page.Items, records.CollectionItem{RecordIdentifier: rev.RecordID, RevisionIdentifier: strconv.FormatInt(rev.Revision, 10), Values: vals})
 			last = rev.RecordID
 		}
 		if more || len(revs) < batch {
@@ -779,16 +788,20 @@ func (s *Service) snapshotState(e *model.Entity, at validInstant, rev *store.Sna
 	var wire map[string]any
 	if rev.Values != nil {
 		wire = make(map[string]any, len(e.Fields))
+		// The row may have been written under an earlier package: its
+		// values are then checked as a revision's are. The active
+		// package's own writes were checked by its rules when written.
+		earlier := rev.PackageRevision != s.pkg.Revision
 		for _, f := range e.Fields {
 			v := rev.Values[f.ID]
 			if v == nil {
 				wire[f.ID] = nil
 				continue
 			}
-			// The row may have been written under an earlier package:
-			// its values are checked as a revision's are.
-			if err := s.codec.CheckStored(f, v); err != nil {
-				return nil, false, fmt.Errorf("history: snapshot field %s no longer matches: %w", f.ID, err)
+			if earlier {
+				if err := s.codec.CheckStored(f, v); err != nil {
+					return nil, false, fmt.Errorf("history: snapshot field %s no longer matches: %w", f.ID, err)
+				}
 			}
 			wire[f.ID] = values.Encode(f, v)
 		}
