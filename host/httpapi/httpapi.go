@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"mime"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/go-chi/chi/v5"
@@ -270,6 +271,7 @@ func writePublic(w http.ResponseWriter, ct string, body []byte) {
 	w.Header().Set("Content-Type", ct)
 	w.Header().Set("Cache-Control", "public, max-age=300")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
+	setLength(w.Header(), body)
 	w.WriteHeader(http.StatusOK)
 	w.Write(body)
 }
@@ -375,6 +377,7 @@ func (a *API) answer(w http.ResponseWriter, e *model.Entity, rep records.Represe
 	}
 	h["Content-Type"] = contentTypes(rep)
 	h["Cache-Control"] = noStore
+	setLength(h, res.Body)
 	w.WriteHeader(res.Status)
 	w.Write(res.Body)
 }
@@ -393,8 +396,19 @@ var (
 func writeRaw(w http.ResponseWriter, status int, ct string, body []byte) {
 	w.Header().Set("Content-Type", ct)
 	w.Header().Set("Cache-Control", "no-store")
+	setLength(w.Header(), body)
 	w.WriteHeader(status)
 	w.Write(body)
+}
+
+// setLength declares the length of a body written whole in one Write.
+// net/http declares it itself only for bodies that fit its 2 KiB buffer
+// and sends larger ones chunked, in one more write to the connection (a
+// system call) and framing the client must undo.
+func setLength(h http.Header, body []byte) {
+	if len(body) > 0 {
+		h["Content-Length"] = []string{strconv.Itoa(len(body))}
+	}
 }
 
 func writeJSON(w http.ResponseWriter, status int, ct string, v any) {
@@ -404,6 +418,7 @@ func writeJSON(w http.ResponseWriter, status int, ct string, v any) {
 	}
 	w.Header().Set("Content-Type", ct)
 	w.Header().Set("Cache-Control", "no-store")
+	setLength(w.Header(), b)
 	w.WriteHeader(status)
 	w.Write(b)
 }
