@@ -93,12 +93,16 @@ func processCPU() time.Duration {
 // process started (store/pglocal starts it as a child) and its children,
 // or, when there is none (REGISTRUM_TEST_DATABASE_URL names another
 // cluster), every postgres process of the machine, other clusters
-// included. Backends that ended before the call are not counted, so a
-// phase reads it over connections that stay open.
+// included. A backend that ended before the call is counted in its
+// postmaster's time of ended children (cutime and cstime, which the
+// kernel adds when the postmaster reaps it), so the figure does not fall
+// when a backend ends between two readings.
 func databaseCPU() time.Duration {
 	type proc struct {
-		ppid  int
-		ticks int64
+		ppid int
+		// ticks is the process's own time, children the time of its
+		// ended children.
+		ticks, children int64
 	}
 	procs := map[int]proc{}
 	paths, _ := filepath.Glob("/proc/[0-9]*/stat")
@@ -112,14 +116,16 @@ func databaseCPU() time.Duration {
 			continue
 		}
 		f := strings.Fields(string(b[end+2:]))
-		if len(f) < 13 {
+		if len(f) < 15 {
 			continue
 		}
 		pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(p)))
 		ppid, _ := strconv.Atoi(f[1])
 		ut, _ := strconv.ParseInt(f[11], 10, 64)
 		st, _ := strconv.ParseInt(f[12], 10, 64)
-		procs[pid] = proc{ppid: ppid, ticks: ut + st}
+		cut, _ := strconv.ParseInt(f[13], 10, 64)
+		cst, _ := strconv.ParseInt(f[14], 10, 64)
+		procs[pid] = proc{ppid: ppid, ticks: ut + st, children: cut + cst}
 	}
 	postmasters := map[int]bool{}
 	for pid, pr := range procs {
@@ -131,6 +137,11 @@ func databaseCPU() time.Duration {
 	for pid, pr := range procs {
 		if len(postmasters) == 0 || postmasters[pid] || postmasters[pr.ppid] {
 			ticks += pr.ticks
+		}
+		// A postmaster's ended children: the one this process started,
+		// or, without it, every postgres process whose parent is none.
+		if _, child := procs[pr.ppid]; postmasters[pid] || (len(postmasters) == 0 && !child) {
+			ticks += pr.children
 		}
 	}
 	return time.Duration(ticks) * (time.Second / 100) // USER_HZ
