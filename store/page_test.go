@@ -141,6 +141,12 @@ func TestAPageReadsEachRecordAsASingleReadDoes(t *testing.T) {
 				t.Errorf("record %s: page's values by id %v, single read %v", got.ID, m, want.Values)
 			}
 			for _, f := range e.Fields {
+				// By the entity's field, and by a copy of it (a field of
+				// another compilation of the same entity).
+				copied := *f
+				if g := got.Value(&copied); !reflect.DeepEqual(g, got.Value(f)) {
+					t.Errorf("record %s, %s: %v by a copy of the field, %v by the field", got.ID, f.ID, g, got.Value(f))
+				}
 				g, w := got.Value(f), want.Value(f)
 				if reflect.TypeOf(g) != reflect.TypeOf(w) || !reflect.DeepEqual(g, w) || !reflect.DeepEqual(w, want.Values[f.ID]) {
 					t.Errorf("record %s, %s: page %T %v, single read %T %v", got.ID, f.ID, g, g, w, w)

@@ -39,13 +39,20 @@ type Record struct {
 }
 
 // Value returns the stored value of field f of the record's entity (nil
-// for NULL), from Row on a record of a page and from Values otherwise.
+// for NULL, and for a field the entity does not have), from Row on a
+// record of a page and from Values otherwise.
 func (r *Record) Value(f *model.Field) any {
 	if r.Row == nil {
 		return r.Values[f.ID]
 	}
 	for i, g := range r.Entity.Fields {
 		if g == f {
+			return r.Row[i]
+		}
+	}
+	// A field of another compilation of the same entity.
+	for i, g := range r.Entity.Fields {
+		if g.ID == f.ID {
 			return r.Row[i]
 		}
 	}
