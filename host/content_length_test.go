@@ -2,13 +2,7 @@ package host_test
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"testing"
-
-	"github.com/registrum/registrum/host/auth/authtest"
-	"github.com/registrum/registrum/issuer/issuertest"
-	"github.com/registrum/registrum/store/storetest"
 )
 
 // TestLargeAnswersDeclareTheirLength: an answer larger than net/http's
@@ -16,13 +10,7 @@ import (
 // chunked: pages of records and snapshots, and the OpenAPI document; a
 // small record answer declares it too.
 func TestLargeAnswersDeclareTheirLength(t *testing.T) {
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "registry.yaml"), []byte(memberOrderProject), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	is := authtest.StartIssuer(t, issuertest.DevOptions{Scopes: []string{"sites:write"}}, nil)
-	_, srv := serve(t, deployment(t, dir, storetest.NewDatabase(t), is.HostAuthentication()))
-	clerk := caller{srv: srv, token: is.Token(t, issuertest.StandardClientID)}
+	clerk := serveSites(t)
 	var loc string
 	for i := range 30 {
 		loc, _ = clerk.create(t, "sites", fmt.Sprintf(`{"name":"site number %d","location":{"type":"Point","coordinates":[4.5,52]}}`, i))

@@ -40,6 +40,19 @@ profiles:
         rowBoundaries: unrestricted
 `
 
+// serveSites serves memberOrderProject on a database of its own and
+// returns its clerk.
+func serveSites(t *testing.T) caller {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "registry.yaml"), []byte(memberOrderProject), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	is := authtest.StartIssuer(t, issuertest.DevOptions{Scopes: []string{"sites:write"}}, nil)
+	_, srv := serve(t, deployment(t, dir, storetest.NewDatabase(t), is.HostAuthentication()))
+	return caller{srv: srv, token: is.Token(t, issuertest.StandardClientID)}
+}
+
 // domainDataBytes returns the raw domainData of each item of a collection
 // answer (or of the envelope, for a single record).
 func domainDataBytes(t *testing.T, b []byte) []json.RawMessage {
@@ -70,13 +83,7 @@ func domainDataBytes(t *testing.T, b []byte) []json.RawMessage {
 // as on a live read, whatever order and number form the database keeps
 // recorded values in.
 func TestRecordedValuesAreWrittenAsLiveReadsWriteThem(t *testing.T) {
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "registry.yaml"), []byte(memberOrderProject), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	is := authtest.StartIssuer(t, issuertest.DevOptions{Scopes: []string{"sites:write"}}, nil)
-	_, srv := serve(t, deployment(t, dir, storetest.NewDatabase(t), is.HostAuthentication()))
-	clerk := caller{srv: srv, token: is.Token(t, issuertest.StandardClientID)}
+	clerk := serveSites(t)
 
 	// Members in the order a client might send them, numbers in a form
 	// the host normalizes.
