@@ -15,6 +15,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/google/uuid"
 
@@ -47,6 +48,10 @@ type Service struct {
 	access access.Decider
 	sealer *cursor.Sealer
 	plans  FrozenPlans
+	// aeads holds the AEAD of each label of sealed tokens (labelAEAD),
+	// derived once: a cipher.AEAD of crypto/cipher serves concurrent calls,
+	// as the cursor sealer's does.
+	aeads sync.Map
 }
 
 // FrozenPlans reads what the kernel needs of a request's frozen plan: the

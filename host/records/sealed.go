@@ -59,9 +59,23 @@ func (s *Service) OpenSealed(label, aad, token string, v any) error {
 }
 
 // labelAEAD is the AES-256-GCM of the key derived from the cursor key with
-// label.
+// label, derived on a label's first use.
 func (s *Service) labelAEAD(label string) (cipher.AEAD, error) {
-	key, err := hkdf.Key(sha256.New, s.keys.cursor, nil, label, 32)
+	if a, ok := s.aeads.Load(label); ok {
+		return a.(cipher.AEAD), nil
+	}
+	a, err := deriveAEAD(s.keys.cursor, label)
+	if err != nil {
+		return nil, err
+	}
+	shared, _ := s.aeads.LoadOrStore(label, a)
+	return shared.(cipher.AEAD), nil
+}
+
+// deriveAEAD returns the AES-256-GCM of the key derived from secret with
+// label.
+func deriveAEAD(secret []byte, label string) (cipher.AEAD, error) {
+	key, err := hkdf.Key(sha256.New, secret, nil, label, 32)
 	if err != nil {
 		return nil, err
 	}
