@@ -49,8 +49,10 @@ type Service struct {
 	sealer *cursor.Sealer
 	plans  FrozenPlans
 	// aeads holds the AEAD of each label of sealed tokens (labelAEAD),
-	// derived once: a cipher.AEAD of crypto/cipher serves concurrent calls,
-	// as the cursor sealer's does.
+	// derived once and shared by concurrent calls, as the page cursors'
+	// sealer shares its own: the standard library's AES-GCM keeps no state
+	// between calls (golang/go#41689 asks for that to be documented; a
+	// FIPS fork of Go that broke it would break the sealer too).
 	aeads sync.Map
 }
 
