@@ -125,12 +125,44 @@ func sameJSON(a, b any) bool {
 	}
 }
 
+// TestIsPlainReadsEveryByte holds IsPlain, which reads whole words, to its
+// byte-by-byte definition, for every length up to three words and a
+// special byte at every position.
+func TestIsPlainReadsEveryByte(t *testing.T) {
+	want := func(s string) bool {
+		for i := 0; i < len(s); i++ {
+			if c := s[i]; c < 0x20 || c >= 0x80 || c == '"' || c == '\\' {
+				return false
+			}
+		}
+		return true
+	}
+	probes := []byte{0x00, 0x1f, 0x20, '"', '\\', '<', '&', '=', 0x7f, 0x80, 0xff, 'a', '~'}
+	for n := 0; n <= 24; n++ {
+		base := []byte(strings.Repeat("plain-Text_09 ", 2)[:n])
+		for at := 0; at < max(n, 1); at++ {
+			for _, c := range probes {
+				b := append([]byte(nil), base...)
+				if n > 0 {
+					b[at] = c
+				}
+				if s := string(b); IsPlain(s) != want(s) {
+					t.Fatalf("IsPlain(%q) = %v", s, IsPlain(s))
+				}
+			}
+		}
+	}
+}
+
 // TestIsNumberIsTheDocumentGrammar holds IsNumber to the numbers a
 // document's parse accepts, whole strings only.
 func TestIsNumberIsTheDocumentGrammar(t *testing.T) {
 	for _, s := range []string{"0", "-0", "7", "10", "1.5", "-1.25e+3", "2E-2", "1e400"} {
 		if !IsNumber(s) {
 			t.Errorf("IsNumber(%q) = false", s)
+		}
+		if _, err := Decode([]byte(`{"n":` + s + `}`)); err != nil {
+			t.Errorf("a document's parse refuses %q: %v", s, err)
 		}
 	}
 	for _, s := range []string{"", "-", "+1", ".5", "1.", "01", "1e", "1e+", "0x10", "Inf", "NaN", " 1", "1 ", "1_0", "1.5.2"} {
