@@ -5,3 +5,6 @@ var LoadHistoryTag = loadHistoryTag
 
 // LowerMaxWriteInProgress lowers the bound of s's writes' snapshots to n.
 func LowerMaxWriteInProgress(s *Store, n int) { s.maxInProgress = n }
+
+// RowWriterOf exposes rowWriterOf to the store's external tests.
+var RowWriterOf = rowWriterOf

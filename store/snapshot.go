@@ -420,17 +420,32 @@ func collectSnapshotRecords(rows pgx.Rows, err error, e *model.Entity, limit int
 }
 
 // rowWriter is the 64-bit id of the transaction that wrote a row t of an
-// entity's table: t.xmin in the epoch that makes it lower than the next id
-// of the statement's own snapshot (two one-time subqueries).
-const rowWriter = `t.xmin::text::bigint + (SELECT (pg_snapshot_xmax(pg_current_snapshot())::text::bigint >> 32) << 32)
-    - CASE WHEN t.xmin::text::bigint >= (SELECT pg_snapshot_xmax(pg_current_snapshot())::text::bigint & 4294967295) THEN 4294967296 ELSE 0 END`
+// entity's table (rowWriterOf its t.xmin).
+var rowWriter = rowWriterOf("t.xmin")
+
+// rowWriterOf is the 64-bit id of the transaction whose 32-bit id is the
+// xid expression xid: the id below the next id M of the statement's own
+// snapshot, by 1 to 2³², whose low 32 bits are xid's. Its distance below M
+// is M − xid modulo 2³², which age() gives without a conversion per row:
+// age counts back from one reference id per transaction in 32-bit
+// arithmetic, so age(xid) − age(M) is that distance modulo 2³² whatever the
+// reference (one-time subqueries read M and age(M)). The earlier form,
+// xid::text::bigint widened by M's epoch, converted the id through text
+// twice per use, and the plan used it 12 times per row.
+func rowWriterOf(xid string) string {
+	return `(SELECT pg_snapshot_xmax(pg_current_snapshot())::text::bigint) - 1
+    - ((age(` + xid + `)::bigint - (SELECT age(pg_snapshot_xmax(pg_current_snapshot())::xid)) - 1) & 4294967295)`
+}
 
 // snapshotSQL is SnapshotRecords' statement for e and a page of limit
 // records, built once per entity and limit: $1 entity, $2 the snapshot, $3
 // the record id to start after, $4 to $6 the snapshot's xmin, xmax and
 // in-progress ids as bigints. Each record's row is read with whether the
 // snapshot sees its writer (seen); only a record not seen looks up its
-// latest revision the snapshot sees. The limit is written in the text, as
+// latest revision the snapshot sees. seen is computed apart (OFFSET 0):
+// else PostgreSQL writes its expression into each of its three uses, the
+// row's select list, the filter and the lookup's one-time filter, and
+// evaluates it three times per row. The limit is written in the text, as
 // a page's is (store/querysql): with a parameter PostgreSQL would plan
 // every execution anew (a generic plan with an unknown limit costs more
 // than any custom one), and planning this statement costs more than
@@ -451,6 +466,7 @@ FROM ` + layout.Table(e) + ` t
 CROSS JOIN LATERAL (
   SELECT w.x >= 0 AND (w.x < $4 OR (w.x < $5 AND w.x <> ALL ($6::bigint[]))) AS seen
   FROM (SELECT ` + rowWriter + ` AS x) w
+  OFFSET 0
 ) v
 LEFT JOIN LATERAL (
   SELECT r.revision, r.lifecycle, r.data, r.package_revision FROM registrum.revisions r

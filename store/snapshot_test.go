@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -551,5 +552,61 @@ func TestSnapshotsReproduceUnderConcurrentUpdates(t *testing.T) {
 		if !maps.Equal(again, c.seen) {
 			t.Errorf("snapshot %v: %v when captured, %v now", c.snap, c.seen, again)
 		}
+	}
+}
+
+// The store widens a 32-bit transaction id to the 64-bit id at most 2³²
+// below the next id of the statement's snapshot with the same low 32 bits,
+// for ids on both sides of that next id's low bits (the distances 0, 1 and
+// 2³² − 1 and the ids that wrap past 2³² among them), as the widening by
+// epoch that it replaced does.
+func TestRowWriterWidensIdsBelowTheNextId(t *testing.T) {
+	ctx := context.Background()
+	pool, err := pgxpool.New(ctx, storetest.NewDatabase(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	var next uint64
+	if err := pool.QueryRow(ctx, `SELECT pg_snapshot_xmax(pg_current_snapshot())::text::bigint`).Scan(&next); err != nil {
+		t.Fatal(err)
+	}
+	low := next & 0xFFFFFFFF
+	var ids []string
+	for _, d := range []uint64{0, 1, 2, 3, 1000, 1 << 31, 1<<31 + 1, 1<<32 - 3, 1<<32 - 2, 1<<32 - 1} {
+		x := (low - d) & 0xFFFFFFFF
+		if x >= 3 { // age() counts normal ids only (0, 1 and 2 are reserved)
+			ids = append(ids, strconv.FormatUint(x, 10))
+		}
+	}
+	for _, x := range []uint64{3, 4, 0xFFFFFFFF, 0xFFFFFFFE} {
+		ids = append(ids, strconv.FormatUint(x, 10))
+	}
+	// One statement, so that the next id read beside the widened ones is the one they were widened against.
+	rows, err := pool.Query(ctx, `SELECT pg_snapshot_xmax(pg_current_snapshot())::text::bigint, x.id::text, `+store.RowWriterOf("x.id")+`
+FROM (SELECT unnest($1::text[])::xid AS id) x`, ids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for rows.Next() {
+		var m, got int64
+		var id string
+		if err := rows.Scan(&m, &id, &got); err != nil {
+			t.Fatal(err)
+		}
+		x, _ := strconv.ParseInt(id, 10, 64)
+		// The value in [m − 2³², m) whose low 32 bits are x's.
+		want := (m>>32)<<32 + x
+		if want >= m {
+			want -= 1 << 32
+		}
+		if got != want {
+			t.Errorf("id %s below next id %d: widened to %d, want %d", id, m, got, want)
+		}
+		n++
+	}
+	if err := rows.Err(); err != nil || n != len(ids) {
+		t.Fatalf("%d rows of %d: %v", n, len(ids), err)
 	}
 }
