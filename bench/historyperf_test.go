@@ -65,7 +65,7 @@ func TestHistoryPageReport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	explainHistoryPages(ctx, t, dsn, h.Package().EntityByID("term"))
+	explainHistoryPages(ctx, t, dsn, h.Store(), h.Package().EntityByID("term"))
 
 	reads := []struct{ name, first string }{
 		{"current-state page (the floor)", "/v1/records/terms?$top=50"},
@@ -172,11 +172,12 @@ CROSS JOIN LATERAL generate_series(1, $2::int) r`,
 	return time.Since(t0), nil
 }
 
-// explainHistoryPages logs the plans of the first current-state page and
-// the first :as-of page of e: the statements the store's compiler builds
-// (store.Scope, store.ValidAt, querysql.Compiler.PageStatement), with the
-// record id as their only column.
-func explainHistoryPages(ctx context.Context, t *testing.T, dsn string, e *model.Entity) {
+// explainHistoryPages logs the plans of the first current-state page, the
+// first :as-of page and the first :snapshot page of e: the statements the
+// store builds (store.Scope, store.ValidAt, querysql.Compiler.PageStatement
+// with the record id as their only column; Store.SnapshotStatement with
+// the snapshot of now, as a first :snapshot page takes it).
+func explainHistoryPages(ctx context.Context, t *testing.T, dsn string, st *store.Store, e *model.Entity) {
 	t.Helper()
 	pool, err := store.Connect(ctx, dsn)
 	if err != nil {
@@ -196,12 +197,23 @@ func explainHistoryPages(ctx context.Context, t *testing.T, dsn string, e *model
 	if err != nil {
 		t.Fatal(err)
 	}
+	snap, err := st.CurrentSnapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	current := querysql.Compiler{}.PageStatement(q, layout.ColRecordID+"::text", scope)
+	validAt := querysql.Compiler{}.PageStatement(q, layout.ColRecordID+"::text", asOf)
+	snapSQL, snapArgs := st.SnapshotStatement(e, snap, "", 51)
 	for _, p := range []struct {
-		name  string
-		scope querysql.Fragment
-	}{{"current-state page", scope}, {":as-of page", asOf}} {
-		st := querysql.Compiler{}.PageStatement(q, layout.ColRecordID+"::text", p.scope)
-		rs, err := pool.Query(ctx, "EXPLAIN (ANALYZE, BUFFERS) "+st.SQL, st.Args...)
+		name string
+		sql  string
+		args []any
+	}{
+		{"current-state page", current.SQL, current.Args},
+		{":as-of page", validAt.SQL, validAt.Args},
+		{":snapshot page", snapSQL, snapArgs},
+	} {
+		rs, err := pool.Query(ctx, "EXPLAIN (ANALYZE, BUFFERS) "+p.sql, p.args...)
 		if err != nil {
 			t.Fatalf("explain the %s: %v", p.name, err)
 		}
@@ -214,7 +226,7 @@ func explainHistoryPages(ctx context.Context, t *testing.T, dsn string, e *model
 			plan = append(plan, l)
 		}
 		rs.Close()
-		t.Logf("plan of the first %s (%s):\n%s", p.name, st.SQL, strings.Join(plan, "\n"))
+		t.Logf("plan of the first %s (%s):\n%s", p.name, p.sql, strings.Join(plan, "\n"))
 	}
 }
 

@@ -359,6 +359,12 @@ func (s *Store) SnapshotRecords(ctx context.Context, e *model.Entity, snap Snaps
 	return collectSnapshotRecords(rows, err, e, limit)
 }
 
+// SnapshotStatement returns the statement SnapshotRecords sends for its
+// arguments, and the statement's arguments: for a report to show its plan.
+func (s *Store) SnapshotStatement(e *model.Entity, snap Snapshot, after string, limit int) (string, []any) {
+	return s.snapshotQuery(e, snap, after, limit)
+}
+
 // snapshotQuery is the statement of SnapshotRecords and its arguments.
 func (s *Store) snapshotQuery(e *model.Entity, snap Snapshot, after string, limit int) (string, []any) {
 	if after == "" {
