@@ -326,11 +326,11 @@ func (w *Writer) CommitChunk(ctx context.Context, r *Run, c Chunk, complete bool
 
 // sqlStoreChunkWithSnapshot stores a chunk's receipt as SQLStoreChunk does,
 // without its token, and what the token is made of beside it, read by
-// registrum.write_snapshot in the same statement: $1–$9 as SQLStoreChunk's,
-// $10 where the token goes in the receipt, $11 schema fingerprint, $12 the
-// in-progress bound. It returns the snapshot as write_snapshot does.
-const sqlStoreChunkWithSnapshot = `INSERT INTO registrum.ingestion_run_chunks
+// writeSnapshotOf in the same statement: $1–$9 as SQLStoreChunk's, $10
+// where the token goes in the receipt, $11 schema fingerprint, $12 the
+// in-progress bound. It returns the snapshot as sqlWriteSnapshot does.
+var sqlStoreChunkWithSnapshot = `INSERT INTO registrum.ingestion_run_chunks
     (run_id, chunk_index, chunk_digest, prefix_digest, item_count, end_item, commit_id, receipt, created_at, receipt_token)
     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, (SELECT jsonb_build_object('at', $10::int, 'own', s.own, 'of', s.snapshot, 'tag', encode(s.tag, 'hex'))
-        FROM registrum.write_snapshot($11, $12) s))
+        FROM ` + writeSnapshotOf("$11", "$12") + ` s WHERE s.ok))
     RETURNING receipt_token->>'own', receipt_token->>'of', decode(receipt_token->>'tag', 'hex')`

@@ -545,15 +545,49 @@ const MaxWriteInProgress = 600
 // MaxWriteInProgress transactions in progress; the write was refused.
 var ErrSnapshotTooWide = errors.New("store: the write's snapshot lists more transactions in progress than a token names")
 
-// sqlWriteSnapshot reads a write's snapshot (registrum.write_snapshot,
-// migration 0016): its own transaction id, the snapshot and the history
-// tag, after checking that the database still serves this host's package
-// and that the snapshot is within MaxWriteInProgress. Either check failing
-// raises an error, which aborts the transaction: so the statement can
-// travel with COMMIT.
-const sqlWriteSnapshot = `SELECT own, snapshot, tag FROM registrum.write_snapshot($1, $2)`
+// sqlWriteSnapshot reads a write's snapshot (writeSnapshotOf): its own
+// transaction id, the snapshot and the history tag, after checking that the
+// database still serves this host's package ($1, its schema fingerprint)
+// and that the snapshot is within MaxWriteInProgress ($2). Either check
+// failing raises an error, which aborts the transaction: so the statement
+// can travel with COMMIT.
+var sqlWriteSnapshot = `SELECT s.own, s.snapshot, s.tag FROM ` + writeSnapshotOf("$1", "$2") + ` s WHERE s.ok`
 
-// SQLSTATEs raised by registrum.write_snapshot.
+// writeSnapshotOf is a subquery of one row, the snapshot of a write read
+// just before its COMMIT: own (the transaction's id), snapshot (its
+// snapshot as text), tag (the history tag) and ok, which is true or raises
+// the write's refusal through registrum.refuse_write (migration 0020): RGPK1
+// when the database serves another package than the schema fingerprint
+// fingerprint (a placeholder), RGSN1 when the snapshot lists more than
+// maxInProgress (a placeholder) transactions in progress besides the
+// transaction itself, counting every id from the snapshot's xmax up to the
+// transaction's own when its own is at or past xmax (those were assigned
+// and had not completed). The list is counted only when it could exceed
+// the bound: it holds ids from the snapshot's xmin up to its xmax. A
+// statement that reads it must use ok (in its WHERE clause) so that the
+// refusals are raised. The answers and refusals are those of
+// registrum.write_snapshot (migrations 0016 and 0018), which a PL/pgSQL
+// call made cost 14 µs of execution more per write. The snapshot and the
+// transaction's id are read once (OFFSET 0 keeps PostgreSQL from copying
+// their calls into each use).
+func writeSnapshotOf(fingerprint, maxInProgress string) string {
+	beyond := `greatest(0, a.x::text::bigint - pg_snapshot_xmax(a.s)::text::bigint)`
+	listed := `cardinality(array_remove(array(SELECT pg_snapshot_xip(a.s)), a.x))`
+	return `(SELECT a.x::text AS own, a.s::text AS snapshot, a.tag,
+    CASE WHEN a.active IS DISTINCT FROM ` + fingerprint + `::text
+           THEN registrum.refuse_write('` + sqlstatePackageChanged + `', 'schema fingerprint ' || coalesce(a.active, '<NULL>'))
+         WHEN pg_snapshot_xmax(a.s)::text::bigint - pg_snapshot_xmin(a.s)::text::bigint + ` + beyond + ` > ` + maxInProgress + `::int
+          AND ` + listed + ` + ` + beyond + ` > ` + maxInProgress + `::int
+           THEN registrum.refuse_write('` + sqlstateSnapshotWide + `', (` + listed + ` + ` + beyond + `)::text
+             || ' transactions in progress, more than ' || ` + maxInProgress + `::int)
+         ELSE true END AS ok
+  FROM (SELECT pg_current_snapshot() AS s, pg_current_xact_id() AS x,
+          (SELECT p.schema_fingerprint FROM registrum.package_state p) AS active,
+          (SELECT h.tag FROM registrum.history_state h) AS tag
+        OFFSET 0) a)`
+}
+
+// SQLSTATEs of a write's refusals (writeSnapshotOf).
 const (
 	sqlstatePackageChanged = "RGPK1"
 	sqlstateSnapshotWide   = "RGSN1"
@@ -576,15 +610,15 @@ func writeSnapshotError(err error) error {
 
 // sqlStoreOutcomeWithSnapshot stores a keyed write's outcome, its body
 // without the token, together with what the token is made of, read by
-// registrum.write_snapshot in the same statement (so that it travels with
-// COMMIT): $1 key reference, $2 the outcome, $3 where the token goes in
-// its body, $4 schema fingerprint, $5 the in-progress bound. A replay
-// makes the token again from the stored snapshot (storedOutcome).
-const sqlStoreOutcomeWithSnapshot = `UPDATE registrum.idempotency i
+// writeSnapshotOf in the same statement (so that it travels with COMMIT):
+// $1 key reference, $2 the outcome, $3 where the token goes in its body,
+// $4 schema fingerprint, $5 the in-progress bound. A replay makes the
+// token again from the stored snapshot (storedOutcome).
+var sqlStoreOutcomeWithSnapshot = `UPDATE registrum.idempotency i
     SET outcome = $2::jsonb || jsonb_build_object('snapshot',
         jsonb_build_object('at', $3::int, 'own', s.own, 'of', s.snapshot, 'tag', encode(s.tag, 'hex')))
-    FROM registrum.write_snapshot($4, $5) s
-    WHERE i.key_reference = $1
+    FROM ` + writeSnapshotOf("$4", "$5") + ` s
+    WHERE i.key_reference = $1 AND s.ok
     RETURNING s.own, s.snapshot, s.tag`
 
 // commitSnapshot is a write's snapshot read with its COMMIT, and what
