@@ -45,14 +45,10 @@ func (r *Record) Value(f *model.Field) any {
 	if r.Row == nil {
 		return r.Values[f.ID]
 	}
+	// By identity, or by id for a field of another compilation of the
+	// same entity (ids are unique within an entity).
 	for i, g := range r.Entity.Fields {
-		if g == f {
-			return r.Row[i]
-		}
-	}
-	// A field of another compilation of the same entity.
-	for i, g := range r.Entity.Fields {
-		if g.ID == f.ID {
+		if g == f || g.ID == f.ID {
 			return r.Row[i]
 		}
 	}

@@ -295,7 +295,7 @@ func (s *Store) CheckedSnapshotRecords(ctx context.Context, tag *[8]byte, e *mod
 	defer func() { endOp(span, err) }()
 	var b pgx.Batch
 	b.Queue(sqlCheckSnapshot, s.checkArgs(snap)...)
-	q, args := s.snapshotQuery(e, snap, after, limit)
+	q, args := s.SnapshotStatement(e, snap, after, limit)
 	b.Queue(q, args...)
 	br := s.pool.SendBatch(ctx, &b)
 	defer br.Close()
@@ -354,19 +354,14 @@ type SnapshotRecord struct {
 func (s *Store) SnapshotRecords(ctx context.Context, e *model.Entity, snap Snapshot, after string, limit int) (_ []SnapshotRecord, err error) {
 	ctx, span := startOp(ctx, spanRead, "SnapshotRecords")
 	defer func() { endOp(span, err) }()
-	q, args := s.snapshotQuery(e, snap, after, limit)
+	q, args := s.SnapshotStatement(e, snap, after, limit)
 	rows, err := s.pool.Query(ctx, q, args...)
 	return collectSnapshotRecords(rows, err, e, limit)
 }
 
 // SnapshotStatement returns the statement SnapshotRecords sends for its
-// arguments, and the statement's arguments: for a report to show its plan.
+// arguments, and the statement's arguments (a report shows its plan).
 func (s *Store) SnapshotStatement(e *model.Entity, snap Snapshot, after string, limit int) (string, []any) {
-	return s.snapshotQuery(e, snap, after, limit)
-}
-
-// snapshotQuery is the statement of SnapshotRecords and its arguments.
-func (s *Store) snapshotQuery(e *model.Entity, snap Snapshot, after string, limit int) (string, []any) {
 	if after == "" {
 		after = "00000000-0000-0000-0000-000000000000"
 	}
@@ -564,8 +559,8 @@ var sqlWriteSnapshot = `SELECT s.own, s.snapshot, s.tag FROM ` + writeSnapshotOf
 // transaction's own when its own is at or past xmax (those were assigned
 // and had not completed). The list is counted only when it could exceed
 // the bound: it holds ids from the snapshot's xmin up to its xmax. A
-// statement that reads it must use ok (in its WHERE clause) so that the
-// refusals are raised. The answers and refusals are those of
+// statement that reads it filters on ok, so that the refusals are raised
+// whatever the planner would make of a column no one reads. The answers and refusals are those of
 // registrum.write_snapshot (migrations 0016 and 0018), which a PL/pgSQL
 // call made cost 14 µs of execution more per write. The snapshot and the
 // transaction's id are read once (OFFSET 0 keeps PostgreSQL from copying
