@@ -29,6 +29,39 @@ func openRun(t *testing.T, s *store.Store, principal string) *store.Run {
 	return r
 }
 
+// chunkReceipt is the receipt commitChunk stores, with the token tok.
+func chunkReceipt(tok string) []byte { return []byte(`{"snapshot":"` + tok + `","results":[]}`) }
+
+// commitChunk commits chunk index of run r, one household of id, its
+// receipt stored with the snapshot of its commit; a chunk committed before
+// answers its stored receipt.
+func commitChunk(ctx context.Context, s *store.Store, r *store.Run, index int64, id string) (*store.Outcome, error) {
+	hh := s.Package().EntityByID("household")
+	out, _, err := s.Write(ctx, nil, func(w *store.Writer) (*store.Outcome, error) {
+		run, done, err := w.LockRunWithChunk(ctx, "household", r.RunID, r.PrincipalReference, r.ProfileID, index)
+		if err != nil {
+			return nil, err
+		}
+		if done != nil {
+			return &store.Outcome{Body: done.Receipt}, nil
+		}
+		if _, err := w.Create(ctx, hh, id, map[string]any{"name": "c"}, journal()); err != nil {
+			return nil, err
+		}
+		w.StoresAnswer()
+		out := &store.Outcome{Status: 200}
+		if err := w.TokenAtCommit(ctx, func(stand string) error {
+			out.Body = chunkReceipt(stand)
+			return nil
+		}); err != nil {
+			return nil, err
+		}
+		return out, w.CommitChunk(ctx, run, store.Chunk{Index: index, Digest: strings.Repeat("b", 64), PrefixDigest: strings.Repeat("c", 64),
+			ItemCount: 1, EndItem: index + 1, Receipt: out.Body}, index == 1, r.PrincipalReference, strings.Repeat("f", 32))
+	})
+	return out, err
+}
+
 // A chunk takes two round trips: one locks the caller's run and reads the
 // chunk's index, the other carries the records, the receipt stored with
 // the snapshot read in the same statement, the checkpoint and COMMIT. The
@@ -38,31 +71,9 @@ func TestAChunkStoresItsReceiptWithTheSnapshotOfItsCommit(t *testing.T) {
 	ctx := context.Background()
 	s, pool, trips := openCountingStore(t)
 	hh := s.Package().EntityByID("household")
-	receipt := func(tok string) []byte { return []byte(`{"snapshot":"` + tok + `","results":[]}`) }
+	receipt := chunkReceipt
 	chunk := func(r *store.Run, index int64, id string) (*store.Outcome, error) {
-		out, _, err := s.Write(ctx, nil, func(w *store.Writer) (*store.Outcome, error) {
-			run, done, err := w.LockRunWithChunk(ctx, "household", r.RunID, r.PrincipalReference, r.ProfileID, index)
-			if err != nil {
-				return nil, err
-			}
-			if done != nil {
-				return &store.Outcome{Body: done.Receipt}, nil
-			}
-			if _, err := w.Create(ctx, hh, id, map[string]any{"name": "c"}, journal()); err != nil {
-				return nil, err
-			}
-			w.StoresAnswer()
-			out := &store.Outcome{Status: 200}
-			if err := w.TokenAtCommit(ctx, func(stand string) error {
-				out.Body = receipt(stand)
-				return nil
-			}); err != nil {
-				return nil, err
-			}
-			return out, w.CommitChunk(ctx, run, store.Chunk{Index: index, Digest: strings.Repeat("b", 64), PrefixDigest: strings.Repeat("c", 64),
-				ItemCount: 1, EndItem: index + 1, Receipt: out.Body}, index == 1, r.PrincipalReference, strings.Repeat("f", 32))
-		})
-		return out, err
+		return commitChunk(ctx, s, r, index, id)
 	}
 	// Every connection of the pool has the statements prepared.
 	for range pool.Config().MaxConns {

@@ -211,9 +211,99 @@ func TestAKeyedWriteReadsItsSnapshotWithItsOutcome(t *testing.T) {
 	}
 }
 
+// snapshotModes are the ways a write reads its snapshot, each through
+// another statement: on its own (Snapshot), with COMMIT (TokenAtCommit),
+// with its stored outcome (under a key) and with a chunk's receipt.
+var snapshotModes = []string{"Snapshot", "TokenAtCommit", "TokenAtCommit under a key", "chunk receipt"}
+
+// writeInMode creates a household of id in a write that reads its
+// snapshot in mode (snapshotModes). A token delivered to a write without
+// a stored answer is reported to delivered.
+func writeInMode(ctx context.Context, t *testing.T, s *store.Store, mode, id string, delivered func()) error {
+	t.Helper()
+	if mode == "chunk receipt" {
+		_, err := commitChunk(ctx, s, openRun(t, s, "p-"+id), 0, id)
+		return err
+	}
+	var idem *store.Idempotency
+	if mode == "TokenAtCommit under a key" {
+		idem = &store.Idempotency{KeyReference: "k-" + uuid.NewString(), RequestDigest: "d"}
+	}
+	_, _, err := s.Write(ctx, idem, func(w *store.Writer) (*store.Outcome, error) {
+		if _, err := w.Create(ctx, s.Package().EntityByID("household"), id, map[string]any{"name": "a"}, journal()); err != nil {
+			return nil, err
+		}
+		if mode == "Snapshot" {
+			_, err := w.Snapshot(ctx)
+			return &store.Outcome{}, err
+		}
+		out := &store.Outcome{}
+		return out, w.TokenAtCommit(ctx, func(tok string) error {
+			if idem == nil {
+				delivered()
+			}
+			out.Body = []byte(`"` + tok + `"`)
+			return nil
+		})
+	})
+	return err
+}
+
+// refusedInEveryMode writes in each of snapshotModes and wants each
+// write refused with want (not as the database's error), nothing
+// committed.
+func refusedInEveryMode(t *testing.T, s *store.Store, pool *pgxpool.Pool, want error) {
+	t.Helper()
+	ctx := context.Background()
+	for _, mode := range snapshotModes {
+		id := uuid.NewString()
+		err := writeInMode(ctx, t, s, mode, id, func() { t.Errorf("%s: a refused write's token was delivered", mode) })
+		if !errors.Is(err, want) {
+			t.Fatalf("%s: %v, want %v", mode, err, want)
+		}
+		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) {
+			t.Errorf("%s: the refusal carries the database's error: %v", mode, pgErr)
+		}
+		if n := count(t, pool, "select count(*) from registrum_data.e_household where record_id = '"+id+"'"); n != 0 {
+			t.Fatalf("%s: the refused write was committed", mode)
+		}
+	}
+}
+
+// A write to a database moved to another package (its schema fingerprint
+// no longer the writing host's) is refused with ErrPackageChanged and
+// nothing committed, whichever statement reads its snapshot; once the
+// database serves the host's package again, each commits.
+func TestAWriteToADatabaseOfAnotherPackageIsRefused(t *testing.T) {
+	ctx := context.Background()
+	s, pool := openStore(t)
+	var own string
+	if err := pool.QueryRow(ctx, `SELECT schema_fingerprint FROM registrum.package_state`).Scan(&own); err != nil {
+		t.Fatal(err)
+	}
+	move := func(fp string) {
+		if _, err := pool.Exec(ctx, `UPDATE registrum.package_state SET schema_fingerprint = $1`, fp); err != nil {
+			t.Fatal(err)
+		}
+	}
+	move("another package")
+	refusedInEveryMode(t, s, pool, store.ErrPackageChanged)
+	move(own)
+	for _, mode := range snapshotModes {
+		id := uuid.NewString()
+		if err := writeInMode(ctx, t, s, mode, id, func() {}); err != nil {
+			t.Fatalf("%s, the host's package again: %v", mode, err)
+		}
+		if n := count(t, pool, "select count(*) from registrum_data.e_household where record_id = '"+id+"'"); n != 1 {
+			t.Fatalf("%s: the write was not committed", mode)
+		}
+	}
+}
+
 // A write whose snapshot lists more transactions in progress than
-// MaxWriteInProgress is refused with nothing committed, whether its
-// snapshot is read on its own or with COMMIT; within the bound it commits.
+// MaxWriteInProgress is refused with nothing committed, whichever
+// statement reads its snapshot; within the bound it commits.
 func TestAWriteWhoseSnapshotListsTooManyTransactionsIsRefused(t *testing.T) {
 	ctx := context.Background()
 	s, pool := openStore(t)
@@ -223,40 +313,7 @@ func TestAWriteWhoseSnapshotListsTooManyTransactionsIsRefused(t *testing.T) {
 		holdTransactionID(t, pool)
 	}
 	store.LowerMaxWriteInProgress(s, 2)
-	for _, mode := range []string{"Snapshot", "TokenAtCommit", "TokenAtCommit under a key"} {
-		id := uuid.NewString()
-		var idem *store.Idempotency
-		if mode == "TokenAtCommit under a key" {
-			idem = &store.Idempotency{KeyReference: "k-" + uuid.NewString(), RequestDigest: "d"}
-		}
-		_, _, err := s.Write(ctx, idem, func(w *store.Writer) (*store.Outcome, error) {
-			if _, err := w.Create(ctx, hh, id, map[string]any{"name": "a"}, journal()); err != nil {
-				return nil, err
-			}
-			if mode == "Snapshot" {
-				_, err := w.Snapshot(ctx)
-				return &store.Outcome{}, err
-			}
-			out := &store.Outcome{}
-			return out, w.TokenAtCommit(ctx, func(tok string) error {
-				if idem == nil {
-					t.Error("a refused write's token was delivered")
-				}
-				out.Body = []byte(`"` + tok + `"`)
-				return nil
-			})
-		})
-		if !errors.Is(err, store.ErrSnapshotTooWide) {
-			t.Fatalf("%s: %v, want ErrSnapshotTooWide", mode, err)
-		}
-		var pgErr *pgconn.PgError
-		if errors.As(err, &pgErr) {
-			t.Errorf("the refusal carries the database's error: %v", pgErr)
-		}
-		if n := count(t, pool, "select count(*) from registrum_data.e_household where record_id = '"+id+"'"); n != 0 {
-			t.Fatalf("%s: the refused write was committed", mode)
-		}
-	}
+	refusedInEveryMode(t, s, pool, store.ErrSnapshotTooWide)
 	store.LowerMaxWriteInProgress(s, store.MaxWriteInProgress)
 	if _, _, err := s.Write(ctx, nil, func(w *store.Writer) (*store.Outcome, error) {
 		if _, err := w.Create(ctx, hh, uuid.NewString(), map[string]any{"name": "a"}, journal()); err != nil {
