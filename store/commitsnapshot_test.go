@@ -107,7 +107,7 @@ func TestASnapshotReadWithCommitNamesTheCommittedWrite(t *testing.T) {
 				t.Error("the snapshot was delivered before the write's function returned")
 			}
 			// Committed: another connection sees the record.
-			if n := count(t, pool, "select count(*) from registrum_data.e_household where record_id = '"+id+"'"); n != 1 {
+			if !stored(t, pool, id) {
 				t.Error("the snapshot was delivered before the commit")
 			}
 			snap, delivered = snapshotOfToken(t, tok), true
@@ -205,7 +205,7 @@ func TestAKeyedWriteReadsItsSnapshotWithItsOutcome(t *testing.T) {
 		if _, _, err := keyed(&store.Idempotency{KeyReference: "k-" + uuid.NewString(), RequestDigest: "d"}, id, render); err == nil {
 			t.Errorf("%s: an outcome without its token exactly once was stored", name)
 		}
-		if n := count(t, pool, "select count(*) from registrum_data.e_household where record_id = '"+id+"'"); n != 0 {
+		if stored(t, pool, id) {
 			t.Errorf("%s: the refused write was committed", name)
 		}
 	}
@@ -249,6 +249,11 @@ func writeInMode(ctx context.Context, t *testing.T, s *store.Store, mode, id str
 	return err
 }
 
+// stored reports whether the household id was committed.
+func stored(t *testing.T, pool *pgxpool.Pool, id string) bool {
+	return count(t, pool, "select count(*) from registrum_data.e_household where record_id = '"+id+"'") == 1
+}
+
 // refusedInEveryMode writes in each of snapshotModes and wants each
 // write refused with want (not as the database's error), nothing
 // committed.
@@ -265,7 +270,7 @@ func refusedInEveryMode(t *testing.T, s *store.Store, pool *pgxpool.Pool, want e
 		if errors.As(err, &pgErr) {
 			t.Errorf("%s: the refusal carries the database's error: %v", mode, pgErr)
 		}
-		if n := count(t, pool, "select count(*) from registrum_data.e_household where record_id = '"+id+"'"); n != 0 {
+		if stored(t, pool, id) {
 			t.Fatalf("%s: the refused write was committed", mode)
 		}
 	}
@@ -295,7 +300,7 @@ func TestAWriteToADatabaseOfAnotherPackageIsRefused(t *testing.T) {
 		if err := writeInMode(ctx, t, s, mode, id, func() {}); err != nil {
 			t.Fatalf("%s, the host's package again: %v", mode, err)
 		}
-		if n := count(t, pool, "select count(*) from registrum_data.e_household where record_id = '"+id+"'"); n != 1 {
+		if !stored(t, pool, id) {
 			t.Fatalf("%s: the write was not committed", mode)
 		}
 	}
