@@ -485,7 +485,7 @@ func (p floorPhase) perOp(d time.Duration) float64 {
 // phase settles the database, then runs op from every connection for 1 s
 // (warm-up: connections, statement caches) and for d, timed. With drafts,
 // it prepares drafts for each run first (untimed): for the timed run,
-// twice what the warm-up's rate needs.
+// twice what the warm-up's rate needs, and settles again after them.
 func (f *requestFloor) phase(ctx context.Context, name string, d time.Duration, drafts bool, op func(context.Context, *pgx.Conn) error) (floorPhase, error) {
 	f.settle(ctx)
 	res := floorPhase{name: name}
@@ -516,6 +516,9 @@ func (f *requestFloor) phase(ctx context.Context, name string, d time.Duration, 
 		if err := f.prepare(ctx, max(10_000, int(2*warm.rate()*d.Seconds()))); err != nil {
 			return res, err
 		}
+		// The timed run starts settled, its drafts written, as the host's
+		// phases do.
+		f.settle(ctx)
 	}
 	stop := recordSystem(f.t, name)
 	res.m, res.cpu, res.db, res.first = run(d)
