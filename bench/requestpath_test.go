@@ -30,7 +30,7 @@ func BenchmarkRequestPath(b *testing.B) {
 	h, _ := hosttest.Serve(b, hosttest.Deployment(b, requestPerfProject(b), dsn, auth))
 	handler := h.Handler()
 	token := "Bearer " + is.Token(b, issuertest.StandardClientID)
-	post := func(path, body string, want int, hdr ...string) *httptest.ResponseRecorder {
+	post := func(b *testing.B, path, body string, want int, hdr ...string) *httptest.ResponseRecorder {
 		req := httptest.NewRequest("POST", path, strings.NewReader(body))
 		req.Header.Set("Authorization", token)
 		req.Header.Set("Content-Type", "application/json")
@@ -51,14 +51,14 @@ func BenchmarkRequestPath(b *testing.B) {
 			drafts := make([]draft, b.N)
 			for i := range drafts {
 				n++
-				rec := post("/v1/records/"+route, fmt.Sprintf(`{"data":{"code":"p-%d","amount":%d}}`, n, n), http.StatusCreated)
+				rec := post(b, "/v1/records/"+route, fmt.Sprintf(`{"data":{"code":"p-%d","amount":%d}}`, n, n), http.StatusCreated)
 				loc := rec.Header().Get("Location")
 				drafts[i] = draft{loc[strings.Index(loc, "/v1/"):], rec.Header().Get("ETag")}
 			}
 			b.ReportAllocs()
 			b.ResetTimer()
 			for _, d := range drafts {
-				sub := post(d.loc+"/actions/submit", `{"actorReference":"bench"}`, http.StatusOK,
+				sub := post(b, d.loc+"/actions/submit", `{"actorReference":"bench"}`, http.StatusOK,
 					"If-Match", d.etag, "Idempotency-Key", uuid.NewString())
 				var answer struct {
 					Request struct {
@@ -68,7 +68,7 @@ func BenchmarkRequestPath(b *testing.B) {
 				if err := json.Unmarshal(sub.Body.Bytes(), &answer); err != nil || answer.Request.EffectDigest == "" {
 					b.Fatalf("submit answered %s", sub.Body)
 				}
-				post(d.loc+"/actions/apply", applyBody(answer.Request.EffectDigest), http.StatusOK,
+				post(b, d.loc+"/actions/apply", applyBody(answer.Request.EffectDigest), http.StatusOK,
 					"If-Match", sub.Header().Get("ETag"), "Idempotency-Key", uuid.NewString())
 			}
 		})
