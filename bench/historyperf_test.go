@@ -37,7 +37,7 @@ const historyAsOf = "2025-01-01T00:00:00Z"
 // REGISTRUM_HISTORY_BENCH_PAGES the pages walked per read (default 200),
 // REGISTRUM_HISTORY_BENCH_ROUNDS the rounds of the three phases (default
 // 2; each round's ratios are printed).
-// See docs/performance.md, "Floors of issue #31".
+// See docs/performance/floors.md.
 func TestHistoryPageReport(t *testing.T) {
 	if os.Getenv("REGISTRUM_HISTORY_BENCH") != "1" {
 		t.Skip("set REGISTRUM_HISTORY_BENCH=1 to run the history page report")

@@ -30,7 +30,7 @@ import (
 // the requests of a round at 16 and 64 clients (default 2,000),
 // REGISTRUM_ISSUER_BENCH_PROFILE=DIR writes the process's CPU profile of
 // each phase there. Figures go to docs/performance/issuer.md and
-// docs/performance.md ("Floors of issue #31").
+// docs/performance/floors.md.
 func TestThroughputReport(t *testing.T) {
 	if os.Getenv("REGISTRUM_ISSUER_BENCH") != "1" {
 		t.Skip("set REGISTRUM_ISSUER_BENCH=1 to run the throughput report")

@@ -22,8 +22,8 @@ import (
 // borrowed from the driver's row (pgtype.DriverBytes, valid until the next
 // row) and copied once. A page of 1,000 records of every storage form makes
 // 7,300 allocations: 28,200 before the page shared what it could, 11,300
-// with a map per record (BenchmarkPage; docs/performance.md, seventh and
-// ninth sessions).
+// with a map per record (BenchmarkPage; docs/performance/floors.md, seventh
+// and ninth sessions).
 type pageScanner struct {
 	e         *model.Entity
 	dest      []any
