@@ -552,19 +552,19 @@ var sqlWriteSnapshot = `SELECT s.own, s.snapshot, s.tag FROM ` + writeSnapshotOf
 // just before its COMMIT: own (the transaction's id), snapshot (its
 // snapshot as text), tag (the history tag) and ok, which is true or raises
 // the write's refusal through registrum.refuse_write (migration 0020): RGPK1
-// when the database serves another package than the schema fingerprint
-// fingerprint (a placeholder), RGSN1 when the snapshot lists more than
-// maxInProgress (a placeholder) transactions in progress besides the
+// when the database serves another package than the one whose schema
+// fingerprint is the placeholder fingerprint, RGSN1 when the snapshot lists
+// more than the placeholder maxInProgress transactions in progress besides the
 // transaction itself, counting every id from the snapshot's xmax up to the
 // transaction's own when its own is at or past xmax (those were assigned
 // and had not completed). The list is counted only when it could exceed
 // the bound: it holds ids from the snapshot's xmin up to its xmax. A
 // statement that reads it filters on ok, so that the refusals are raised
-// whatever the planner would make of a column no one reads. The answers and refusals are those of
-// registrum.write_snapshot (migrations 0016 and 0018), which a PL/pgSQL
-// call made cost 14 µs of execution more per write. The snapshot and the
-// transaction's id are read once (OFFSET 0 keeps PostgreSQL from copying
-// their calls into each use).
+// whatever the planner would make of a column no one reads. The answers
+// and refusals are those of registrum.write_snapshot (migrations 0016 and
+// 0018), which a PL/pgSQL call made cost 14 µs of execution more per
+// write. The snapshot and the transaction's id are read once (OFFSET 0
+// keeps PostgreSQL from copying their calls into each use).
 func writeSnapshotOf(fingerprint, maxInProgress string) string {
 	beyond := `greatest(0, a.x::text::bigint - pg_snapshot_xmax(a.s)::text::bigint)`
 	listed := `cardinality(array_remove(array(SELECT pg_snapshot_xip(a.s)), a.x))`
@@ -588,7 +588,7 @@ const (
 	sqlstateSnapshotWide   = "RGSN1"
 )
 
-// writeSnapshotError turns write_snapshot's refusals into ErrPackageChanged
+// writeSnapshotError turns a write's refusals (writeSnapshotOf) into ErrPackageChanged
 // and ErrSnapshotTooWide.
 func writeSnapshotError(err error) error {
 	var pgErr *pgconn.PgError
@@ -793,7 +793,7 @@ func (w *Writer) TokenAtCommit(ctx context.Context, render func(token string) er
 // as a keyed write's outcome is.
 func (w *Writer) StoresAnswer() { w.storesAnswer = true }
 
-// ownSnapshot reads write_snapshot's answer: it adopts the history tag
+// ownSnapshot reads a write's snapshot (writeSnapshotOf): it adopts the history tag
 // (the database's now, even when another host's start replaced it; the
 // write's token carries it) and makes the snapshot see the transaction
 // itself.
@@ -807,7 +807,7 @@ func (w *Writer) ownSnapshot(own, text string, b []byte) ([8]byte, Snapshot, err
 }
 
 // transactionSnapshot reads the snapshot text of a transaction whose id is
-// own (write_snapshot's answer, or its copy in a stored outcome) as the
+// own (writeSnapshotOf's answer, or its copy in a stored outcome) as the
 // snapshot that sees the transaction itself.
 func transactionSnapshot(own, text string) (Snapshot, error) {
 	snap, err := parseSnapshot(text)
