@@ -1,6 +1,7 @@
 package store_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -448,5 +449,64 @@ func TestConcurrentUsesOfOneKeyAnswerOneWriteWithOneToken(t *testing.T) {
 	}
 	if ids := snapshotIDs(t, s, snapshotOfToken(t, first.Snapshot)); !slices.Contains(ids, first.ID) {
 		t.Fatalf("the answer's token does not name a state with its record: %v", ids)
+	}
+}
+
+// registrum.write_snapshot, which writes of the previous release read their
+// snapshot through, stays during a rolling upgrade (docs/operations.md):
+// in one transaction it answers what the statement of this release
+// answers, and refuses with the same SQLSTATE a database of another
+// package.
+func TestTheWriteSnapshotOfThePreviousReleaseStillAnswers(t *testing.T) {
+	ctx := context.Background()
+	_, pool := openStore(t)
+	var fp string
+	if err := pool.QueryRow(ctx, `SELECT schema_fingerprint FROM registrum.package_state`).Scan(&fp); err != nil {
+		t.Fatal(err)
+	}
+	type answer struct {
+		own, snapshot string
+		tag           []byte
+	}
+	read := func(tx pgx.Tx, q, fp string) (answer, error) {
+		var a answer
+		err := tx.QueryRow(ctx, q, fp, store.MaxWriteInProgress).Scan(&a.own, &a.snapshot, &a.tag)
+		return a, err
+	}
+	const previous = `SELECT own, snapshot, tag FROM registrum.write_snapshot($1, $2)`
+	// Repeatable read: both statements see the transaction's one snapshot,
+	// whatever other transactions of the cluster commit between them.
+	tx, err := pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, `SELECT pg_current_xact_id()`); err != nil {
+		t.Fatal(err)
+	}
+	was, err := read(tx, previous, fp)
+	if err != nil {
+		t.Fatalf("registrum.write_snapshot: %v", err)
+	}
+	now, err := read(tx, store.SQLWriteSnapshot, fp)
+	if err != nil {
+		t.Fatalf("this release's statement: %v", err)
+	}
+	if was.own != now.own || was.snapshot != now.snapshot || !bytes.Equal(was.tag, now.tag) || len(now.tag) == 0 {
+		t.Fatalf("registrum.write_snapshot answered %+v, this release's statement %+v", was, now)
+	}
+	tx.Rollback(ctx)
+
+	for _, q := range []string{previous, store.SQLWriteSnapshot} {
+		tx, err := pool.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = read(tx, q, "another package")
+		tx.Rollback(ctx)
+		var pgErr *pgconn.PgError
+		if !errors.As(err, &pgErr) || pgErr.Code != "RGPK1" {
+			t.Errorf("%s for another package: %v, want RGPK1", q, err)
+		}
 	}
 }

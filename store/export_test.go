@@ -8,3 +8,6 @@ func LowerMaxWriteInProgress(s *Store, n int) { s.maxInProgress = n }
 
 // RowWriterOf exposes rowWriterOf to the store's external tests.
 var RowWriterOf = rowWriterOf
+
+// SQLWriteSnapshot exposes sqlWriteSnapshot to the store's external tests.
+var SQLWriteSnapshot = sqlWriteSnapshot
