@@ -190,7 +190,7 @@ func TestChangeRequestReport(t *testing.T) {
 	// limited to one per 10 ms instead of its default 100 ms: a client built
 	// here, inserting with InsertTx in a transaction of its own.
 	fast := jobLatency(t, 200, 5*time.Second, nil, fastInserter(t))
-	fmt.Fprintf(&report, "\nRiver job latency, no-op jobs inserted with store.Writer.Enqueue at 200/s for 5 s, runner from store.NewJobRunner (FetchCooldown 10 ms):\n")
+	fmt.Fprintf(&report, "\nRiver job latency, no-op jobs inserted with store.Writer.Enqueue at 200/s for 5 s, runner from store.NewJobRunner (FetchCooldown 10 ms) on a pool of the host's size:\n")
 	report.WriteString("| while | jobs | commit → start p50 | p99 | max | insert (job.CreatedAt) → start p50 | p99 |\n|---|---|---|---|---|---|---|\n")
 	report.WriteString(idle.row("the host is idle"))
 	report.WriteString(busy.row(fmt.Sprintf("%d clients submit and apply tengo requests", clients)))
@@ -456,16 +456,21 @@ func writerEnqueue(ctx context.Context, _ *pgxpool.Pool, st *store.Store, args r
 // jobLatency inserts no-op jobs at rate per second for d, each in a write
 // transaction of its own (insert, by default writerEnqueue), on a fresh
 // database worked by a runner built with store.NewJobRunner's defaults as
-// the host's is, and measures from the commit (when the insert returns) to
-// the start of the job's work. With alongside, it runs for d while the jobs
-// are inserted.
+// the host's is, on a pool sized as the host's (store.Connect: the runner
+// works half its connections' worth of jobs at once), and measures from the
+// commit (when the insert returns) to the start of the job's work. With
+// alongside, it runs for d while the jobs are inserted.
 func jobLatency(t *testing.T, rate int, d time.Duration, alongside func(time.Duration), insert jobInserter) latencies {
 	t.Helper()
 	ctx := context.Background()
 	if insert == nil {
 		insert = writerEnqueue
 	}
-	pool := storetest.NewPool(t)
+	pool, err := store.Connect(ctx, storetest.NewDatabase(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
 	st := storetest.Open(t, pool, storetest.Package(t))
 	n := rate * int(d/time.Second)
 	committed := make([]time.Time, n)
