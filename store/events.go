@@ -116,6 +116,22 @@ const KindDeliverEvent = "registrum.event.deliver"
 // Kind implements river.JobArgs.
 func (DeliverEventArgs) Kind() string { return KindDeliverEvent }
 
+// InsertOpts puts deliveries in their own queue (QueueEvents). A delivery
+// job in the default queue (enqueued by a host of an earlier release) is
+// worked there as before.
+func (DeliverEventArgs) InsertOpts() river.InsertOpts { return river.InsertOpts{Queue: QueueEvents} }
+
+// enterDelivery waits for a free delivery statement (jobShare) and returns
+// its release; it fails when ctx ends first.
+func (s *Store) enterDelivery(ctx context.Context) (func(), error) {
+	select {
+	case s.deliveryStatements <- struct{}{}:
+		return func() { <-s.deliveryStatements }, nil
+	case <-ctx.Done():
+		return nil, fmt.Errorf("store: wait for a delivery statement: %w", context.Cause(ctx))
+	}
+}
+
 // InsertDelivery stores a captured event's delivery as pending, due now
 // (queued in the write's pipeline), and enqueues its job, in the write's
 // transaction.
@@ -189,10 +205,17 @@ type Lease struct {
 // the send. It returns nil when the delivery is not pending and due
 // (delivered, leased by another worker, or not yet due): the caller then
 // has nothing to do. Two claims of one delivery serialise on its row; the
-// second finds it leased.
+// second finds it leased. Claims and settlements (FinishAttempt) of the
+// process run at most a quarter of the pool's connections at once (at
+// least one); the others wait for their turn without a connection.
 func (s *Store) ClaimDelivery(ctx context.Context, id string, grace time.Duration) (_ *Lease, err error) {
 	ctx, span := startOp(ctx, spanTx, "ClaimDelivery")
 	defer func() { endOp(span, err) }()
+	leave, err := s.enterDelivery(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer leave()
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	d, err := scanDelivery(s.pool.QueryRow(ctx, `WITH d AS (
     UPDATE registrum.event_deliveries SET state = 'leased', attempt = attempt + 1,
@@ -247,10 +270,15 @@ type AttemptResult struct {
 // delivery is dead lettered (its payload retained for replay until it
 // expires), or failed with its payload erased when the result is final. It returns the new
 // state. A lease that is no longer held (reaped meanwhile) changes nothing
-// and returns "".
+// and returns "". It waits for its turn as ClaimDelivery does.
 func (s *Store) FinishAttempt(ctx context.Context, l *Lease, r AttemptResult) (_ string, err error) {
 	ctx, span := startOp(ctx, spanTx, "FinishAttempt")
 	defer func() { endOp(span, err) }()
+	leave, err := s.enterDelivery(ctx)
+	if err != nil {
+		return "", err
+	}
+	defer leave()
 	if r.Delivered {
 		// The common case in one statement: audit, state and erasure.
 		tag, err := s.pool.Exec(ctx, `WITH d AS (

@@ -86,15 +86,55 @@ func (s *Store) Enqueue(ctx context.Context, args river.JobArgs, opts *river.Ins
 	})
 }
 
+// QueueEvents is the River queue of event deliveries (DeliverEventArgs);
+// every other job runs in River's default queue. A delivery spends most of
+// its run waiting for the receiver, not on a connection, so deliveries have
+// workers of their own: a receiver that answers slowly holds delivery
+// workers only, never the request jobs' (review submissions, automatic
+// application, verifications).
+const QueueEvents = "events"
+
+// jobShare is how a process's jobs use its pool: at most half its
+// connections (at least one for each kind of job) are held by jobs at
+// once, the other half left to requests, which otherwise wait behind a
+// burst of jobs until their budgets run out.
+type jobShare struct {
+	// requestJobs is the default queue's workers: jobs that hold a
+	// connection for most of their run.
+	requestJobs int
+	// deliveryStatements is how many delivery statements (a claim, a
+	// settlement) run at once (Store.ClaimDelivery, Store.FinishAttempt).
+	deliveryStatements int
+	// deliveryWorkers is the events queue's workers: the deliveries in
+	// flight, each holding a connection only for its two statements.
+	deliveryWorkers int
+}
+
+// jobShareOf returns the job share of pool: with n the half of its
+// connections, half of n (rounded down, at least one) for delivery
+// statements, the rest (at least one) for the default queue's workers,
+// and four delivery workers per connection of n.
+func jobShareOf(pool *pgxpool.Pool) jobShare {
+	n := max(1, int(pool.Config().MaxConns)/2)
+	return jobShare{requestJobs: max(1, n-n/2), deliveryStatements: max(1, n/2), deliveryWorkers: 4 * n}
+}
+
 // JobRunnerOptions tune the workers of NewJobRunner.
 type JobRunnerOptions struct {
-	// MaxWorkers is the number of jobs worked at once (default: half the
-	// pool's maximum connections, at least 1). Jobs and the host's requests
-	// share the pool, and a job holds a connection while it works: a burst
-	// of jobs (retried deliveries made available at once) must not take
-	// every connection, or requests wait behind them until their budgets
-	// run out.
+	// MaxWorkers is the number of jobs of River's default queue worked at
+	// once: every job but event deliveries (default: a quarter of the
+	// pool's maximum connections, at least 1; with the delivery
+	// statements' quarter, jobs hold at most half the pool). A job holds a
+	// connection while it works, and jobs and the host's requests share the
+	// pool: a burst of jobs must not take every connection, or requests
+	// wait behind them until their budgets run out.
 	MaxWorkers int
+	// EventWorkers is the number of event deliveries (QueueEvents) in
+	// flight at once (default: twice the pool's maximum connections, at
+	// least 4). A delivery holds a connection only for its claim and its
+	// settlement, of which at most a quarter of the pool's connections run
+	// at once (at least 1), and waits for the receiver in between.
+	EventWorkers int
 	// FetchCooldown is the shortest pause between two fetches (default
 	// 10 ms: River's default of 100 ms caps a host near 1,000 jobs a second
 	// and adds up to 100 ms of latency after a commit).
@@ -119,8 +159,12 @@ type JobRunnerOptions struct {
 // number of hosts may run one on the same database: River hands each job
 // to one of them at a time.
 func (s *Store) NewJobRunner(workers *river.Workers, o JobRunnerOptions) (*river.Client[pgx.Tx], error) {
+	share := jobShareOf(s.pool)
 	if o.MaxWorkers == 0 {
-		o.MaxWorkers = max(1, int(s.pool.Config().MaxConns)/2)
+		o.MaxWorkers = share.requestJobs
+	}
+	if o.EventWorkers == 0 {
+		o.EventWorkers = share.deliveryWorkers
 	}
 	if o.FetchCooldown == 0 {
 		o.FetchCooldown = 10 * time.Millisecond
@@ -140,7 +184,7 @@ func (s *Store) NewJobRunner(workers *river.Workers, o JobRunnerOptions) (*river
 	}
 	c, err := river.NewClient(driver, &river.Config{
 		Schema:               JobSchema,
-		Queues:               map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: o.MaxWorkers}},
+		Queues:               map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: o.MaxWorkers}, QueueEvents: {MaxWorkers: o.EventWorkers}},
 		Workers:              workers,
 		FetchCooldown:        o.FetchCooldown,
 		Logger:               o.Logger,

@@ -54,6 +54,11 @@ type Store struct {
 	session *pgxpool.Pool
 	// maxInProgress is MaxWriteInProgress (lowered by the store's tests).
 	maxInProgress int
+	// deliveryStatements holds a token for each delivery attempt's
+	// statement in progress (ClaimDelivery, FinishAttempt): its capacity
+	// is the connections the event deliveries of this process may hold at
+	// once (jobShare).
+	deliveryStatements chan struct{}
 }
 
 // Options configure a Store at Open. The zero value is a store whose
@@ -247,7 +252,8 @@ func Open(ctx context.Context, pool *pgxpool.Pool, p *model.Package, o Options) 
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{pool: pool, pkg: p, owners: layout.Owners(p), jobs: jobs, origin: origin, fp: fp, capture: o.Capture, session: o.Session, maxInProgress: MaxWriteInProgress}
+	s := &Store{pool: pool, pkg: p, owners: layout.Owners(p), jobs: jobs, origin: origin, fp: fp, capture: o.Capture, session: o.Session, maxInProgress: MaxWriteInProgress,
+		deliveryStatements: make(chan struct{}, jobShareOf(pool).deliveryStatements)}
 	s.setTag(tag)
 	return s, nil
 }
