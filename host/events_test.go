@@ -12,12 +12,14 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/registrum/registrum/hooks"
 	"github.com/registrum/registrum/host"
@@ -184,7 +186,8 @@ var signedHeaders = []string{"Ce-Specversion", "Ce-Id", "Ce-Source", "Ce-Type", 
 
 func TestEventsAreCapturedWithTheirWriteAndDeliveredSigned(t *testing.T) {
 	rcv := newReceiver(t)
-	cfg := eventsDeployment(t, storetest.NewDatabase(t), rcv.srv.URL+"/hooks/registry")
+	dsn := storetest.NewDatabase(t)
+	cfg := eventsDeployment(t, dsn, rcv.srv.URL+"/hooks/registry")
 	h, srv := serve(t, cfg)
 	runWorkers(t, h)
 	c := caller{srv: srv}
@@ -198,6 +201,11 @@ func TestEventsAreCapturedWithTheirWriteAndDeliveredSigned(t *testing.T) {
 	loc, tag := resp.Header.Get("Location"), resp.Header.Get("ETag")
 	id := loc[strings.LastIndex(loc, "/")+1:]
 	got := rcv.wait(t, 1, 10*time.Second)
+	// The delivery ran in the deliveries' own queue (docs/record-host.md,
+	// "Pool sizing").
+	if queues := jobQueues(t, dsn, store.KindDeliverEvent); !slices.Equal(queues, []string{store.QueueEvents}) {
+		t.Fatalf("delivery jobs in queues %q, want only %q", queues, store.QueueEvents)
+	}
 	r := got[0]
 	if r.path != "/hooks/registry" {
 		t.Fatalf("path %q", r.path)
@@ -655,4 +663,24 @@ func TestAttemptsTimeOut(t *testing.T) {
 		t.Fatalf("attempts %+v after %v", atts, time.Since(start))
 	}
 	testslack.Stopped(t, "an attempt to a silent receiver", time.Since(start), 200*time.Millisecond)
+}
+
+// jobQueues returns the queues of the jobs of kind on the database dsn.
+func jobQueues(t *testing.T, dsn, kind string) []string {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	rows, err := conn.Query(ctx, `SELECT DISTINCT queue FROM `+store.JobSchema+`.river_job WHERE kind = $1 ORDER BY queue`, kind)
+	if err != nil {
+		t.Fatal(err)
+	}
+	queues, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return queues
 }

@@ -3,6 +3,7 @@ package host_test
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
@@ -21,6 +22,7 @@ import (
 	"github.com/registrum/registrum/host"
 	"github.com/registrum/registrum/host/auth/authtest"
 	"github.com/registrum/registrum/host/hosttest"
+	"github.com/registrum/registrum/internal/telemetry"
 	"github.com/registrum/registrum/issuer/issuertest"
 	"github.com/registrum/registrum/store/storetest"
 )
@@ -186,6 +188,14 @@ func TestMetricsListenerServesTheDocumentedMetrics(t *testing.T) {
 	if resp, b := c.Do(t, "GET", "/v1/registry", "", ""); resp.StatusCode != 200 {
 		t.Fatalf("registry document: %d %s", resp.StatusCode, b)
 	}
+	// A method is any token a caller sends: methods that are not HTTP's
+	// standard ones are counted under one label, never one series each.
+	const invented = 20
+	for i := range invented {
+		if resp, _ := c.Do(t, fmt.Sprintf("INVENTED%02d", i), "/v1/records/children", "", ""); resp.StatusCode != 404 {
+			t.Fatalf("an invented method: %d, want the concealed 404", resp.StatusCode)
+		}
+	}
 
 	// River reports a job's completion after it is recorded: wait for it.
 	var after families
@@ -211,6 +221,19 @@ func TestMetricsListenerServesTheDocumentedMetrics(t *testing.T) {
 	for name := range after {
 		if strings.HasPrefix(name, "registrum_") && !slices.Contains(documented, name) {
 			t.Errorf("%s is served but not documented in docs/operations.md", name)
+		}
+	}
+
+	for _, name := range []string{"registrum_http_requests_total", "registrum_http_request_duration_seconds"} {
+		for _, m := range after[name].GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "method" && strings.HasPrefix(l.GetValue(), "INVENTED") {
+					t.Fatalf("%s has a series for the method %q", name, l.GetValue())
+				}
+			}
+		}
+		if got := after.value(name, "method", telemetry.OtherMethod) - before.value(name, "method", telemetry.OtherMethod); got != invented {
+			t.Errorf("%s{method=%q} moved by %v, want %d", name, telemetry.OtherMethod, got, invented)
 		}
 	}
 

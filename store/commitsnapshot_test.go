@@ -16,7 +16,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/registrum/registrum/store"
-	"github.com/registrum/registrum/store/storetest"
 )
 
 // roundTrips counts what a connection sends: each batch and each statement
@@ -38,21 +37,8 @@ func (r *roundTrips) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEnd
 // openCountingStore opens a store over a pool whose round trips are counted.
 func openCountingStore(t *testing.T) (*store.Store, *pgxpool.Pool, *roundTrips) {
 	t.Helper()
-	cfg, err := pgxpool.ParseConfig(storetest.NewDatabase(t))
-	if err != nil {
-		t.Fatal(err)
-	}
 	trips := &roundTrips{}
-	cfg.ConnConfig.Tracer = trips
-	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	s, err := store.Open(context.Background(), pool, testPackage(t), store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, pool, _ := openOnPool(t, func(c *pgxpool.Config) { c.ConnConfig.Tracer = trips })
 	return s, pool, trips
 }
 
@@ -384,20 +370,7 @@ func TestAWriteWhoseSnapshotSpansManyIDsButListsFewCommits(t *testing.T) {
 // snapshot for those whose use of the key waited for it.
 func TestConcurrentUsesOfOneKeyAnswerOneWriteWithOneToken(t *testing.T) {
 	ctx := context.Background()
-	cfg, err := pgxpool.ParseConfig(storetest.NewDatabase(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.MaxConns = 2
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	s, err := store.Open(ctx, pool, testPackage(t), store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, pool, _ := openOnPool(t, maxConns(2))
 	hh := s.Package().EntityByID("household")
 	idem := &store.Idempotency{KeyReference: "k-" + uuid.NewString(), RequestDigest: "d"}
 	name := "k" + uuid.NewString()[:7]

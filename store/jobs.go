@@ -122,18 +122,20 @@ func jobShareOf(pool *pgxpool.Pool) jobShare {
 // JobRunnerOptions tune the workers of NewJobRunner.
 type JobRunnerOptions struct {
 	// MaxWorkers is the number of jobs of River's default queue worked at
-	// once: every job but event deliveries (default: a quarter of the
-	// pool's maximum connections, at least 1; with the delivery
-	// statements' quarter, jobs hold at most half the pool). A job holds a
+	// once: every job but event deliveries (default: about a quarter of
+	// the pool's maximum connections, 8 of 32, at least 1; with the
+	// delivery statements' quarter, jobs hold at most half the pool, or
+	// both connections of the smallest pool of 2). A job holds a
 	// connection while it works, and jobs and the host's requests share the
 	// pool: a burst of jobs must not take every connection, or requests
 	// wait behind them until their budgets run out.
 	MaxWorkers int
 	// EventWorkers is the number of event deliveries (QueueEvents) in
-	// flight at once (default: twice the pool's maximum connections, at
-	// least 4). A delivery holds a connection only for its claim and its
-	// settlement, of which at most a quarter of the pool's connections run
-	// at once (at least 1), and waits for the receiver in between.
+	// flight at once (default: about twice the pool's maximum
+	// connections, 64 of 32, at least 4). A delivery holds a connection
+	// only for its claim and its settlement, of which at most about a
+	// quarter of the pool's connections run at once (8 of 32, at least 1),
+	// and waits for the receiver in between.
 	EventWorkers int
 	// FetchCooldown is the shortest pause between two fetches (default
 	// 10 ms: River's default of 100 ms caps a host near 1,000 jobs a second

@@ -9,12 +9,10 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 
 	"github.com/registrum/registrum/internal/testslack"
 	"github.com/registrum/registrum/store"
-	"github.com/registrum/registrum/store/storetest"
 )
 
 // poolHog is a job that holds one pooled connection for a while, as a
@@ -33,20 +31,7 @@ func (poolHog) Kind() string { return "test.pool_hog" }
 func TestAJobBurstLeavesConnectionsForRequests(t *testing.T) {
 	ctx := context.Background()
 	const poolMax, hold = 4, 3 * time.Second
-	cfg, err := pgxpool.ParseConfig(storetest.NewDatabase(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.MaxConns = poolMax
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
-	s, err := store.Open(ctx, pool, testPackage(t), store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, pool, _ := openOnPool(t, maxConns(poolMax))
 	var running, most atomic.Int32
 	workers := river.NewWorkers()
 	river.AddWorker(workers, river.WorkFunc(func(ctx context.Context, j *river.Job[poolHog]) error {
@@ -57,19 +42,12 @@ func TestAJobBurstLeavesConnectionsForRequests(t *testing.T) {
 		_, err := pool.Exec(ctx, "SELECT pg_sleep($1)", hold.Seconds())
 		return err
 	}))
-	runner, err := s.NewJobRunner(workers, store.JobRunnerOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	for range 12 {
 		if err := s.Enqueue(ctx, poolHog{}, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := runner.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer runner.Stop(context.Background())
+	startRunner(t, s, workers)
 	deadline := time.Now().Add(hold + testslack.Scheduling)
 	for running.Load() == 0 && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
@@ -87,28 +65,6 @@ func TestAJobBurstLeavesConnectionsForRequests(t *testing.T) {
 	}
 }
 
-// smallPool opens the store's sample package on a fresh database over a
-// pool of n connections.
-func smallPool(t *testing.T, n int32) (*store.Store, *pgxpool.Pool, string) {
-	t.Helper()
-	dsn := storetest.NewDatabase(t)
-	cfg, err := pgxpool.ParseConfig(dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.MaxConns = n
-	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	s, err := store.Open(context.Background(), pool, testPackage(t), store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s, pool, dsn
-}
-
 // probe is a job of the default queue that reports its start.
 type probe struct{}
 
@@ -121,7 +77,7 @@ func (probe) Kind() string { return "test.probe" }
 // queue is still worked there.
 func TestASlowDeliveryLeavesWorkersForOtherJobs(t *testing.T) {
 	ctx := context.Background()
-	s, _, _ := smallPool(t, 4)
+	s, _, _ := openOnPool(t, maxConns(4))
 	release := make(chan struct{})
 	var releaseOnce sync.Once
 	free := func() { releaseOnce.Do(func() { close(release) }) }
@@ -157,15 +113,8 @@ func TestASlowDeliveryLeavesWorkersForOtherJobs(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	runner, err := s.NewJobRunner(workers, store.JobRunnerOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := runner.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer runner.Stop(context.Background())
-	defer free() // before the runner stops
+	startRunner(t, s, workers)
+	defer free() // before the runner stops (startRunner)
 	// A pool of 4: 8 delivery workers, 1 worker for the default queue.
 	deadline := time.Now().Add(testslack.Scheduling)
 	for inFlight.Load() < 8 && time.Now().Before(deadline) {
@@ -199,7 +148,7 @@ func TestASlowDeliveryLeavesWorkersForOtherJobs(t *testing.T) {
 // finds a connection of a pool of 4.
 func TestDeliveryStatementsLeaveConnectionsForRequests(t *testing.T) {
 	ctx := context.Background()
-	s, _, dsn := smallPool(t, 4)
+	s, _, dsn := openOnPool(t, maxConns(4))
 	holder, err := pgx.Connect(ctx, dsn)
 	if err != nil {
 		t.Fatal(err)

@@ -16,6 +16,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
 
 	"github.com/registrum/registrum/model"
 	"github.com/registrum/registrum/store"
@@ -29,6 +30,51 @@ func intp(v int) *int { return &v }
 
 // testPackage is the package of the store's tests (storetest.SamplePackage).
 func testPackage(t testing.TB) *model.Package { return storetest.SamplePackage(t) }
+
+// openOnPool opens the sample package's store on a fresh database over a
+// pool that configure sets up (pgx's defaults when nil), closed when t
+// ends; it returns the store, its pool and the database's connection
+// string.
+func openOnPool(t testing.TB, configure func(*pgxpool.Config)) (*store.Store, *pgxpool.Pool, string) {
+	t.Helper()
+	dsn := storetest.NewDatabase(t)
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if configure != nil {
+		configure(cfg)
+	}
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	s, err := store.Open(context.Background(), pool, testPackage(t), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, pool, dsn
+}
+
+// startRunner starts a job runner of s with the default options over
+// workers; it stops when t ends, after the test's deferred calls.
+func startRunner(t testing.TB, s *store.Store, workers *river.Workers) {
+	t.Helper()
+	runner, err := s.NewJobRunner(workers, store.JobRunnerOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := runner.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { runner.Stop(context.Background()) })
+}
+
+// maxConns sets a pool's size to n (openOnPool).
+func maxConns(n int32) func(*pgxpool.Config) {
+	return func(c *pgxpool.Config) { c.MaxConns = n }
+}
 
 func journal() store.Journal {
 	return store.Journal{OperationID: uuid.NewString(), CommitID: uuid.NewString(), TraceID: "0123456789abcdef0123456789abcdef", RecordReference: "hmac-sha256:x", Data: []byte(`{}`)}

@@ -233,8 +233,9 @@ func (a *API) observe(next http.Handler) http.Handler {
 			elapsed := time.Since(start)
 			telemetry.EndServerSpan(span, r.Method, pattern, rec.status)
 			if a.metrics != nil {
-				a.metrics.requests.WithLabelValues(r.Method, pattern, strconv.Itoa(rec.status)).Inc()
-				a.metrics.duration.WithLabelValues(r.Method, pattern).Observe(elapsed.Seconds())
+				method := telemetry.Method(r.Method)
+				a.metrics.requests.WithLabelValues(method, pattern, strconv.Itoa(rec.status)).Inc()
+				a.metrics.duration.WithLabelValues(method, pattern).Observe(elapsed.Seconds())
 				if refusal.category != "" && (rec.status == http.StatusUnauthorized || rec.status == http.StatusNotFound) {
 					a.metrics.refusals.WithLabelValues(refusal.category).Inc()
 				}

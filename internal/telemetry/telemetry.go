@@ -159,25 +159,49 @@ func StartSpan(ctx context.Context, name string, opts ...trace.SpanStartOption) 
 	return Tracer().Start(ctx, name, opts...)
 }
 
+// OtherMethod is what Method returns for a request method it does not
+// know, as OpenTelemetry's HTTP conventions name it.
+const OtherMethod = "_OTHER"
+
+// Method returns the request method m when it is one of HTTP's standard
+// methods (RFC 9110 and PATCH), OtherMethod otherwise: what a metric label
+// or a span name may carry. A method is any token a client chooses, so a
+// label of the method as sent would let a caller create a series per
+// request.
+func Method(m string) string {
+	switch m {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+		http.MethodDelete, http.MethodConnect, http.MethodOptions, http.MethodTrace:
+		return m
+	}
+	return OtherMethod
+}
+
 // ServerSpan starts the server span of an inbound request, continuing its
 // traceparent. Off, it starts nothing and returns ctx unchanged with a
-// no-op span.
+// no-op span. A method that is not standard is named OtherMethod, the
+// method as sent kept in http.request.method_original.
 func ServerSpan(ctx context.Context, r *http.Request) (context.Context, trace.Span) {
 	if !Enabled() {
 		return ctx, trace.SpanFromContext(context.Background())
 	}
 	ctx = traceContext.Extract(ctx, propagation.HeaderCarrier(r.Header))
-	return Tracer().Start(ctx, r.Method, trace.WithSpanKind(trace.SpanKindServer),
-		trace.WithAttributes(attribute.String("http.request.method", r.Method)))
+	method := Method(r.Method)
+	attrs := []attribute.KeyValue{attribute.String("http.request.method", method)}
+	if method != r.Method {
+		attrs = append(attrs, attribute.String("http.request.method_original", r.Method))
+	}
+	return Tracer().Start(ctx, method, trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(attrs...))
 }
 
-// EndServerSpan names the span by its route and records the status.
+// EndServerSpan names the span by its method (Method) and route, and
+// records the status.
 func EndServerSpan(span trace.Span, method, route string, status int) {
 	if !span.IsRecording() {
 		span.End()
 		return
 	}
-	span.SetName(method + " " + route)
+	span.SetName(Method(method) + " " + route)
 	span.SetAttributes(attribute.String("http.route", route), attribute.Int("http.response.status_code", status))
 	if status >= 500 {
 		span.SetStatus(codes.Error, strconv.Itoa(status))

@@ -72,3 +72,16 @@ func TestOffSendsNothingAndOnContinuesTheTrace(t *testing.T) {
 		t.Fatal("still on after Shutdown")
 	}
 }
+
+func TestMethodNamesOnlyStandardMethods(t *testing.T) {
+	for _, m := range []string{"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "CONNECT", "OPTIONS", "TRACE"} {
+		if got := Method(m); got != m {
+			t.Errorf("Method(%q) = %q", m, got)
+		}
+	}
+	for _, m := range []string{"get", "PROPFIND", "INVENTED01", "", "GET "} {
+		if got := Method(m); got != OtherMethod {
+			t.Errorf("Method(%q) = %q, want %q", m, got, OtherMethod)
+		}
+	}
+}
