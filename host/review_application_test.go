@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -19,6 +20,7 @@ import (
 	"github.com/registrum/registrum/host/auth/authtest"
 	"github.com/registrum/registrum/host/config"
 	"github.com/registrum/registrum/host/hosttest"
+	"github.com/registrum/registrum/internal/testslack"
 	"github.com/registrum/registrum/issuer/issuertest"
 	"github.com/registrum/registrum/store"
 	"github.com/registrum/registrum/store/storetest"
@@ -126,7 +128,25 @@ type applicationOptions struct {
 	executorTokenURL string
 	// noWorkers leaves the jobs to startJobs.
 	noWorkers bool
+	// destination replaces the receiver's URL as the destination of the
+	// project's url hooks.
+	destination string
+	// poolMaxConns sizes the host's pool (default the host's own).
+	poolMaxConns int
+	// childCreatedHook adds a url hook on the child's creation.
+	childCreatedHook bool
 }
+
+// childCreatedHook is the hook applicationOptions.childCreatedHook adds to
+// the child entity.
+const childCreatedHook = `      - {id: case_notes, type: text, maxLength: 2000}
+    hooks:
+      - id: child-created
+        phase: after
+        trigger: created
+        projection: [name]
+        handler: {kind: url, destinationId: receiver}
+`
 
 type applicationEnv struct {
 	h       *host.Host
@@ -179,7 +199,29 @@ func startApplication(t *testing.T, o applicationOptions) *applicationEnv {
 	}
 	extra := fmt.Sprintf("reviewAuthorities:\n  casework: {endpoint: %q, profile: families-casework, producerId: families, pollSeconds: %d, %s}\n"+
 		"executors:\n  clerk-bot: {accessProfile: family, client: %s}\n", env.auth.srv.URL, o.pollSeconds, credential, executorClient)
-	cfg := deployment(t, applicationProject(t), storetest.NewDatabase(t), is.HostAuthentication(), extra, hosttest.Destination(env.rcv.srv.URL+"/hooks/registry"))
+	project := applicationProject(t)
+	if o.childCreatedHook {
+		reg := filepath.Join(project, "registry.yaml")
+		b, err := os.ReadFile(reg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		child := "      - {id: case_notes, type: text, maxLength: 2000}\n"
+		if !strings.Contains(string(b), "  - id: child\n") || strings.Index(string(b), child) < strings.Index(string(b), "  - id: child\n") {
+			t.Fatal("testdata/requests/registry.yaml: the child entity no longer ends with case_notes")
+		}
+		if err := os.WriteFile(reg, []byte(strings.Replace(string(b), child, childCreatedHook, 1)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if o.destination == "" {
+		o.destination = env.rcv.srv.URL + "/hooks/registry"
+	}
+	dsn := storetest.NewDatabase(t)
+	if o.poolMaxConns != 0 {
+		dsn = withPoolMaxConns(dsn, o.poolMaxConns)
+	}
+	cfg := deployment(t, project, dsn, is.HostAuthentication(), extra, hosttest.Destination(o.destination))
 	key, err := os.ReadFile(keyFile)
 	if err != nil {
 		t.Fatal(err)
@@ -250,6 +292,46 @@ func TestAutomaticApplicationWithoutReviewAppliesOnce(t *testing.T) {
 	if c := env.child(t); c.Revision != 2 {
 		t.Fatalf("the automatic apply wrote the child again: revision %d", c.Revision)
 	}
+}
+
+// A receiver that holds every delivery for the attempt's whole timeout
+// (it takes the request and never answers) holds delivery workers only:
+// on a pool of 4 (8 delivery workers, 1 worker for the other jobs), with
+// 20 deliveries waiting on it, an automatic application is still applied
+// at once. When the deliveries shared the other jobs' workers (2 on that
+// pool), the application waited behind the 20 deliveries queued before
+// it, two at a time, 5 s each: about 50 s.
+func TestASlowReceiverDoesNotDelayAutomaticApplication(t *testing.T) {
+	var hanging atomic.Int32
+	stop := make(chan struct{})
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hanging.Add(1)
+		defer hanging.Add(-1)
+		select {
+		case <-r.Context().Done():
+		case <-stop:
+		}
+	}))
+	t.Cleanup(slow.Close)
+	env := startApplication(t, applicationOptions{destination: slow.URL + "/hooks/registry", poolMaxConns: 4, childCreatedHook: true})
+	t.Cleanup(func() { close(stop) }) // before the host stops its workers
+	for i := range 20 {
+		env.owner.create(t, "children", fmt.Sprintf(`{"name":"C%d"}`, i))
+	}
+	deadline := time.Now().Add(testslack.Scheduling)
+	for hanging.Load() < 8 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := hanging.Load(); n != 8 {
+		t.Fatalf("%d deliveries wait on the receiver, want the 8 delivery workers of a pool of 4", n)
+	}
+	start := time.Now()
+	loc := env.submitted(t, "quick-changes", "555")
+	env.owner.until(t, loc, func(r *requestDoc) bool { return r.EngineState == "applied" })
+	if c := env.child(t); c.Values["phone"] != "555" {
+		t.Fatalf("child after the automatic apply: %v", c.Values)
+	}
+	t.Logf("applied %v after the submit, %d deliveries waiting on the receiver", time.Since(start).Round(time.Millisecond), hanging.Load())
 }
 
 // An automatic apply the executor's profile may not do is refused: the
