@@ -296,7 +296,7 @@ func TestAutomaticApplicationWithoutReviewAppliesOnce(t *testing.T) {
 
 // A receiver that holds every delivery for the attempt's whole timeout
 // (it takes the request and never answers) holds delivery workers only:
-// on a pool of 4 (8 delivery workers, 1 worker for the other jobs), with
+// on a pool of 4 (8 delivery workers, 2 for the other jobs), with
 // 20 deliveries waiting on it, an automatic application is still applied
 // at once. When the deliveries shared the other jobs' workers (2 on that
 // pool), the application waited behind the 20 deliveries queued before

@@ -94,10 +94,11 @@ func (s *Store) Enqueue(ctx context.Context, args river.JobArgs, opts *river.Ins
 // application, verifications).
 const QueueEvents = "events"
 
-// jobShare is how a process's jobs use its pool: at most half its
-// connections (at least one for each kind of job) are held by jobs at
-// once, the other half left to requests, which otherwise wait behind a
-// burst of jobs until their budgets run out.
+// jobShare is how a process's jobs use its pool: the default queue's
+// workers are half its connections, the event deliveries' statements a
+// quarter (at least one each), so that a quarter is always left to
+// requests, which otherwise wait behind a burst of jobs until their
+// budgets run out.
 type jobShare struct {
 	// requestJobs is the default queue's workers: jobs that hold a
 	// connection for most of their run.
@@ -111,24 +112,24 @@ type jobShare struct {
 }
 
 // jobShareOf returns the job share of pool: with n the half of its
-// connections, half of n (rounded down, at least one) for delivery
-// statements, the rest (at least one) for the default queue's workers,
-// and four delivery workers per connection of n.
+// connections (at least one), n workers for the default queue, half of n
+// (at least one) for delivery statements, and four delivery workers per
+// connection of n.
 func jobShareOf(pool *pgxpool.Pool) jobShare {
 	n := max(1, int(pool.Config().MaxConns)/2)
-	return jobShare{requestJobs: max(1, n-n/2), deliveryStatements: max(1, n/2), deliveryWorkers: 4 * n}
+	return jobShare{requestJobs: n, deliveryStatements: max(1, n/2), deliveryWorkers: 4 * n}
 }
 
 // JobRunnerOptions tune the workers of NewJobRunner.
 type JobRunnerOptions struct {
 	// MaxWorkers is the number of jobs of River's default queue worked at
-	// once: every job but event deliveries (default: about a quarter of
-	// the pool's maximum connections, 8 of 32, at least 1; with the
-	// delivery statements' quarter, jobs hold at most half the pool, or
-	// both connections of the smallest pool of 2). A job holds a
-	// connection while it works, and jobs and the host's requests share the
-	// pool: a burst of jobs must not take every connection, or requests
-	// wait behind them until their budgets run out.
+	// once: every job but event deliveries (default: half the pool's
+	// maximum connections, 16 of 32, at least 1; with the delivery
+	// statements' quarter, jobs hold at most three quarters of the pool,
+	// or both connections of the smallest pool of 2). A job may hold a
+	// connection while it works, and jobs and the host's requests share
+	// the pool: a burst of jobs must not take every connection, or
+	// requests wait behind them until their budgets run out.
 	MaxWorkers int
 	// EventWorkers is the number of event deliveries (QueueEvents) in
 	// flight at once (default: about twice the pool's maximum

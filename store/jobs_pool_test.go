@@ -25,9 +25,9 @@ func (poolHog) Kind() string { return "test.pool_hog" }
 // requests share it, and a request that waited behind the jobs answered
 // 503 once its 2-second read budget ran out (the soak saw it when River's
 // scheduler made 109 retried deliveries available at once). By default the
-// runner works at most a quarter of the pool's connections' worth of jobs
-// of its default queue at once, and event deliveries run at most another
-// quarter's worth of statements (TestDeliveryStatementsLeaveConnectionsForRequests).
+// runner works at most half the pool's connections' worth of jobs of its
+// default queue at once, and event deliveries run at most a quarter's
+// worth of statements (TestDeliveryStatementsLeaveConnectionsForRequests).
 func TestAJobBurstLeavesConnectionsForRequests(t *testing.T) {
 	ctx := context.Background()
 	const poolMax, hold = 4, 3 * time.Second
@@ -115,7 +115,7 @@ func TestASlowDeliveryLeavesWorkersForOtherJobs(t *testing.T) {
 	}
 	startRunner(t, s, workers)
 	defer free() // before the runner stops (startRunner)
-	// A pool of 4: 8 delivery workers, 1 worker for the default queue.
+	// A pool of 4: 8 delivery workers, 2 workers for the default queue.
 	deadline := time.Now().Add(testslack.Scheduling)
 	for inFlight.Load() < 8 && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
