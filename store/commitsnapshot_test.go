@@ -270,10 +270,7 @@ func refusedInEveryMode(t *testing.T, s *store.Store, pool *pgxpool.Pool, want e
 func TestAWriteToADatabaseOfAnotherPackageIsRefused(t *testing.T) {
 	ctx := context.Background()
 	s, pool := openStore(t)
-	var own string
-	if err := pool.QueryRow(ctx, `SELECT schema_fingerprint FROM registrum.package_state`).Scan(&own); err != nil {
-		t.Fatal(err)
-	}
+	own := schemaFingerprint(t, pool)
 	move := func(fp string) {
 		if _, err := pool.Exec(ctx, `UPDATE registrum.package_state SET schema_fingerprint = $1`, fp); err != nil {
 			t.Fatal(err)
@@ -433,10 +430,7 @@ func TestConcurrentUsesOfOneKeyAnswerOneWriteWithOneToken(t *testing.T) {
 func TestTheWriteSnapshotOfThePreviousReleaseStillAnswers(t *testing.T) {
 	ctx := context.Background()
 	_, pool := openStore(t)
-	var fp string
-	if err := pool.QueryRow(ctx, `SELECT schema_fingerprint FROM registrum.package_state`).Scan(&fp); err != nil {
-		t.Fatal(err)
-	}
+	fp := schemaFingerprint(t, pool)
 	type answer struct {
 		own, snapshot string
 		tag           []byte

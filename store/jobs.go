@@ -162,12 +162,11 @@ type JobRunnerOptions struct {
 // number of hosts may run one on the same database: River hands each job
 // to one of them at a time.
 func (s *Store) NewJobRunner(workers *river.Workers, o JobRunnerOptions) (*river.Client[pgx.Tx], error) {
-	share := jobShareOf(s.pool)
 	if o.MaxWorkers == 0 {
-		o.MaxWorkers = share.requestJobs
+		o.MaxWorkers = s.share.requestJobs
 	}
 	if o.EventWorkers == 0 {
-		o.EventWorkers = share.deliveryWorkers
+		o.EventWorkers = s.share.deliveryWorkers
 	}
 	if o.FetchCooldown == 0 {
 		o.FetchCooldown = 10 * time.Millisecond

@@ -54,10 +54,11 @@ type Store struct {
 	session *pgxpool.Pool
 	// maxInProgress is MaxWriteInProgress (lowered by the store's tests).
 	maxInProgress int
+	// share is how this process's jobs use the pool (jobShareOf).
+	share jobShare
 	// deliveryStatements holds a token for each delivery attempt's
 	// statement in progress (ClaimDelivery, FinishAttempt): its capacity
-	// is the connections the event deliveries of this process may hold at
-	// once (jobShare).
+	// is share.deliveryStatements.
 	deliveryStatements chan struct{}
 }
 
@@ -252,8 +253,9 @@ func Open(ctx context.Context, pool *pgxpool.Pool, p *model.Package, o Options) 
 	if err != nil {
 		return nil, err
 	}
+	share := jobShareOf(pool)
 	s := &Store{pool: pool, pkg: p, owners: layout.Owners(p), jobs: jobs, origin: origin, fp: fp, capture: o.Capture, session: o.Session, maxInProgress: MaxWriteInProgress,
-		deliveryStatements: make(chan struct{}, jobShareOf(pool).deliveryStatements)}
+		share: share, deliveryStatements: make(chan struct{}, share.deliveryStatements)}
 	s.setTag(tag)
 	return s, nil
 }

@@ -81,12 +81,19 @@ func journal() store.Journal {
 }
 
 func openStore(t testing.TB) (*store.Store, *pgxpool.Pool) {
-	pool := storetest.NewPool(t)
-	s, err := store.Open(context.Background(), pool, testPackage(t), store.Options{})
-	if err != nil {
+	s, pool, _ := openOnPool(t, nil)
+	return s, pool
+}
+
+// schemaFingerprint reads the schema fingerprint of the package the
+// database serves.
+func schemaFingerprint(t testing.TB, pool *pgxpool.Pool) string {
+	t.Helper()
+	var fp string
+	if err := pool.QueryRow(context.Background(), `SELECT schema_fingerprint FROM registrum.package_state`).Scan(&fp); err != nil {
 		t.Fatal(err)
 	}
-	return s, pool
+	return fp
 }
 
 func count(t *testing.T, pool *pgxpool.Pool, q string) int {
