@@ -109,7 +109,6 @@ func TestAttachmentReport(t *testing.T) {
 	}
 	content := make([]byte, size)
 	var pgxWrite, pgxRead, hostUp, hostDown time.Duration
-	var locs []string
 	upload("five", size, 255) // warm-up
 	for i := 0; i < rounds; i++ {
 		(&patternReader{n: size, seed: byte(i)}).Read(content)
@@ -126,7 +125,6 @@ func TestAttachmentReport(t *testing.T) {
 		pgxRead += time.Since(t0)
 		loc, d := upload("five", size, byte(i))
 		hostUp += d
-		locs = append(locs, loc)
 		hostDown += download(loc, "five", size)
 	}
 	mib := float64(size*rounds) / (1 << 20)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -165,5 +164,3 @@ func approveInBrowser(browser, shots string) approver {
 		}
 	}
 }
-
-func jsonInto(b []byte, v any) error { return json.Unmarshal(b, v) }

@@ -43,7 +43,11 @@ func NewLocalJWK(privateJWK []byte, active *jose.JSONWebKey) (Signer, error) {
 	}
 	// The JWK decoder takes x and y as given; derive the public point from d so
 	// a document whose d does not belong to its x/y is refused here.
-	derived, err := ecdsa.ParseRawPrivateKey(elliptic.P256(), priv.D.FillBytes(make([]byte, 32)))
+	d, err := priv.Bytes()
+	if err != nil {
+		return nil, errors.New("signer: local-jwk: the private scalar d is not a valid P-256 key")
+	}
+	derived, err := ecdsa.ParseRawPrivateKey(elliptic.P256(), d)
 	if err != nil {
 		return nil, errors.New("signer: local-jwk: the private scalar d is not a valid P-256 key")
 	}

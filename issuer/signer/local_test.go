@@ -144,6 +144,20 @@ func TestLocalJWKRefusesKeysThatAreNotTheActiveKey(t *testing.T) {
 	forged["d"] = otherDoc["d"]
 	forgedRaw, _ := json.Marshal(forged)
 
+	// Documents whose d is no P-256 scalar at all: zero, and the group's
+	// order n (one past the largest).
+	outOfRange := func(d []byte) []byte {
+		m := map[string]any{}
+		for k, v := range doc {
+			m[k] = v
+		}
+		m["d"] = base64.RawURLEncoding.EncodeToString(d)
+		raw, _ := json.Marshal(m)
+		return raw
+	}
+	zeroRaw := outOfRange(make([]byte, 32))
+	orderRaw := outOfRange(elliptic.P256().Params().N.FillBytes(make([]byte, 32)))
+
 	withAlg := map[string]any{}
 	for k, v := range doc {
 		withAlg[k] = v
@@ -164,6 +178,8 @@ func TestLocalJWKRefusesKeysThatAreNotTheActiveKey(t *testing.T) {
 		{"public key only", publicOnly, active, "an EC public key"},
 		{"not JSON", []byte("not json " + dValue), active, "not a usable JWK"},
 		{"d of another key", forgedRaw, active, "does not belong to the key's x and y"},
+		{"d zero", zeroRaw, active, "not a valid P-256 key"},
+		{"d the group order", orderRaw, active, "not a valid P-256 key"},
 		{"alg other than ES256", withAlgRaw, active, `alg "ES384"`},
 		{"no active key", priv, nil, "no active public JWK"},
 		{"active key not P-256", priv, edPubJWK, "must be an EC P-256 public key"},

@@ -26,16 +26,6 @@ type Fields struct {
 	m []strictjson.Member // the object's members, in document order
 }
 
-// member is one member of a Fields: its decoded name and its value's span
-// in the document.
-type member struct {
-	key        string
-	start, end int
-	// plain: the value is a string without escapes, so its text is the
-	// span without its quotes.
-	plain bool
-}
-
 // FieldsReader reads Fields, reusing the storage of its last result.
 // Its zero value is ready to use; it is not safe for concurrent use.
 type FieldsReader struct {
