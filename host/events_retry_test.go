@@ -200,7 +200,8 @@ func checkSchedule(t *testing.T, atts []store.DeliveryAttempt) {
 func TestAReceiverDownForAWhileLosesAndDuplicatesNothing(t *testing.T) {
 	const events = 6
 	rcv := newOutageReceiver(t, http.StatusServiceUnavailable)
-	h, srv := serve(t, retryDeployment(t, storetest.NewDatabase(t), rcv.url()))
+	dsn := storetest.NewDatabase(t)
+	h, srv := serve(t, retryDeployment(t, dsn, rcv.url()))
 	hosttest.RunWorkers(t, h)
 	c := hosttest.Caller{URL: srv.URL}
 	for i := range events {
@@ -242,6 +243,11 @@ func TestAReceiverDownForAWhileLosesAndDuplicatesNothing(t *testing.T) {
 	}
 	if dead, _ := h.Store().ListDeliveries(ctx, store.DeliveryDeadLettered, 100); len(dead) != 0 {
 		t.Fatalf("dead letters %+v", dead)
+	}
+	// Captures, scheduled retries and the retries made due at once all
+	// went to the destination's queue.
+	if queues := jobQueues(t, dsn, store.KindDeliverEvent); !slices.Equal(queues, []string{store.EventQueue("receiver")}) {
+		t.Fatalf("delivery jobs in queues %q, want only %q", queues, store.EventQueue("receiver"))
 	}
 }
 

@@ -201,10 +201,10 @@ func TestEventsAreCapturedWithTheirWriteAndDeliveredSigned(t *testing.T) {
 	loc, tag := resp.Header.Get("Location"), resp.Header.Get("ETag")
 	id := loc[strings.LastIndex(loc, "/")+1:]
 	got := rcv.wait(t, 1, 10*time.Second)
-	// The delivery ran in the deliveries' own queue (docs/record-host.md,
+	// The delivery ran in its destination's own queue (docs/record-host.md,
 	// "Pool sizing").
-	if queues := jobQueues(t, dsn, store.KindDeliverEvent); !slices.Equal(queues, []string{store.QueueEvents}) {
-		t.Fatalf("delivery jobs in queues %q, want only %q", queues, store.QueueEvents)
+	if queues := jobQueues(t, dsn, store.KindDeliverEvent); !slices.Equal(queues, []string{store.EventQueue("receiver")}) {
+		t.Fatalf("delivery jobs in queues %q, want only %q", queues, store.EventQueue("receiver"))
 	}
 	r := got[0]
 	if r.path != "/hooks/registry" {
@@ -324,7 +324,8 @@ func jsonOf(v any) string { b, _ := json.Marshal(v); return string(b) }
 // attempts 1, 2, 3; each attempt is audited before its send.
 func TestRetriesKeepTheIdempotencyKeyUntilDelivered(t *testing.T) {
 	rcv := newReceiver(t, 500, 500, 200)
-	cfg := eventsDeployment(t, storetest.NewDatabase(t), rcv.srv.URL+"/hooks/registry")
+	dsn := storetest.NewDatabase(t)
+	cfg := eventsDeployment(t, dsn, rcv.srv.URL+"/hooks/registry")
 	h, srv := serve(t, cfg)
 	runWorkers(t, h)
 	v := verifier(t, h)
@@ -361,6 +362,10 @@ func TestRetriesKeepTheIdempotencyKeyUntilDelivered(t *testing.T) {
 	if d.Payload != nil {
 		t.Fatal("the payload of a delivered event is erased")
 	}
+	// The retries were scheduled in the destination's queue.
+	if queues := jobQueues(t, dsn, store.KindDeliverEvent); !slices.Equal(queues, []string{store.EventQueue("receiver")}) {
+		t.Fatalf("delivery jobs in queues %q, want only %q", queues, store.EventQueue("receiver"))
+	}
 	rec := httptest.NewRecorder()
 	h.MetricsHandler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
 	for _, want := range []string{"registrum_events_captured_total 1", "registrum_events_retried_total 2", "registrum_events_delivered_total 1",
@@ -375,7 +380,8 @@ func TestRetriesKeepTheIdempotencyKeyUntilDelivered(t *testing.T) {
 // as generation 2 with a new key; every refusal is the same.
 func TestDeadLetterReplayOpensANewGeneration(t *testing.T) {
 	rcv := newReceiver(t, 503, 302)
-	cfg := eventsDeployment(t, storetest.NewDatabase(t), rcv.srv.URL+"/hooks/registry", "    maximumAttempts: 2\n")
+	dsn := storetest.NewDatabase(t)
+	cfg := eventsDeployment(t, dsn, rcv.srv.URL+"/hooks/registry", "    maximumAttempts: 2\n")
 	h, srv := serve(t, cfg)
 	runWorkers(t, h)
 	v := verifier(t, h)
@@ -425,6 +431,10 @@ func TestDeadLetterReplayOpensANewGeneration(t *testing.T) {
 		t.Fatalf("replay delivery %+v", replayed)
 	}
 	waitState(t, h, s.DeliveryID, store.DeliveryDelivered, 5*time.Second)
+	// The replay's job went to the destination's queue, as the first ones.
+	if queues := jobQueues(t, dsn, store.KindDeliverEvent); !slices.Equal(queues, []string{store.EventQueue("receiver")}) {
+		t.Fatalf("delivery jobs in queues %q, want only %q", queues, store.EventQueue("receiver"))
+	}
 	if _, err := st.Replay(ctx, s.EventID, s.DeliveryID, 2, ev.Bindings(), ev.Modules(), "op"); !errors.Is(err, store.ErrReplayRefused) {
 		t.Fatalf("replay of a delivered event: %v", err)
 	}

@@ -8,10 +8,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -377,7 +379,7 @@ func jobRunner(cfg *config.Config, st *store.Store, svc *records.Service, workfl
 		return nil, err
 	}
 	return st.NewJobRunner(workers, store.JobRunnerOptions{Logger: log, JobTimeout: timeout, RescueAfter: rescue, PeriodicJobs: ev.PeriodicJobs(),
-		Tracer: telemetry.Current()})
+		EventDestinations: slices.Sorted(maps.Keys(ev.Bindings())), Tracer: telemetry.Current()})
 }
 
 // RunWorkers works the host's post-commit jobs without serving HTTP, until

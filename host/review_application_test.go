@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -303,19 +302,9 @@ func TestAutomaticApplicationWithoutReviewAppliesOnce(t *testing.T) {
 // it, two at a time, 5 s each, and was still queued when this test gave
 // up (15 s).
 func TestASlowReceiverDoesNotDelayAutomaticApplication(t *testing.T) {
-	var hanging atomic.Int32
-	stop := make(chan struct{})
-	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		hanging.Add(1)
-		defer hanging.Add(-1)
-		select {
-		case <-r.Context().Done():
-		case <-stop:
-		}
-	}))
-	t.Cleanup(slow.Close)
+	slow, hanging, stop := silentReceiver(t)
 	env := startApplication(t, applicationOptions{destination: slow.URL + "/hooks/registry", poolMaxConns: 4, childCreatedHook: true})
-	t.Cleanup(func() { close(stop) }) // before the host stops its workers
+	t.Cleanup(stop) // before the host stops its workers
 	for i := range 20 {
 		env.owner.create(t, "children", fmt.Sprintf(`{"name":"C%d"}`, i))
 	}

@@ -2,9 +2,12 @@ package store
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"regexp"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -116,10 +119,40 @@ const KindDeliverEvent = "registrum.event.deliver"
 // Kind implements river.JobArgs.
 func (DeliverEventArgs) Kind() string { return KindDeliverEvent }
 
-// InsertOpts puts deliveries in their own queue (QueueEvents). A delivery
-// job in the default queue (enqueued by a host of an earlier release) is
-// worked there as before.
+// InsertOpts puts deliveries in the queue of local handlers (QueueEvents);
+// the store inserts a delivery to a destination in that destination's
+// queue (EventQueue). A delivery job in the default queue (enqueued by a
+// host of an earlier release) is worked there as before.
 func (DeliverEventArgs) InsertOpts() river.InsertOpts { return river.InsertOpts{Queue: QueueEvents} }
+
+// EventQueue returns the River queue of the deliveries to destinationID:
+// QueueEvents for a local handler's (no destination), else a queue of the
+// destination's own, so that a receiver that answers slowly, or not at
+// all, holds only the workers of its own queue and never delays another
+// destination's deliveries. That queue is "events-" followed by the
+// destination's id, or, where that is no valid River queue name (over 64
+// characters, or with two dashes in a row or a dash at the end), by the
+// first 16 hex digits of the id's SHA-256.
+func EventQueue(destinationID string) string {
+	if destinationID == "" {
+		return QueueEvents
+	}
+	if q := QueueEvents + "-" + destinationID; len(q) <= 64 && queueName.MatchString(q) {
+		return q
+	}
+	sum := sha256.Sum256([]byte(destinationID))
+	return QueueEvents + "-" + hex.EncodeToString(sum[:8])
+}
+
+// queueName is what River accepts as a queue's name.
+var queueName = regexp.MustCompile(`^[a-z0-9]+(?:[_|-]?[a-z0-9]+)*$`)
+
+// deliveryJob is the job of a delivery to destinationID, scheduled at at
+// (due at once when zero), in the destination's queue.
+func deliveryJob(deliveryID, destinationID string, at time.Time) river.InsertManyParams {
+	return river.InsertManyParams{Args: DeliverEventArgs{DeliveryID: deliveryID},
+		InsertOpts: &river.InsertOpts{Queue: EventQueue(destinationID), ScheduledAt: at}}
+}
 
 // enterDelivery waits for a free delivery statement (jobShare) and returns
 // its release; it fails when ctx ends first.
@@ -147,7 +180,7 @@ func (w *Writer) InsertDelivery(ctx context.Context, d *Delivery) error {
 		d.MaximumAttempts, d.RetryDelaysMs, d.AttemptTimeoutMs, d.Payload, d.PayloadDigest, d.PayloadExpiresAt, d.CausationHop, w.now)
 	// The jobs of a transaction's deliveries are inserted together, once,
 	// before it commits (Store.Write).
-	w.deliveryJobs = append(w.deliveryJobs, river.InsertManyParams{Args: DeliverEventArgs{DeliveryID: d.DeliveryID}})
+	w.deliveryJobs = append(w.deliveryJobs, deliveryJob(d.DeliveryID, d.DestinationID, time.Time{}))
 	return nil
 }
 
@@ -344,7 +377,7 @@ func (s *Store) settle(ctx context.Context, tx pgx.Tx, d *Delivery, outcome stri
     WHERE delivery_id = $1 AND generation = $2 AND attempt = $3`, d.DeliveryID, d.Generation, d.Attempt, next); err != nil {
 			return "", wrap("schedule retry", err)
 		}
-		if _, err := s.jobs.InsertTx(ctx, tx, DeliverEventArgs{DeliveryID: d.DeliveryID}, jobAt(next)); err != nil {
+		if _, err := s.jobs.InsertManyTx(ctx, tx, []river.InsertManyParams{deliveryJob(d.DeliveryID, d.DestinationID, next)}); err != nil {
 			return "", wrap("schedule retry", err)
 		}
 		return DeliveryPending, nil
@@ -531,7 +564,7 @@ func (s *Store) Replay(ctx context.Context, eventID, deliveryID string, expected
 			d.DeliveryID, gen, operator); err != nil {
 			return wrap("audit replay", err)
 		}
-		_, err = s.jobs.InsertTx(ctx, tx, DeliverEventArgs{DeliveryID: d.DeliveryID}, nil)
+		_, err = s.jobs.InsertManyTx(ctx, tx, []river.InsertManyParams{deliveryJob(d.DeliveryID, d.DestinationID, time.Time{})})
 		return wrap("replay", err)
 	})
 	if err != nil {

@@ -161,7 +161,7 @@ func (s *Store) RetryNow(ctx context.Context, destinationID string) (_ int, err 
 		}
 		jobs := make([]river.InsertManyParams, 0, n)
 		for _, id := range ids {
-			jobs = append(jobs, river.InsertManyParams{Args: DeliverEventArgs{DeliveryID: id}})
+			jobs = append(jobs, deliveryJob(id, destinationID, time.Time{}))
 		}
 		if _, err := s.jobs.InsertManyTx(ctx, tx, jobs); err != nil {
 			return fmt.Errorf("store: retry now: %w", err)

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -17,6 +18,8 @@ import (
 	"github.com/riverqueue/river/rivertype"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/registrum/registrum/model"
 )
 
 // JobSchema is the schema that holds River's tables: the post-commit jobs.
@@ -86,12 +89,14 @@ func (s *Store) Enqueue(ctx context.Context, args river.JobArgs, opts *river.Ins
 	})
 }
 
-// QueueEvents is the River queue of event deliveries (DeliverEventArgs);
-// every other job runs in River's default queue. A delivery spends most of
-// its run waiting for the receiver, not on a connection, so deliveries have
-// workers of their own: a receiver that answers slowly holds delivery
-// workers only, never the request jobs' (review submissions, automatic
-// application, verifications).
+// QueueEvents is the River queue of the deliveries to local handlers
+// (DeliverEventArgs); the deliveries to each destination have a queue of
+// their own (EventQueue), and every other job runs in River's default
+// queue. A delivery spends most of its run waiting for the receiver, not
+// on a connection, so deliveries have workers of their own: a receiver
+// that answers slowly holds its own queue's delivery workers only, never
+// another destination's, nor the request jobs' (review submissions,
+// automatic application, verifications).
 const QueueEvents = "events"
 
 // jobShare is how a process's jobs use its pool: the default queue's
@@ -106,8 +111,9 @@ type jobShare struct {
 	// deliveryStatements is how many delivery statements (a claim, a
 	// settlement) run at once (Store.ClaimDelivery, Store.FinishAttempt).
 	deliveryStatements int
-	// deliveryWorkers is the events queue's workers: the deliveries in
-	// flight, each holding a connection only for its two statements.
+	// deliveryWorkers is the workers of each delivery queue (QueueEvents
+	// and each destination's): the deliveries in flight, each holding a
+	// connection only for its two statements.
 	deliveryWorkers int
 }
 
@@ -131,13 +137,21 @@ type JobRunnerOptions struct {
 	// the pool: a burst of jobs must not take every connection, or
 	// requests wait behind them until their budgets run out.
 	MaxWorkers int
-	// EventWorkers is the number of event deliveries (QueueEvents) in
-	// flight at once (default: about twice the pool's maximum
-	// connections, 64 of 32, at least 4). A delivery holds a connection
-	// only for its claim and its settlement, of which at most about a
-	// quarter of the pool's connections run at once (8 of 32, at least 1),
-	// and waits for the receiver in between.
+	// EventWorkers is the number of event deliveries of each delivery
+	// queue (QueueEvents, and each destination's: EventQueue) in flight at
+	// once (default: about twice the pool's maximum connections, 64 of 32,
+	// at least 4). A delivery holds a connection only for its claim and
+	// its settlement, of which at most about a quarter of the pool's
+	// connections run at once across every delivery queue (8 of 32, at
+	// least 1), and waits for the receiver in between.
 	EventWorkers int
+	// EventDestinations are the destinations whose deliveries the runner
+	// works, besides those the package's hooks name: each has a queue of its
+	// own (EventQueue) with EventWorkers workers, so that a destination
+	// that answers slowly holds only its own workers. The host passes the
+	// destinations its configuration binds, which keep the deliveries of
+	// hooks an earlier package revision named until they end.
+	EventDestinations []string
 	// FetchCooldown is the shortest pause between two fetches (default
 	// 10 ms: River's default of 100 ms caps a host near 1,000 jobs a second
 	// and adds up to 100 ms of latency after a commit).
@@ -186,7 +200,7 @@ func (s *Store) NewJobRunner(workers *river.Workers, o JobRunnerOptions) (*river
 	}
 	c, err := river.NewClient(driver, &river.Config{
 		Schema:               JobSchema,
-		Queues:               map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: o.MaxWorkers}, QueueEvents: {MaxWorkers: o.EventWorkers}},
+		Queues:               s.jobQueues(o),
 		Workers:              workers,
 		FetchCooldown:        o.FetchCooldown,
 		Logger:               o.Logger,
@@ -199,6 +213,25 @@ func (s *Store) NewJobRunner(workers *river.Workers, o JobRunnerOptions) (*river
 		return nil, fmt.Errorf("store: job runner: %w", err)
 	}
 	return c, nil
+}
+
+// jobQueues returns the queues a runner works: River's default queue, the
+// local handlers' deliveries (QueueEvents), and the queue of each
+// destination the package's hooks name or o.EventDestinations lists.
+func (s *Store) jobQueues(o JobRunnerOptions) map[string]river.QueueConfig {
+	queues := map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: o.MaxWorkers}, QueueEvents: {MaxWorkers: o.EventWorkers}}
+	destinations := slices.Clone(o.EventDestinations)
+	for _, e := range s.pkg.Entities {
+		for _, h := range e.Hooks {
+			if h.Handler != nil && h.Handler.Kind == model.HandlerURL {
+				destinations = append(destinations, h.Handler.DestinationID)
+			}
+		}
+	}
+	for _, id := range destinations {
+		queues[EventQueue(id)] = river.QueueConfig{MaxWorkers: o.EventWorkers}
+	}
+	return queues
 }
 
 // sessionListener is River's driver for a pool behind a pooler in
@@ -215,9 +248,6 @@ type sessionListener struct {
 func (d sessionListener) GetListener(params *riverdriver.GetListenenerParams) riverdriver.Listener {
 	return d.session.GetListener(params)
 }
-
-// jobAt schedules a job for t.
-func jobAt(t time.Time) *river.InsertOpts { return &river.InsertOpts{ScheduledAt: t} }
 
 // metadataTraceparent is the key of a job's metadata that holds the W3C
 // traceparent of the work that enqueued it.

@@ -2,6 +2,9 @@ package store_test
 
 import (
 	"context"
+	"maps"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -10,6 +13,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 
 	"github.com/registrum/registrum/internal/testslack"
 	"github.com/registrum/registrum/store"
@@ -116,11 +120,7 @@ func TestASlowDeliveryLeavesWorkersForOtherJobs(t *testing.T) {
 	startRunner(t, s, workers)
 	defer free() // before the runner stops (startRunner)
 	// A pool of 4: 8 delivery workers, 2 workers for the default queue.
-	deadline := time.Now().Add(testslack.Scheduling)
-	for inFlight.Load() < 8 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	if n := inFlight.Load(); n != 8 {
+	if n := settledCount(&inFlight, 8); n != 8 {
 		t.Fatalf("%d deliveries in flight on a pool of 4, want 8", n)
 	}
 	if err := s.Enqueue(ctx, probe{}, nil); err != nil {
@@ -198,4 +198,108 @@ func TestDeliveryStatementsLeaveConnectionsForRequests(t *testing.T) {
 		t.Fatal(err)
 	}
 	claims.Wait()
+}
+
+// Each destination's deliveries have a queue of their own (EventQueue): a
+// destination whose receiver holds every delivery of its queue in flight
+// leaves another destination's deliveries, and the local handlers', to
+// start at once.
+func TestASlowDestinationLeavesWorkersForAnother(t *testing.T) {
+	ctx := context.Background()
+	s, _, _ := openOnPool(t, maxConns(4))
+	release := make(chan struct{})
+	var releaseOnce sync.Once
+	free := func() { releaseOnce.Do(func() { close(release) }) }
+	slow := store.EventQueue("slow-partner")
+	var held atomic.Int32
+	others := make(chan string, 2)
+	workers := river.NewWorkers()
+	river.AddWorker(workers, river.WorkFunc(func(ctx context.Context, j *river.Job[store.DeliverEventArgs]) error {
+		if j.Queue != slow {
+			others <- j.Queue
+			return nil
+		}
+		held.Add(1)
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+		return nil
+	}))
+	for range 12 {
+		if err := s.Enqueue(ctx, store.DeliverEventArgs{DeliveryID: uuid.NewString()}, &river.InsertOpts{Queue: slow}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	startRunnerWith(t, s, workers, store.JobRunnerOptions{EventDestinations: []string{"slow-partner", "quick-partner"}})
+	defer free() // before the runner stops (startRunnerWith)
+	// A pool of 4: 8 workers in each delivery queue.
+	if n := settledCount(&held, 8); n != 8 {
+		t.Fatalf("%d deliveries held by the slow destination on a pool of 4, want 8", n)
+	}
+	for _, q := range []string{store.EventQueue("quick-partner"), store.QueueEvents} {
+		if err := s.Enqueue(ctx, store.DeliverEventArgs{DeliveryID: uuid.NewString()}, &river.InsertOpts{Queue: q}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := map[string]bool{}
+	for range 2 {
+		select {
+		case q := <-others:
+			got[q] = true
+		case <-time.After(testslack.Scheduling):
+			t.Fatalf("deliveries of queues %v started while the slow destination held %d; want %s and %s", got, held.Load(), store.EventQueue("quick-partner"), store.QueueEvents)
+		}
+	}
+	if !got[store.EventQueue("quick-partner")] || !got[store.QueueEvents] {
+		t.Fatalf("started %v", got)
+	}
+}
+
+// A destination's queue is named after it where River takes the name,
+// after a digest of its id otherwise; the local handlers' deliveries stay
+// in QueueEvents. River itself accepts every name.
+func TestEventQueueNamesAreRiverQueueNames(t *testing.T) {
+	long := strings.Repeat("a", 58)
+	for _, c := range []struct{ destination, want string }{
+		{"", store.QueueEvents},
+		{"receiver", "events-receiver"},
+		{"crm-2", "events-crm-2"},
+		{strings.Repeat("a", 57), "events-" + strings.Repeat("a", 57)},
+	} {
+		if got := store.EventQueue(c.destination); got != c.want {
+			t.Errorf("EventQueue(%q) = %q, want %q", c.destination, got, c.want)
+		}
+	}
+	queues := map[string]river.QueueConfig{}
+	seen := map[string]string{}
+	for _, id := range []string{"receiver", "a--b", "a-", "a-b", long, long + "b", "x", strings.Repeat("z", 64)} {
+		q := store.EventQueue(id)
+		if other, ok := seen[q]; ok {
+			t.Errorf("destinations %q and %q share queue %q", other, id, q)
+		}
+		seen[q] = id
+		queues[q] = river.QueueConfig{MaxWorkers: 1}
+	}
+	for _, id := range []string{"a--b", "a-", long} {
+		if q := store.EventQueue(id); len(q) != len("events-")+16 {
+			t.Errorf("EventQueue(%q) = %q, want events- and 16 hex digits", id, q)
+		}
+	}
+	_, pool := openStore(t)
+	workers := river.NewWorkers()
+	river.AddWorker(workers, river.WorkFunc(func(context.Context, *river.Job[store.DeliverEventArgs]) error { return nil }))
+	if _, err := river.NewClient(riverpgxv5.New(pool), &river.Config{Queues: queues, Workers: workers}); err != nil {
+		t.Fatalf("River refuses the queues %v: %v", slices.Collect(maps.Keys(queues)), err)
+	}
+}
+
+// settledCount waits until n reaches want (at most testslack.Scheduling)
+// and returns it: more than want when more ran than should.
+func settledCount(n *atomic.Int32, want int32) int32 {
+	deadline := time.Now().Add(testslack.Scheduling)
+	for n.Load() < want && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	return n.Load()
 }

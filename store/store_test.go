@@ -61,7 +61,14 @@ func openOnPool(t testing.TB, configure func(*pgxpool.Config)) (*store.Store, *p
 // workers; it stops when t ends, after the test's deferred calls.
 func startRunner(t testing.TB, s *store.Store, workers *river.Workers) {
 	t.Helper()
-	runner, err := s.NewJobRunner(workers, store.JobRunnerOptions{})
+	startRunnerWith(t, s, workers, store.JobRunnerOptions{})
+}
+
+// startRunnerWith starts a job runner of workers on s with options o until
+// t ends.
+func startRunnerWith(t testing.TB, s *store.Store, workers *river.Workers, o store.JobRunnerOptions) {
+	t.Helper()
+	runner, err := s.NewJobRunner(workers, o)
 	if err != nil {
 		t.Fatal(err)
 	}
