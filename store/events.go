@@ -147,11 +147,10 @@ func EventQueue(destinationID string) string {
 // queueName is what River accepts as a queue's name.
 var queueName = regexp.MustCompile(`^[a-z0-9]+(?:[_|-]?[a-z0-9]+)*$`)
 
-// deliveryJob is the job of a delivery to destinationID, scheduled at at
-// (due at once when zero), in the destination's queue.
-func deliveryJob(deliveryID, destinationID string, at time.Time) river.InsertManyParams {
-	return river.InsertManyParams{Args: DeliverEventArgs{DeliveryID: deliveryID},
-		InsertOpts: &river.InsertOpts{Queue: EventQueue(destinationID), ScheduledAt: at}}
+// deliveryOpts are the insert options of a delivery job to destinationID:
+// its destination's queue, scheduled at at (due at once when zero).
+func deliveryOpts(destinationID string, at time.Time) *river.InsertOpts {
+	return &river.InsertOpts{Queue: EventQueue(destinationID), ScheduledAt: at}
 }
 
 // enterDelivery waits for a free delivery statement (jobShare) and returns
@@ -180,7 +179,7 @@ func (w *Writer) InsertDelivery(ctx context.Context, d *Delivery) error {
 		d.MaximumAttempts, d.RetryDelaysMs, d.AttemptTimeoutMs, d.Payload, d.PayloadDigest, d.PayloadExpiresAt, d.CausationHop, w.now)
 	// The jobs of a transaction's deliveries are inserted together, once,
 	// before it commits (Store.Write).
-	w.deliveryJobs = append(w.deliveryJobs, deliveryJob(d.DeliveryID, d.DestinationID, time.Time{}))
+	w.deliveryJobs = append(w.deliveryJobs, river.InsertManyParams{Args: DeliverEventArgs{DeliveryID: d.DeliveryID}, InsertOpts: deliveryOpts(d.DestinationID, time.Time{})})
 	return nil
 }
 
@@ -377,7 +376,7 @@ func (s *Store) settle(ctx context.Context, tx pgx.Tx, d *Delivery, outcome stri
     WHERE delivery_id = $1 AND generation = $2 AND attempt = $3`, d.DeliveryID, d.Generation, d.Attempt, next); err != nil {
 			return "", wrap("schedule retry", err)
 		}
-		if _, err := s.jobs.InsertManyTx(ctx, tx, []river.InsertManyParams{deliveryJob(d.DeliveryID, d.DestinationID, next)}); err != nil {
+		if _, err := s.jobs.InsertTx(ctx, tx, DeliverEventArgs{DeliveryID: d.DeliveryID}, deliveryOpts(d.DestinationID, next)); err != nil {
 			return "", wrap("schedule retry", err)
 		}
 		return DeliveryPending, nil
@@ -564,7 +563,7 @@ func (s *Store) Replay(ctx context.Context, eventID, deliveryID string, expected
 			d.DeliveryID, gen, operator); err != nil {
 			return wrap("audit replay", err)
 		}
-		_, err = s.jobs.InsertManyTx(ctx, tx, []river.InsertManyParams{deliveryJob(d.DeliveryID, d.DestinationID, time.Time{})})
+		_, err = s.jobs.InsertTx(ctx, tx, DeliverEventArgs{DeliveryID: d.DeliveryID}, deliveryOpts(d.DestinationID, time.Time{}))
 		return wrap("replay", err)
 	})
 	if err != nil {

@@ -160,8 +160,9 @@ func (s *Store) RetryNow(ctx context.Context, destinationID string) (_ int, err 
 			return nil
 		}
 		jobs := make([]river.InsertManyParams, 0, n)
+		opts := deliveryOpts(destinationID, time.Time{})
 		for _, id := range ids {
-			jobs = append(jobs, deliveryJob(id, destinationID, time.Time{}))
+			jobs = append(jobs, river.InsertManyParams{Args: DeliverEventArgs{DeliveryID: id}, InsertOpts: opts})
 		}
 		if _, err := s.jobs.InsertManyTx(ctx, tx, jobs); err != nil {
 			return fmt.Errorf("store: retry now: %w", err)

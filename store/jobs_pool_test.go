@@ -12,11 +12,14 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 
 	"github.com/registrum/registrum/internal/testslack"
+	"github.com/registrum/registrum/model"
 	"github.com/registrum/registrum/store"
+	"github.com/registrum/registrum/store/storetest"
 )
 
 // poolHog is a job that holds one pooled connection for a while, as a
@@ -82,9 +85,7 @@ func (probe) Kind() string { return "test.probe" }
 func TestASlowDeliveryLeavesWorkersForOtherJobs(t *testing.T) {
 	ctx := context.Background()
 	s, _, _ := openOnPool(t, maxConns(4))
-	release := make(chan struct{})
-	var releaseOnce sync.Once
-	free := func() { releaseOnce.Do(func() { close(release) }) }
+	release, free := gate()
 	var inFlight atomic.Int32
 	legacy := make(chan struct{}, 1)
 	started := make(chan struct{}, 1)
@@ -207,9 +208,7 @@ func TestDeliveryStatementsLeaveConnectionsForRequests(t *testing.T) {
 func TestASlowDestinationLeavesWorkersForAnother(t *testing.T) {
 	ctx := context.Background()
 	s, _, _ := openOnPool(t, maxConns(4))
-	release := make(chan struct{})
-	var releaseOnce sync.Once
-	free := func() { releaseOnce.Do(func() { close(release) }) }
+	release, free := gate()
 	slow := store.EventQueue("slow-partner")
 	var held atomic.Int32
 	others := make(chan string, 2)
@@ -302,4 +301,48 @@ func settledCount(n *atomic.Int32, want int32) int32 {
 		time.Sleep(10 * time.Millisecond)
 	}
 	return n.Load()
+}
+
+// gate returns a channel that stays open until free, which may run any
+// number of times, closes it.
+func gate() (<-chan struct{}, func()) {
+	release := make(chan struct{})
+	var once sync.Once
+	return release, func() { once.Do(func() { close(release) }) }
+}
+
+// A runner opened without options still works the deliveries to every
+// destination its package's hooks name, in their queues.
+func TestARunnerWorksTheDestinationsItsPackageNames(t *testing.T) {
+	ctx := context.Background()
+	p := storetest.SamplePackage(t)
+	p.Entities[0].Hooks = append(p.Entities[0].Hooks, &model.Hook{ID: "named", Handler: &model.Handler{Kind: model.HandlerURL, DestinationID: "named-partner"}})
+	dsn := storetest.NewDatabase(t)
+	pool, err := pgxpool.New(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	s, err := store.Open(ctx, pool, p, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ran := make(chan string, 1)
+	workers := river.NewWorkers()
+	river.AddWorker(workers, river.WorkFunc(func(ctx context.Context, j *river.Job[store.DeliverEventArgs]) error {
+		ran <- j.Queue
+		return nil
+	}))
+	startRunner(t, s, workers)
+	if err := s.Enqueue(ctx, store.DeliverEventArgs{DeliveryID: uuid.NewString()}, &river.InsertOpts{Queue: store.EventQueue("named-partner")}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case q := <-ran:
+		if q != store.EventQueue("named-partner") {
+			t.Fatalf("ran in queue %q", q)
+		}
+	case <-time.After(testslack.Scheduling):
+		t.Fatal("the delivery to a destination the package names was not worked")
+	}
 }
